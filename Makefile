@@ -1,0 +1,62 @@
+# flowzero — make run (demo), make test (everything CI runs), make bench (benchmarks).
+# Everything make needs that is not in the Go toolchain (Kafka jars, libchdb, tools) is fetched
+# into .cache/ (git-ignored) on first use.
+SHELL       := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := build
+
+GO      ?= go
+CACHE   := $(CURDIR)/.cache
+BIN     := $(CURDIR)/bin
+VAR     := $(CURDIR)/var
+FUZZTIME ?= 5s
+export GOFLAGS ?= -buildvcs=false
+export PATH := $(CACHE)/gobin:$(PATH)
+
+# Fragments in mk/ add to these lists (integration steps that need real services, benchmarks).
+INTEGRATION_TARGETS :=
+BENCH_TARGETS :=
+# Extra build tags and environment for the unit test run (for example the chdb tag once
+# libchdb is fetched).
+TEST_TAGS :=
+TEST_DEPS :=
+
+include $(sort $(wildcard mk/*.mk))
+
+.PHONY: build test vet unit fuzz integration bench run clean tools
+
+build:
+	$(GO) build -o $(BIN)/flowzero ./cmd/flowzero
+
+## test: vet, unit tests with -race, every fuzz target briefly, then integration with real services.
+test: vet unit fuzz integration
+	@echo "make test: all passed"
+
+vet:
+	@unformatted=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard -- '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
+
+unit: $(TEST_DEPS)
+	$(GO) test -race -count=1 -timeout 10m $(if $(TEST_TAGS),-tags '$(TEST_TAGS)') ./...
+
+fuzz:
+	FUZZTIME=$(FUZZTIME) scripts/fuzz-all.sh
+
+integration: $(INTEGRATION_TARGETS)
+
+## bench: the benchmarks the issues ask for, each printed as a benchstat table.
+bench: tools $(BENCH_TARGETS)
+
+tools: $(CACHE)/gobin/benchstat
+
+$(CACHE)/gobin/benchstat:
+	GOBIN=$(CACHE)/gobin $(GO) install golang.org/x/perf/cmd/benchstat@latest
+
+clean:
+	rm -rf $(BIN) $(VAR)
+
+## run: the main job with embedded defaults (see README).
+run: build
+	$(BIN)/flowzero version

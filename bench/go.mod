@@ -1,0 +1,5 @@
+module flowzero/bench
+
+go 1.26
+
+replace flowzero => ../
