@@ -1,0 +1,52 @@
+package protozero
+
+import (
+	"testing"
+
+	"flowzero/pbwire"
+)
+
+//go:noinline
+func loopVarintField(dst []byte, t pbwire.Tag, v uint64) []byte {
+	dst = pbwire.AppendTag(dst, t)
+	for v >= 0x80 {
+		dst = append(dst, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(dst, byte(v))
+}
+
+func loopFields(dst []byte) []byte {
+	dst = loopVarintField(dst, tagInt32, uint64(int64(int32(input[0]))))
+	dst = loopVarintField(dst, tagUint32, uint64(uint32(input[1])))
+	dst = loopVarintField(dst, tagInt64, uint64(int64(input[2])))
+	dst = loopVarintField(dst, tagUint64, input[3])
+	return pbwire.AppendStringField(dst, tagString, inputString)
+}
+
+func BenchmarkScratch(b *testing.B) {
+	b.Run("SOL", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			writeSimpleSOL()
+			clobber(i)
+		}
+	})
+	b.Run("wide", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			writeSimplePbwire(currentSlot())
+			clobber(i)
+		}
+	})
+	b.Run("loop", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			loopFields(currentSlot())
+			clobber(i)
+		}
+	})
+	b.Run("vt", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			writeSimpleVT(currentSlot())
+			clobber(i)
+		}
+	})
+}

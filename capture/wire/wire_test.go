@@ -1,0 +1,282 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"flowzero/internal/pcapfile"
+	"flowzero/internal/testdata"
+)
+
+// realPackets returns the frames of every shared capture as wire packets.
+func realPackets(tb testing.TB) []Packet {
+	tb.Helper()
+	var out []Packet
+	for _, dir := range []string{"netflow", "sflow", "bmp", "decap"} {
+		for _, path := range testdata.Glob(tb, filepath.Join(dir, "*.pcap")) {
+			frames, err := pcapfile.ReadFrames(path)
+			if err != nil {
+				tb.Fatalf("%s: %v", path, err)
+			}
+			for _, fr := range frames {
+				out = append(out, Packet{Timestamp: fr.Time.UnixNano(), Length: uint32(fr.Length), Interface: uint32(fr.Interface), Data: fr.Data})
+			}
+		}
+	}
+	if len(out) == 0 {
+		tb.Fatal("no packets in the shared captures")
+	}
+	return out
+}
+
+func buildFrame(tb testing.TB, pkts []Packet, c *Compressor) []byte {
+	tb.Helper()
+	var fb FrameBuilder
+	fb.Reset(7)
+	var err error
+	fb.Buf, err = AppendInterface(fb.Buf, &Interface{Index: 0, LinkType: 1, SnapLength: 65535, Name: "eth0"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	fb.Records++
+	for i := range pkts {
+		fb.Buf = AppendPacket(fb.Buf, &pkts[i])
+		fb.Records++
+	}
+	fb.Buf = AppendHeartbeat(fb.Buf, &Heartbeat{Time: 1234, Captured: uint64(len(pkts))})
+	fb.Buf = AppendDropReport(fb.Buf, &DropReport{Interface: AllInterfaces, Kernel: 3, Agent: 1 << 40})
+	fb.Records += 2
+	frame, err := fb.Finish(c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return bytes.Clone(frame)
+}
+
+func TestRoundTrip(t *testing.T) {
+	pkts := realPackets(t)
+	comp, err := NewCompressor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := NewDecompressor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	for _, tc := range []struct {
+		name string
+		c    *Compressor
+	}{{"plain", nil}, {"zstd", comp}} {
+		t.Run(tc.name, func(t *testing.T) {
+			frame := buildFrame(t, pkts, tc.c)
+			fr := NewFrameReader(bytes.NewReader(frame), dec)
+			h, payload, err := fr.ReadFrame()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Seq != 7 || h.Records != uint32(len(pkts)+3) {
+				t.Fatalf("header %+v", h)
+			}
+			if (h.Flags&FlagZstd != 0) != (tc.c != nil) {
+				t.Fatalf("flags %#x", h.Flags)
+			}
+			if tc.c != nil && h.Length >= h.RawLength {
+				t.Fatalf("zstd did not shrink the real captures: %d >= %d", h.Length, h.RawLength)
+			}
+			rec, rest, err := NextRecord(payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			intf, err := rec.Interface()
+			if err != nil || intf != (Interface{Index: 0, LinkType: 1, SnapLength: 65535, Name: "eth0"}) {
+				t.Fatalf("interface %+v %v", intf, err)
+			}
+			for i := range pkts {
+				var p Packet
+				n, err := ReadPacket(rest, &p)
+				if err != nil {
+					t.Fatalf("packet %d: %v", i, err)
+				}
+				if p.Timestamp != pkts[i].Timestamp || p.Length != pkts[i].Length || p.Interface != pkts[i].Interface || !bytes.Equal(p.Data, pkts[i].Data) {
+					t.Fatalf("packet %d differs", i)
+				}
+				rest = rest[n:]
+			}
+			rec, rest, _ = NextRecord(rest)
+			if hb, err := rec.Heartbeat(); err != nil || hb.Captured != uint64(len(pkts)) || hb.Time != 1234 {
+				t.Fatalf("heartbeat %+v %v", hb, err)
+			}
+			rec, rest, _ = NextRecord(rest)
+			if d, err := rec.DropReport(); err != nil || d != (DropReport{Interface: AllInterfaces, Kernel: 3, Agent: 1 << 40}) {
+				t.Fatalf("drop report %+v %v", d, err)
+			}
+			if len(rest) != 0 {
+				t.Fatalf("%d bytes left", len(rest))
+			}
+			if _, _, err := fr.ReadFrame(); err != io.EOF {
+				t.Fatalf("end: %v", err)
+			}
+			// A stream cut inside a frame is an unexpected EOF, not a clean end.
+			fr = NewFrameReader(bytes.NewReader(frame[:len(frame)-1]), dec)
+			if _, _, err := fr.ReadFrame(); !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Fatalf("cut frame: %v", err)
+			}
+		})
+	}
+}
+
+func TestHelloWelcome(t *testing.T) {
+	in := Hello{Version: Version, Capabilities: CapZstd, AgentID: 0x0123456789abcdef, AgentName: "probe-1", Token: "s3cret"}
+	b, err := AppendHello(nil, &in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != HelloFixedLen+len("probe-1")+len("s3cret") {
+		t.Fatalf("length %d", len(b))
+	}
+	out, err := ReadHello(bytes.NewReader(b))
+	if err != nil || out != in {
+		t.Fatalf("got %+v %v", out, err)
+	}
+	if _, err := ReadHello(bytes.NewReader(b[:len(b)-1])); err == nil {
+		t.Fatal("truncated hello accepted")
+	}
+	bad := bytes.Clone(b)
+	bad[0] = 'X'
+	if _, err := ParseHello(bad); !errors.Is(err, ErrBadMagic) {
+		t.Fatalf("bad magic: %v", err)
+	}
+	if _, err := AppendHello(nil, &Hello{AgentName: string(make([]byte, 256))}); !errors.Is(err, ErrTooLong) {
+		t.Fatalf("long name: %v", err)
+	}
+	w := Welcome{Version: Version, Status: StatusUnauthorized, Capabilities: CapZstd, LastSeq: 1 << 33}
+	wb := AppendWelcome(nil, &w)
+	if len(wb) != WelcomeLen {
+		t.Fatalf("welcome length %d", len(wb))
+	}
+	if got, err := ParseWelcome(wb); err != nil || got != w {
+		t.Fatalf("welcome %+v %v", got, err)
+	}
+}
+
+// No field is truncated to 16 bits, unlike the seed article's format.
+func TestWideFields(t *testing.T) {
+	data := make([]byte, 70000)
+	data[69999] = 0xAB
+	in := Packet{Timestamp: -1, Length: 1<<32 - 1, Interface: 1<<32 - 2, Data: data}
+	b := AppendPacket(nil, &in)
+	var p Packet
+	n, err := ReadPacket(b, &p)
+	if err != nil || n != len(b) || p.Timestamp != -1 || p.Length != 1<<32-1 || p.Interface != 1<<32-2 || len(p.Data) != 70000 || p.Data[69999] != 0xAB {
+		t.Fatalf("got %d %v ts=%d len=%d if=%d caplen=%d", n, err, p.Timestamp, p.Length, p.Interface, len(p.Data))
+	}
+}
+
+func TestMalformed(t *testing.T) {
+	var hdr [FrameHeaderLen]byte
+	PutFrameHeader(hdr[:], &FrameHeader{Length: MaxFramePayload + 1, RawLength: MaxFramePayload + 1})
+	if _, err := ParseFrameHeader(hdr[:]); !errors.Is(err, ErrFrameTooLong) {
+		t.Fatalf("long frame: %v", err)
+	}
+	PutFrameHeader(hdr[:], &FrameHeader{Length: 16, RawLength: 16, Records: 3})
+	if _, err := ParseFrameHeader(hdr[:]); !errors.Is(err, ErrRecordCount) {
+		t.Fatalf("record count: %v", err)
+	}
+	pkt := AppendPacket(nil, &Packet{Data: []byte{1, 2, 3}})
+	var p Packet
+	if _, err := ReadPacket(pkt[:len(pkt)-1], &p); !errors.Is(err, ErrTruncated) {
+		t.Fatalf("truncated packet: %v", err)
+	}
+	pkt[4] = 15 // body shorter than the packet header
+	if _, err := ReadPacket(pkt, &p); !errors.Is(err, ErrBadRecord) {
+		t.Fatalf("short body: %v", err)
+	}
+}
+
+func TestZeroAlloc(t *testing.T) {
+	pkts := realPackets(t)
+	var fb FrameBuilder
+	fb.Reset(1)
+	for i := range pkts {
+		fb.Buf = AppendPacket(fb.Buf, &pkts[i])
+	}
+	payload := bytes.Clone(fb.Buf[FrameHeaderLen:])
+	allocs := testing.AllocsPerRun(100, func() {
+		fb.Reset(2)
+		for i := range pkts {
+			fb.Buf = AppendPacket(fb.Buf, &pkts[i])
+			fb.Records++
+		}
+		if _, err := fb.Finish(nil); err != nil {
+			t.Fatal(err)
+		}
+		var p Packet
+		for b := payload; len(b) > 0; {
+			n, err := ReadPacket(b, &p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = b[n:]
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per frame", allocs)
+	}
+}
+
+// FuzzCaptureWireDecode feeds arbitrary frames to the stream decoder: every input must decode
+// or fail with an error, never panic or read out of bounds.
+func FuzzCaptureWireDecode(f *testing.F) {
+	pkts := realPackets(f)
+	comp, err := NewCompressor()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for i := 0; i < len(pkts); i += 16 {
+		end := min(i+16, len(pkts))
+		f.Add(buildFrame(f, pkts[i:end], nil))
+		f.Add(buildFrame(f, pkts[i:end], comp))
+	}
+	dec, err := NewDecompressor()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fr := NewFrameReader(bytes.NewReader(data), dec)
+		for {
+			h, payload, err := fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			if len(payload) != int(h.RawLength) {
+				t.Fatalf("payload %d, header says %d", len(payload), h.RawLength)
+			}
+			for rest := payload; len(rest) > 0; {
+				var rec Record
+				rec, rest, err = NextRecord(rest)
+				if err != nil {
+					break
+				}
+				var p Packet
+				switch rec.Type {
+				case RecordPacket:
+					if rec.Packet(&p) == nil && len(p.Data) != len(rec.Body)-16 {
+						t.Fatal("packet data length")
+					}
+				case RecordInterface:
+					_, _ = rec.Interface()
+				case RecordHeartbeat:
+					_, _ = rec.Heartbeat()
+				case RecordDropReport:
+					_, _ = rec.DropReport()
+				case RecordAck:
+					_, _ = rec.Ack()
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,281 @@
+// Package collector is flowzero's main job: it reads NetFlow/IPFIX and sFlow datagrams from
+// UDP sockets, decodes them into schema.FlowMessage values, enriches and finalizes each flow,
+// and hands batches of encoded flows to the sinks (Kafka, files, stdout, the embedded store).
+//
+// Design: one goroutine per socket does everything for its datagrams — read, decode, enrich,
+// encode, batch — with no lock and no allocation per flow; SO_REUSEPORT spreads exporters over
+// the sockets and the kernel socket buffer is the only queue before decoding (its drops are
+// read with SO_RXQ_OVFL). Batches meet the sinks at bounded queues; whatever is dropped is
+// counted by stage and reason. Per-exporter state (allow-list verdict, rate limiter, batch,
+// metric handles) is looked up once per datagram in the worker's own map.
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"flowzero/internal/lograte"
+	"flowzero/output"
+	"flowzero/schema"
+)
+
+// Decoder is what a listener's workers call for each datagram: it calls emit once per flow
+// with fm filled, and returns an error for a malformed datagram (flows decoded before the
+// error were emitted).
+type Decoder interface {
+	Decode(payload []byte, exporter netip.AddrPort, received time.Time, fm *schema.FlowMessage, emit func(*schema.FlowMessage)) error
+}
+
+// Enricher fills flow fields from other sources (routing table, interface metadata) between
+// decoding and encoding.
+type Enricher interface {
+	Enrich(fm *schema.FlowMessage)
+}
+
+// Dependencies are the components the collector runs on.
+type Dependencies struct {
+	Schema *schema.Schema
+	// Decoders by listener protocol ("netflow", "sflow").
+	Decoders map[string]Decoder
+	// Enricher may be nil.
+	Enricher Enricher
+	// Sinks receive every batch.
+	Sinks []output.Sink
+	// Registry for the metrics; /metrics serves it.
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
+	// Handlers are extra HTTP handlers mounted on the collector's server, by pattern (for
+	// example "POST /api/v0/rib/lookup").
+	Handlers map[string]http.Handler
+	// Reload, when set, is called by POST /api/v0/reload (and by the command on SIGHUP); it
+	// returns what it applied and what needs a restart.
+	Reload func() (string, error)
+	// ExporterDetails, when set, adds decoder state (templates, sampling rates) for an exporter
+	// to /api/v0/exporters.
+	ExporterDetails func(netip.Addr) any
+}
+
+// Collector is the running service.
+type Collector struct {
+	cfg     Configuration
+	deps    Dependencies
+	log     *slog.Logger
+	metrics *metrics
+	pool    *output.BatchPool
+	keyed   bool // batches are per exporter (Kafka keyed by exporter)
+
+	policy        atomic.Pointer[exporterPolicy]
+	batchInterval atomic.Int64
+
+	exporters     sync.Map // netip.Addr → *exporterInfo
+	exporterCount atomic.Int64
+
+	workers  []*worker
+	wg       sync.WaitGroup
+	stopping atomic.Bool
+	logLimit *lograte.Keyed[logKey]
+
+	http *httpServer
+}
+
+// New checks the configuration and prepares the collector; Start binds the sockets.
+func New(cfg Configuration, deps Dependencies) (*Collector, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Schema == nil {
+		return nil, errors.New("collector: a schema is required")
+	}
+	for i, l := range cfg.Listeners {
+		if deps.Decoders[l.Protocol] == nil {
+			return nil, fmt.Errorf("collector: listeners[%d]: no decoder for protocol %q", i, l.Protocol)
+		}
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	if deps.Registry == nil {
+		deps.Registry = prometheus.NewRegistry()
+	}
+	c := &Collector{
+		cfg:      cfg,
+		deps:     deps,
+		log:      deps.Logger,
+		pool:     output.NewBatchPool(cfg.BatchSize+cfg.BatchSize/4, 256),
+		logLimit: lograte.NewKeyed[logKey](3, 30*time.Second, 10000),
+	}
+	for _, s := range deps.Sinks {
+		if ks, ok := s.(interface{ KeyedByExporter() bool }); ok && ks.KeyedByExporter() {
+			c.keyed = true
+		}
+	}
+	c.metrics = newMetrics(deps.Registry, c)
+	c.policy.Store(newExporterPolicy(cfg.Exporters))
+	c.batchInterval.Store(int64(cfg.BatchInterval))
+	return c, nil
+}
+
+// Start starts the sinks, binds every listener and starts the workers and the HTTP server.
+func (c *Collector) Start() error {
+	for _, s := range c.deps.Sinks {
+		if err := s.Start(); err != nil {
+			return fmt.Errorf("sink %s: %w", s.Name(), err)
+		}
+	}
+	for li, l := range c.cfg.Listeners {
+		conns, granted, err := openSockets(l.Address, l.Workers, l.ReceiveBuffer)
+		if err != nil {
+			c.closeWorkers()
+			return err
+		}
+		name := l.Protocol + "/" + conns[0].LocalAddr().String()
+		c.metrics.rcvbuf.WithLabelValues(name).Set(float64(granted))
+		if l.ReceiveBuffer > 0 && granted < l.ReceiveBuffer {
+			c.log.Warn("the kernel capped the socket receive buffer; raise net.core.rmem_max or run with CAP_NET_ADMIN",
+				"listener", name, "asked", l.ReceiveBuffer, "granted", granted)
+		}
+		c.log.Info("listening", "listener", name, "sockets", len(conns), "receive-buffer", granted)
+		for si, conn := range conns {
+			c.workers = append(c.workers, newWorker(c, li, name, strconv.Itoa(si), conn, c.deps.Decoders[l.Protocol], l.Protocol))
+		}
+	}
+	if c.cfg.HTTP.Listen != "" {
+		h, err := c.startHTTP()
+		if err != nil {
+			c.closeWorkers()
+			return err
+		}
+		c.http = h
+	}
+	for _, w := range c.workers {
+		c.wg.Add(1)
+		go w.run()
+	}
+	return nil
+}
+
+// ListenAddrs returns the bound address of the first socket of each listener, in
+// configuration order (useful with port 0).
+func (c *Collector) ListenAddrs() []netip.AddrPort {
+	var out []netip.AddrPort
+	last := -1
+	for _, w := range c.workers {
+		if w.listener != last {
+			last = w.listener
+			out = append(out, w.conn.LocalAddr().(*net.UDPAddr).AddrPort())
+		}
+	}
+	return out
+}
+
+// HTTPAddr returns the address of the HTTP server, or "".
+func (c *Collector) HTTPAddr() string {
+	if c.http == nil {
+		return ""
+	}
+	return c.http.addr
+}
+
+func (c *Collector) closeWorkers() {
+	for _, w := range c.workers {
+		w.conn.Close()
+	}
+}
+
+// Stop stops reading (after draining what the kernel already queued for a short moment),
+// flushes every worker's batches to the sinks, stops the sinks (which deliver or count what
+// they hold) and the HTTP server.
+func (c *Collector) Stop() error {
+	c.stopping.Store(true)
+	for _, w := range c.workers {
+		w.conn.SetReadDeadline(time.Now()) // wake the worker; it drains, then exits
+	}
+	c.wg.Wait()
+	for _, w := range c.workers {
+		w.conn.Close()
+	}
+	var errs []error
+	for _, s := range c.deps.Sinks {
+		if err := s.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("sink %s: %w", s.Name(), err))
+		}
+	}
+	if c.http != nil {
+		errs = append(errs, c.http.stop())
+	}
+	return errors.Join(errs...)
+}
+
+// Reload applies what can change without a restart (exporter allow-list and rate limit,
+// batch interval) and returns the keys that differ but need a restart.
+func (c *Collector) Reload(cfg Configuration) (restartNeeded []string, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c.policy.Store(newExporterPolicy(cfg.Exporters))
+	c.batchInterval.Store(int64(cfg.BatchInterval))
+	if fmt.Sprint(cfg.Listeners) != fmt.Sprint(c.cfg.Listeners) {
+		restartNeeded = append(restartNeeded, "collector.listeners")
+	}
+	if cfg.HTTP != c.cfg.HTTP {
+		restartNeeded = append(restartNeeded, "collector.http")
+	}
+	if cfg.BatchSize != c.cfg.BatchSize {
+		restartNeeded = append(restartNeeded, "collector.batch-size")
+	}
+	c.cfg.Exporters, c.cfg.BatchInterval = cfg.Exporters, cfg.BatchInterval
+	return restartNeeded, nil
+}
+
+// dispatch hands a batch to every sink (the batch holds one reference on entry).
+func (c *Collector) dispatch(b *output.Batch) {
+	if b.Flows == 0 || len(c.deps.Sinks) == 0 {
+		b.Release()
+		return
+	}
+	c.metrics.batches.Inc()
+	b.Retain(len(c.deps.Sinks) - 1)
+	for _, s := range c.deps.Sinks {
+		s.Send(b)
+	}
+}
+
+// exporterPolicy is the reloadable part of the exporter configuration.
+type exporterPolicy struct {
+	generation uint64
+	allow      []netip.Prefix
+	rate       float64
+}
+
+var policyGeneration atomic.Uint64
+
+func newExporterPolicy(p ExporterPolicy) *exporterPolicy {
+	return &exporterPolicy{generation: policyGeneration.Add(1), allow: p.Allow, rate: p.RateLimit}
+}
+
+func (p *exporterPolicy) allowed(a netip.Addr) bool {
+	if len(p.allow) == 0 {
+		return true
+	}
+	for _, pfx := range p.allow {
+		if pfx.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+type logKey struct {
+	exporter netip.Addr
+	reason   string
+}

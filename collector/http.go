@@ -1,0 +1,125 @@
+package collector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"net/netip"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+type httpServer struct {
+	srv  *http.Server
+	addr string
+	done chan struct{}
+}
+
+func (c *Collector) startHTTP() (*httpServer, error) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(c.deps.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /api/v0/exporters", c.handleExporters)
+	mux.HandleFunc("POST /api/v0/reload", func(w http.ResponseWriter, _ *http.Request) {
+		if c.deps.Reload == nil {
+			http.Error(w, "reload is not available", http.StatusNotImplemented)
+			return
+		}
+		msg, err := c.deps.Reload()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte(msg + "\n"))
+	})
+	for pattern, h := range c.deps.Handlers {
+		mux.Handle(pattern, h)
+	}
+	if c.cfg.HTTP.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	ln, err := net.Listen("tcp", c.cfg.HTTP.Listen)
+	if err != nil {
+		return nil, err
+	}
+	h := &httpServer{
+		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+		addr: ln.Addr().String(),
+		done: make(chan struct{}),
+	}
+	go func() {
+		defer close(h.done)
+		if err := h.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			c.log.Error("HTTP server stopped", "error", err)
+		}
+	}()
+	c.log.Info("HTTP server listening", "address", h.addr)
+	return h, nil
+}
+
+func (h *httpServer) stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := h.srv.Shutdown(ctx)
+	<-h.done
+	return err
+}
+
+// ExporterStatus is one exporter in /api/v0/exporters.
+type ExporterStatus struct {
+	Address      netip.Addr `json:"address"`
+	FirstSeen    time.Time  `json:"first-seen"`
+	LastPacket   time.Time  `json:"last-packet"`
+	Datagrams    uint64     `json:"datagrams"`
+	Flows        uint64     `json:"flows"`
+	Errors       uint64     `json:"errors"`
+	Allowed      bool       `json:"allowed"`
+	SamplingRate uint64     `json:"last-sampling-rate"`
+	Decoder      any        `json:"decoder,omitempty"`
+}
+
+// Exporters returns the exporters seen since start, sorted by address.
+func (c *Collector) Exporters() []ExporterStatus {
+	pol := c.policy.Load()
+	var out []ExporterStatus
+	c.exporters.Range(func(_, v any) bool {
+		e := v.(*exporterInfo)
+		st := ExporterStatus{
+			Address:      e.addr,
+			FirstSeen:    e.firstSeen.UTC(),
+			LastPacket:   time.Unix(0, e.lastSeen.Load()).UTC(),
+			Datagrams:    e.datagrams.Load(),
+			Flows:        e.flows.Load(),
+			Errors:       e.errors.Load(),
+			Allowed:      pol.allowed(e.addr),
+			SamplingRate: e.samplingRate.Load(),
+		}
+		if c.deps.ExporterDetails != nil {
+			st.Decoder = c.deps.ExporterDetails(e.addr)
+		}
+		out = append(out, st)
+		return true
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Address.Less(out[j].Address) })
+	return out
+}
+
+func (c *Collector) handleExporters(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(map[string]any{"exporters": c.Exporters()})
+}

@@ -1,0 +1,51 @@
+package collector
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	datagrams   *prometheus.CounterVec // listener, socket
+	bytes       *prometheus.CounterVec
+	kernelDrops *prometheus.CounterVec
+	rcvbuf      *prometheus.GaugeVec
+	flows       *prometheus.CounterVec // exporter
+	dropped     *prometheus.CounterVec // stage, reason
+	decodeErrs  *prometheus.CounterVec // protocol
+	batches     prometheus.Counter
+	exporters   prometheus.GaugeFunc
+}
+
+func newMetrics(r prometheus.Registerer, c *Collector) *metrics {
+	m := &metrics{
+		datagrams: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowzero_collector_datagrams_total", Help: "UDP datagrams received, per listener and socket."},
+			[]string{"listener", "socket"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowzero_collector_bytes_total", Help: "UDP payload bytes received, per listener and socket."},
+			[]string{"listener", "socket"}),
+		kernelDrops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowzero_collector_kernel_drops_total", Help: "Datagrams the kernel dropped because the socket buffer was full (SO_RXQ_OVFL)."},
+			[]string{"listener", "socket"}),
+		rcvbuf: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flowzero_collector_receive_buffer_bytes", Help: "Socket receive buffer granted by the kernel."},
+			[]string{"listener"}),
+		flows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowzero_collector_flows_total", Help: "Flows encoded and handed to the sinks, per exporter."},
+			[]string{"exporter"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowzero_collector_dropped_total", Help: "Datagrams or flows dropped by the collector, by stage and reason."},
+			[]string{"stage", "reason"}),
+		decodeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowzero_collector_decode_errors_total", Help: "Datagrams whose decoding returned an error (details in the decoder's metrics)."},
+			[]string{"protocol"}),
+		batches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flowzero_collector_batches_total", Help: "Batches handed to the sinks."}),
+		exporters: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "flowzero_collector_exporters", Help: "Exporters seen since start."},
+			func() float64 { return float64(c.exporterCount.Load()) }),
+	}
+	if r != nil {
+		r.MustRegister(m.datagrams, m.bytes, m.kernelDrops, m.rcvbuf, m.flows, m.dropped,
+			m.decodeErrs, m.batches, m.exporters)
+	}
+	return m
+}

@@ -1,0 +1,87 @@
+package collector
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// openSockets binds n UDP sockets to addr with SO_REUSEPORT, so the kernel spreads exporters
+// over them, and asks each for SO_RXQ_OVFL, so every datagram carries the socket's count of
+// datagrams the kernel dropped for lack of buffer. With port 0 the first socket picks the port
+// and the others join it. It returns the receive buffer size the kernel granted.
+func openSockets(addr string, n, rcvbuf int) ([]*net.UDPConn, int, error) {
+	var granted int
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			s := int(fd)
+			if serr = unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); serr != nil {
+				serr = fmt.Errorf("SO_REUSEPORT: %w", serr)
+				return
+			}
+			if serr = unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); serr != nil {
+				serr = fmt.Errorf("SO_RXQ_OVFL: %w", serr)
+				return
+			}
+			if rcvbuf > 0 {
+				// SO_RCVBUFFORCE ignores rmem_max but needs CAP_NET_ADMIN.
+				if unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvbuf) != nil {
+					_ = unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_RCVBUF, rcvbuf)
+				}
+			}
+			if v, err := unix.GetsockoptInt(s, unix.SOL_SOCKET, unix.SO_RCVBUF); err == nil {
+				granted = v / 2 // the kernel reports twice the usable size (bookkeeping overhead)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	var conns []*net.UDPConn
+	for i := range n {
+		pc, err := lc.ListenPacket(context.Background(), "udp", addr)
+		if err != nil {
+			for _, c := range conns {
+				c.Close()
+			}
+			return nil, 0, fmt.Errorf("listen %s (socket %d of %d): %w", addr, i+1, n, err)
+		}
+		conn := pc.(*net.UDPConn)
+		conns = append(conns, conn)
+		if i == 0 {
+			// Join the port the first socket got (matters for port 0 in tests).
+			addr = conn.LocalAddr().String()
+		}
+	}
+	return conns, granted, nil
+}
+
+// rxqOverflow extracts the SO_RXQ_OVFL counter from a control message buffer without
+// allocating (syscall.ParseSocketControlMessage allocates). ok is false when absent.
+func rxqOverflow(oob []byte) (drops uint32, ok bool) {
+	const hdr = unix.SizeofCmsghdr
+	for len(oob) >= hdr {
+		// struct cmsghdr { size_t cmsg_len; int cmsg_level; int cmsg_type; } on 64-bit Linux.
+		l := int(binary.NativeEndian.Uint64(oob[0:8]))
+		level := int32(binary.NativeEndian.Uint32(oob[8:12]))
+		typ := int32(binary.NativeEndian.Uint32(oob[12:16]))
+		if l < hdr || l > len(oob) {
+			return 0, false
+		}
+		if level == unix.SOL_SOCKET && typ == unix.SO_RXQ_OVFL && l >= hdr+4 {
+			return binary.NativeEndian.Uint32(oob[hdr : hdr+4]), true
+		}
+		next := (l + 7) &^ 7 // CMSG_ALIGN
+		if next > len(oob) {
+			return 0, false
+		}
+		oob = oob[next:]
+	}
+	return 0, false
+}

@@ -1,0 +1,324 @@
+package collector
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"flowzero/output"
+	"flowzero/schema"
+)
+
+// worker reads one socket and runs the whole pipeline for its datagrams.
+type worker struct {
+	c        *Collector
+	listener int
+	protocol string
+	conn     *net.UDPConn
+	dec      Decoder
+	fm       *schema.FlowMessage
+	emitFn   func(*schema.FlowMessage) // w.emit bound once, so Decode calls allocate nothing
+
+	exporters map[netip.AddrPort]*workerExporter
+	batch     *output.Batch // the worker's batch when batches are not per exporter
+	batchAt   time.Time
+
+	// Per datagram.
+	cur *workerExporter
+	now time.Time
+
+	lastOverflow uint32
+	datagrams    prometheus.Counter
+	bytes        prometheus.Counter
+	kernelDrops  prometheus.Counter
+	decodeErrs   prometheus.Counter
+	notAllowed   prometheus.Counter
+	rateLimited  prometheus.Counter
+}
+
+// workerExporter is one exporter (address and port) as seen by one worker.
+type workerExporter struct {
+	info       *exporterInfo
+	generation uint64 // of the policy the verdict below was taken with
+	allowed    bool
+	batch      *output.Batch
+	batchAt    time.Time
+	key        [16]byte
+	keyLen     int
+
+	// Token bucket (flows per second) and Akvorado-style sampling compensation: the ratio
+	// of flows seen to flows kept over the previous second raises the sampling rate of kept
+	// flows.
+	tokens       float64
+	tokensAt     time.Time
+	windowStart  time.Time
+	seen, kept   uint64
+	rateMultiply uint64
+}
+
+func newWorker(c *Collector, listener int, name, socket string, conn *net.UDPConn, dec Decoder, protocol string) *worker {
+	w := &worker{
+		c:           c,
+		listener:    listener,
+		protocol:    protocol,
+		conn:        conn,
+		dec:         dec,
+		fm:          c.deps.Schema.NewFlowMessage(),
+		exporters:   make(map[netip.AddrPort]*workerExporter),
+		datagrams:   c.metrics.datagrams.WithLabelValues(name, socket),
+		bytes:       c.metrics.bytes.WithLabelValues(name, socket),
+		kernelDrops: c.metrics.kernelDrops.WithLabelValues(name, socket),
+		decodeErrs:  c.metrics.decodeErrs.WithLabelValues(protocol),
+		notAllowed:  c.metrics.dropped.WithLabelValues("exporter", "not-allowed"),
+		rateLimited: c.metrics.dropped.WithLabelValues("exporter", "rate-limited"),
+	}
+	w.emitFn = w.emit
+	return w
+}
+
+func (w *worker) run() {
+	defer w.c.wg.Done()
+	buf := make([]byte, 65536)
+	oob := make([]byte, 64)
+	var deadline, drainUntil time.Time
+	for {
+		if w.c.stopping.Load() {
+			if drainUntil.IsZero() {
+				// Read what the kernel already holds for a moment, then stop.
+				drainUntil = time.Now().Add(100 * time.Millisecond)
+				w.conn.SetReadDeadline(drainUntil)
+			}
+		} else if next := w.nextFlush(); !next.Equal(deadline) {
+			deadline = next
+			w.conn.SetReadDeadline(deadline)
+		}
+		n, oobn, _, from, err := w.conn.ReadMsgUDPAddrPort(buf, oob)
+		w.now = time.Now()
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				if !drainUntil.IsZero() && !w.now.Before(drainUntil) {
+					w.flushAll()
+					return
+				}
+				w.flushAged()
+				continue
+			}
+			if errors.Is(err, net.ErrClosed) {
+				w.flushAll()
+				return
+			}
+			w.c.log.Warn("UDP read error", "error", err)
+			continue
+		}
+		if v, ok := rxqOverflow(oob[:oobn]); ok && v != w.lastOverflow {
+			w.kernelDrops.Add(float64(v - w.lastOverflow)) // wraps correctly in uint32
+			w.lastOverflow = v
+		}
+		w.datagrams.Inc()
+		w.bytes.Add(float64(n))
+		w.handle(buf[:n], netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
+	}
+}
+
+// handle runs one datagram through the pipeline.
+func (w *worker) handle(payload []byte, from netip.AddrPort) {
+	e := w.exporter(from)
+	e.info.datagrams.Add(1)
+	e.info.lastSeen.Store(w.now.UnixNano())
+	if !e.allowed {
+		w.notAllowed.Inc()
+		return
+	}
+	w.cur = e
+	if err := w.dec.Decode(payload, from, w.now, w.fm, w.emitFn); err != nil {
+		w.decodeErrs.Inc()
+		e.info.errors.Add(1)
+		if ok, suppressed := w.c.logLimit.Allow(logKey{from.Addr(), err.Error()}, w.now); ok {
+			w.c.log.Warn("cannot decode datagram", "protocol", w.protocol, "exporter", from.String(),
+				"error", err, "suppressed", suppressed)
+		}
+	}
+	w.cur = nil
+	if w.c.keyed {
+		if e.batch != nil && len(e.batch.Data) >= w.c.cfg.BatchSize {
+			w.flushExporter(e)
+		}
+	} else if w.batch != nil && len(w.batch.Data) >= w.c.cfg.BatchSize {
+		w.flushWorker()
+	}
+}
+
+// exporter returns the worker's state for an exporter, creating it on first sight and
+// re-checking the allow-list after a reload.
+func (w *worker) exporter(from netip.AddrPort) *workerExporter {
+	pol := w.c.policy.Load()
+	e, ok := w.exporters[from]
+	if !ok {
+		e = &workerExporter{info: w.c.exporterInfo(from.Addr())}
+		a16 := from.Addr().As16()
+		e.key = a16
+		e.keyLen = 16
+		if from.Addr().Is4() {
+			copy(e.key[:], a16[12:])
+			e.keyLen = 4
+		}
+		w.exporters[from] = e
+	}
+	if e.generation != pol.generation {
+		e.generation = pol.generation
+		e.allowed = pol.allowed(from.Addr())
+		if !e.allowed {
+			if ok, _ := w.c.logLimit.Allow(logKey{from.Addr(), "not-allowed"}, w.now); ok {
+				w.c.log.Warn("datagram from an exporter outside the allow-list dropped", "exporter", from.String())
+			}
+		}
+	}
+	return e
+}
+
+// emit is called by the decoder for every flow of the current datagram.
+func (w *worker) emit(fm *schema.FlowMessage) {
+	e := w.cur
+	if rate := w.c.policy.Load().rate; rate > 0 {
+		if !e.admit(w.now, rate) {
+			w.rateLimited.Inc()
+			return
+		}
+		if e.rateMultiply > 1 {
+			fm.SamplingRate *= e.rateMultiply
+		}
+	}
+	if w.c.deps.Enricher != nil {
+		w.c.deps.Enricher.Enrich(fm)
+	}
+	msg := fm.Finalize()
+	e.info.flows.Add(1)
+	e.info.flowsMetric.Inc()
+	e.info.samplingRate.Store(fm.SamplingRate)
+	var b *output.Batch
+	if w.c.keyed {
+		if e.batch != nil && len(e.batch.Data)+len(msg) > cap(e.batch.Data) {
+			w.flushExporter(e)
+		}
+		if e.batch == nil {
+			e.batch = w.c.pool.Get()
+			e.batch.Key = append(e.batch.Key, e.key[:e.keyLen]...)
+			e.batchAt = w.now
+		}
+		b = e.batch
+	} else {
+		if w.batch != nil && len(w.batch.Data)+len(msg) > cap(w.batch.Data) {
+			w.flushWorker()
+		}
+		if w.batch == nil {
+			w.batch = w.c.pool.Get()
+			w.batchAt = w.now
+		}
+		b = w.batch
+	}
+	b.Append(msg)
+}
+
+// admit applies the per-exporter rate limit (token bucket of one second of flows).
+func (e *workerExporter) admit(now time.Time, rate float64) bool {
+	if now.Sub(e.windowStart) >= time.Second {
+		e.rateMultiply = 1
+		if e.kept > 0 && e.seen > e.kept {
+			e.rateMultiply = (e.seen + e.kept/2) / e.kept
+		}
+		e.windowStart, e.seen, e.kept = now, 0, 0
+	}
+	e.seen++
+	e.tokens += now.Sub(e.tokensAt).Seconds() * rate
+	e.tokensAt = now
+	if e.tokens > rate {
+		e.tokens = rate
+	}
+	if e.tokens < 1 {
+		return false
+	}
+	e.tokens--
+	e.kept++
+	return true
+}
+
+func (w *worker) flushWorker() {
+	b := w.batch
+	w.batch = nil
+	w.c.dispatch(b)
+}
+
+func (w *worker) flushExporter(e *workerExporter) {
+	b := e.batch
+	e.batch = nil
+	w.c.dispatch(b)
+}
+
+// nextFlush is when the oldest open batch is due (zero when none is open).
+func (w *worker) nextFlush() time.Time {
+	iv := time.Duration(w.c.batchInterval.Load())
+	var t time.Time
+	if w.batch != nil {
+		t = w.batchAt.Add(iv)
+	}
+	if w.c.keyed {
+		for _, e := range w.exporters {
+			if e.batch != nil && (t.IsZero() || e.batchAt.Add(iv).Before(t)) {
+				t = e.batchAt.Add(iv)
+			}
+		}
+	}
+	return t
+}
+
+func (w *worker) flushAged() {
+	iv := time.Duration(w.c.batchInterval.Load())
+	if w.batch != nil && w.now.Sub(w.batchAt) >= iv {
+		w.flushWorker()
+	}
+	for _, e := range w.exporters {
+		if e.batch != nil && w.now.Sub(e.batchAt) >= iv {
+			w.flushExporter(e)
+		}
+	}
+}
+
+func (w *worker) flushAll() {
+	if w.batch != nil {
+		w.flushWorker()
+	}
+	for _, e := range w.exporters {
+		if e.batch != nil {
+			w.flushExporter(e)
+		}
+	}
+}
+
+// exporterInfo is shared by the workers and the API: counters only, updated atomically.
+type exporterInfo struct {
+	addr         netip.Addr
+	firstSeen    time.Time
+	lastSeen     atomic.Int64
+	datagrams    atomic.Uint64
+	flows        atomic.Uint64
+	errors       atomic.Uint64
+	samplingRate atomic.Uint64
+	flowsMetric  prometheus.Counter
+}
+
+func (c *Collector) exporterInfo(a netip.Addr) *exporterInfo {
+	if v, ok := c.exporters.Load(a); ok {
+		return v.(*exporterInfo)
+	}
+	info := &exporterInfo{addr: a, firstSeen: time.Now(), flowsMetric: c.metrics.flows.WithLabelValues(a.String())}
+	if v, loaded := c.exporters.LoadOrStore(a, info); loaded {
+		return v.(*exporterInfo)
+	}
+	c.exporterCount.Add(1)
+	return info
+}

@@ -1,0 +1,302 @@
+package netflow
+
+import (
+	"encoding/binary"
+	"errors"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"flowzero/schema"
+)
+
+// Packet is one UDP datagram from an exporter.
+type Packet struct {
+	Payload      []byte
+	Exporter     netip.AddrPort
+	TimeReceived time.Time
+}
+
+// Errors returned by Decode. They are sentinel values so that returning one allocates
+// nothing; each is also counted by exporter and reason.
+var (
+	ErrTruncated        = errors.New("netflow: truncated datagram")
+	ErrVersion          = errors.New("netflow: unsupported version")
+	ErrBadLength        = errors.New("netflow: header length does not match the datagram")
+	ErrBadSet           = errors.New("netflow: malformed set header")
+	ErrBadTemplate      = errors.New("netflow: malformed template")
+	ErrTruncatedRecord  = errors.New("netflow: truncated data record")
+	ErrTemplateNotFound = errors.New("netflow: data set for an unknown template")
+	ErrTooManyExporters = errors.New("netflow: too many exporter sessions")
+)
+
+var reasonErrors = [reasonCount]error{
+	reasonTruncatedHeader:  ErrTruncated,
+	reasonBadVersion:       ErrVersion,
+	reasonBadLength:        ErrBadLength,
+	reasonBadSet:           ErrBadSet,
+	reasonBadTemplate:      ErrBadTemplate,
+	reasonTruncatedRecord:  ErrTruncatedRecord,
+	reasonTemplateNotFound: ErrTemplateNotFound,
+	reasonTooManyTemplates: ErrBadTemplate,
+	reasonTooManyFields:    ErrBadTemplate,
+	reasonPendingFull:      ErrTemplateNotFound,
+	reasonPendingExpired:   ErrTemplateNotFound,
+	reasonDataLink:         ErrTruncatedRecord,
+}
+
+// Decoder decodes NetFlow v5, v9 and IPFIX datagrams into schema.FlowMessage values. It is
+// safe for concurrent use: each exporter session has its own lock, held while one of its
+// datagrams is decoded.
+type Decoder struct {
+	cfg     Configuration
+	schema  *schema.Schema
+	metrics *metrics
+	link    dataLinkParser
+
+	mu        sync.RWMutex
+	exporters map[netip.AddrPort]*exporter
+
+	// emitted flows bypass the flow-start timestamp when the config does not ask for it
+	tsSource TimestampSource
+
+	persist persistState
+}
+
+// exporter is the state of one exporter transport session (address and source port).
+type exporter struct {
+	mu        sync.Mutex
+	addr      netip.AddrPort
+	templates map[templateKey]*template
+	// samplers maps (domain, sampler ID) to a rate learned from options data records;
+	// sampler ID 0 holds the rate announced for the whole observation domain.
+	samplers map[samplerKey]uint64
+	// sysInit maps a domain to its systemInitTimeMilliseconds from options records.
+	sysInit map[uint32]uint64
+
+	defaultRate, overrideRate uint64
+
+	pending      []pendingSet
+	pendingBytes int
+	newTemplates []templateKey
+	dirty        bool
+
+	mpls [10]uint32 // scratch for the MPLS label stack of one record
+	m    exporterMetrics
+}
+
+type samplerKey struct {
+	version uint16
+	domain  uint32
+	id      uint64
+}
+
+// New returns a decoder. Metrics are registered on r (nil: not registered).
+func New(r prometheus.Registerer, cfg Configuration, s *schema.Schema) (*Decoder, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return nil, errors.New("netflow: a schema is required")
+	}
+	m, err := newMetrics(r)
+	if err != nil {
+		return nil, err
+	}
+	d := &Decoder{
+		cfg:       cfg,
+		schema:    s,
+		metrics:   m,
+		exporters: make(map[netip.AddrPort]*exporter),
+		tsSource:  cfg.TimestampSource,
+	}
+	if err := d.initDataLink(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// session returns the state of an exporter session, creating it when allowed.
+func (d *Decoder) session(ap netip.AddrPort) (*exporter, error) {
+	d.mu.RLock()
+	e := d.exporters[ap]
+	d.mu.RUnlock()
+	if e != nil {
+		return e, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e = d.exporters[ap]; e != nil {
+		return e, nil
+	}
+	if len(d.exporters) >= d.cfg.MaxExporters {
+		d.metrics.sessionsDropped.Inc()
+		return nil, ErrTooManyExporters
+	}
+	e = d.newExporter(ap)
+	d.exporters[ap] = e
+	d.metrics.sessions.Set(float64(len(d.exporters)))
+	return e, nil
+}
+
+func (d *Decoder) newExporter(ap netip.AddrPort) *exporter {
+	e := &exporter{
+		addr:      ap,
+		templates: make(map[templateKey]*template),
+		samplers:  make(map[samplerKey]uint64),
+		sysInit:   make(map[uint32]uint64),
+		m:         d.metrics.forExporter(ap.Addr().Unmap().String()),
+	}
+	e.defaultRate, e.overrideRate = d.cfg.samplingRates(ap.Addr())
+	return e
+}
+
+// fail counts an error for the exporter and returns its sentinel error.
+func (e *exporter) fail(r reason) error {
+	e.m.errors[r].Inc()
+	return reasonErrors[r]
+}
+
+// Decode decodes one UDP payload. For every flow it fills fm (after fm.Reset()) and calls
+// emit(fm); emit must finalize or copy what it needs before returning. Errors are counted
+// by exporter and reason and returned; the good flows before a bad record are still emitted.
+func (d *Decoder) Decode(pkt Packet, fm *schema.FlowMessage, emit func(*schema.FlowMessage)) error {
+	e, err := d.session(pkt.Exporter)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	data := pkt.Payload
+	if len(data) < 2 {
+		return e.fail(reasonTruncatedHeader)
+	}
+	ctx := decodeContext{d: d, e: e, fm: fm, emit: emit, recv: pkt.TimeReceived}
+	switch binary.BigEndian.Uint16(data) {
+	case 5:
+		e.m.packets[verV5].Inc()
+		err = ctx.decodeV5(data)
+	case 9:
+		e.m.packets[verV9].Inc()
+		err = ctx.decodeV9IPFIX(data)
+	case 10:
+		e.m.packets[verIPFIX].Inc()
+		err = ctx.decodeV9IPFIX(data)
+	default:
+		return e.fail(reasonBadVersion)
+	}
+	if ctx.flows > 0 {
+		e.m.flows.Add(float64(ctx.flows))
+	}
+	return err
+}
+
+// decodeContext carries what one datagram's records need; it lives on the stack.
+type decodeContext struct {
+	d    *Decoder
+	e    *exporter
+	fm   *schema.FlowMessage
+	emit func(*schema.FlowMessage)
+	recv time.Time
+
+	version   uint16
+	domain    uint32
+	exportSec uint32 // header export time, unix seconds
+	sysUptime uint32 // NetFlow v9 header, ms
+	flows     int
+}
+
+// begin resets the flow message and sets the per-datagram fields.
+func (c *decodeContext) begin() {
+	fm := c.fm
+	fm.Reset()
+	fm.ExporterAddress = c.e.addr.Addr()
+	switch c.d.tsSource {
+	case TimestampReceive:
+		fm.TimeReceived = uint64(c.recv.Unix())
+	default:
+		fm.TimeReceived = uint64(c.exportSec)
+	}
+}
+
+// finish applies the sampling rate override/default and emits the flow.
+func (c *decodeContext) finish(rate uint64) {
+	if rate == 0 {
+		rate = c.e.defaultRate
+	}
+	if c.e.overrideRate != 0 {
+		rate = c.e.overrideRate
+	}
+	c.fm.SamplingRate = rate
+	c.flows++
+	c.emit(c.fm)
+}
+
+// decodeV5 decodes a NetFlow v5 datagram: a 24-byte header and 48-byte records.
+func (c *decodeContext) decodeV5(data []byte) error {
+	const headerLen, recordLen = 24, 48
+	if len(data) < headerLen {
+		return c.e.fail(reasonTruncatedHeader)
+	}
+	count := int(binary.BigEndian.Uint16(data[2:]))
+	sysUptime := binary.BigEndian.Uint32(data[4:])
+	c.exportSec = binary.BigEndian.Uint32(data[8:])
+	// Sampling: 2 bits of mode, 14 bits of interval.
+	rate := uint64(binary.BigEndian.Uint16(data[22:]) & 0x3fff)
+	records := data[headerLen:]
+	var err error
+	if len(records) < count*recordLen {
+		count = len(records) / recordLen
+		err = c.e.fail(reasonTruncatedRecord)
+	}
+	d, fm := c.d, c.fm
+	exportMs := uint64(c.exportSec) * 1000
+	for i := 0; i < count; i++ {
+		r := records[i*recordLen : (i+1)*recordLen]
+		c.begin()
+		fm.SrcAddr = netip.AddrFrom4([4]byte(r[0:4]))
+		fm.DstAddr = netip.AddrFrom4([4]byte(r[4:8]))
+		fm.NextHop = netip.AddrFrom4([4]byte(r[8:12]))
+		fm.InIf = uint32(binary.BigEndian.Uint16(r[12:]))
+		fm.OutIf = uint32(binary.BigEndian.Uint16(r[14:]))
+		fm.AppendUint(schema.ColumnPackets, uint64(binary.BigEndian.Uint32(r[16:])))
+		fm.AppendUint(schema.ColumnBytes, uint64(binary.BigEndian.Uint32(r[20:])))
+		first := exportMs - uint64(sysUptime) + uint64(binary.BigEndian.Uint32(r[24:]))
+		last := exportMs - uint64(sysUptime) + uint64(binary.BigEndian.Uint32(r[28:]))
+		fm.AppendUint(schema.ColumnTimeFlowStart, first/1000)
+		fm.AppendUint(schema.ColumnTimeFlowEnd, last/1000)
+		switch d.tsSource {
+		case TimestampFlowStart:
+			fm.TimeReceived = first / 1000
+		case TimestampFlowEnd:
+			fm.TimeReceived = last / 1000
+		}
+		srcPort := binary.BigEndian.Uint16(r[32:])
+		dstPort := binary.BigEndian.Uint16(r[34:])
+		proto := r[38]
+		fm.AppendUint(schema.ColumnSrcPort, uint64(srcPort))
+		fm.AppendUint(schema.ColumnDstPort, uint64(dstPort))
+		fm.AppendUint(schema.ColumnTCPFlags, uint64(r[37]))
+		fm.AppendUint(schema.ColumnProto, uint64(proto))
+		fm.AppendUint(schema.ColumnIPTos, uint64(r[39]))
+		fm.AppendUint(schema.ColumnEType, etherTypeIPv4)
+		fm.SrcAS = uint32(binary.BigEndian.Uint16(r[40:]))
+		fm.DstAS = uint32(binary.BigEndian.Uint16(r[42:]))
+		fm.SrcNetMask = r[44]
+		fm.DstNetMask = r[45]
+		if proto == 1 && srcPort == 0 {
+			// Cisco puts the ICMP type and code in the destination port.
+			fm.AppendUint(schema.ColumnICMPv4Type, uint64(dstPort>>8))
+			fm.AppendUint(schema.ColumnICMPv4Code, uint64(dstPort&0xff))
+		}
+		c.finish(rate)
+	}
+	return err
+}
+
+const (
+	etherTypeIPv4 = 0x0800
+	etherTypeIPv6 = 0x86dd
+)

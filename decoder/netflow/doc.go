@@ -1,0 +1,50 @@
+// Package netflow decodes NetFlow v5, NetFlow v9 (RFC 3954) and IPFIX (RFC 7011) datagrams
+// straight into schema.FlowMessage values.
+//
+// # Design
+//
+// Templates are compiled once, when received, into a list of fields, each with a length and
+// an action (a byte) resolved from the information element, its enterprise number and the
+// schema: a field whose column is disabled becomes a skip. A data record is then one loop over
+// the fields that slices the record and switches on the action, writing hot columns into the
+// FlowMessage fields and the others through its Append methods. There is no intermediate
+// structure, no reflection, no binary.Read, and no allocation per flow; a template refresh
+// with identical bytes costs one comparison.
+//
+// State lives per exporter session, keyed by exporter address and source port; inside it,
+// templates are keyed by version, observation domain (source ID) and template ID, as RFC 7011
+// §8.4 scopes them. Each session has a lock held while one of its datagrams is decoded, its
+// own bounds (templates, sampling rates, pending data) and its Prometheus handles, resolved
+// when the session is created. The number of sessions is bounded too.
+//
+// Data sets whose template is unknown are copied into a bounded per-session queue and decoded
+// as soon as a template set brings their template, even later in the same datagram; the rest
+// are counted as dropped.
+//
+// Sampling rates come, in order, from the flow record (IEs 34, 50, 305/306, 309/310), from
+// options data records matched by sampler ID (IEs 48, 302) and observation domain, from the
+// options record of the domain without sampler ID, and from the configuration (per-exporter
+// default, or override which always wins).
+//
+// RFC 5103 biflows (reverse elements, PEN 29305) give two flows: the forward one, then, when
+// the reverse packet counter is not zero, the reverse one with sources and destinations
+// swapped and the reverse elements in place of their forward counterparts.
+//
+// RFC 7133 data-link sections (IE 315) are decoded by flowzero/decoder/packet, with the
+// decapsulation the configuration selects; the L3 length of the sampled packet becomes the
+// byte count of a one-packet flow.
+//
+// # Templates file
+//
+// With templates-file set, templates and learned sampling rates are saved as JSON:
+//
+//	{"format": "flowzero-netflow-templates/1", "saved": "<RFC 3339 time>",
+//	 "sessions": [{"exporter": "192.0.2.1:2055",
+//	               "templates": [{"version": 9, "domain": 0, "options": false,
+//	                              "record": "<hex of the template record as received>"}],
+//	               "samplers": [{"version": 9, "domain": 0, "sampler": 1, "rate": 1000}]}]}
+//
+// A template record is stored exactly as it came off the wire (for IPFIX, with its
+// enterprise numbers) and is loaded back through the same parser as a received template
+// set. The file is replaced atomically (written aside, then renamed).
+package netflow

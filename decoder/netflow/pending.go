@@ -1,0 +1,69 @@
+package netflow
+
+import "time"
+
+// pendingSet is a data set received before its template, kept (copied) until the template
+// arrives. Exporters send templates only every few minutes or packets, so without this the
+// first data after a collector restart or a template change is lost.
+type pendingSet struct {
+	key       templateKey
+	exportSec uint32
+	sysUptime uint32
+	recv      time.Time
+	data      []byte
+}
+
+// keepPending stores a data set whose template is unknown, within the session's bounds.
+func (c *decodeContext) keepPending(key templateKey, body []byte) error {
+	e, cfg := c.e, &c.d.cfg
+	if len(e.pending) >= cfg.PendingSets || e.pendingBytes+len(body) > cfg.PendingBytes {
+		if cfg.PendingSets == 0 {
+			return e.fail(reasonTemplateNotFound)
+		}
+		return e.fail(reasonPendingFull)
+	}
+	// Reuse the buffer of a slot freed earlier.
+	n := len(e.pending)
+	if n < cap(e.pending) {
+		e.pending = e.pending[:n+1]
+	} else {
+		e.pending = append(e.pending, pendingSet{})
+	}
+	p := &e.pending[n]
+	p.key, p.exportSec, p.sysUptime, p.recv = key, c.exportSec, c.sysUptime, c.recv
+	p.data = append(p.data[:0], body...)
+	e.pendingBytes += len(body)
+	e.m.pending.Inc()
+	return nil
+}
+
+// replayPending decodes the pending data sets whose template just arrived, in arrival
+// order, with the header values of the datagram that carried them.
+func (c *decodeContext) replayPending() {
+	e := c.e
+	saved := *c
+	kept := e.pending[:0]
+	var free []pendingSet
+	for i := range e.pending {
+		p := e.pending[i]
+		t := e.templates[p.key]
+		if t == nil {
+			kept = append(kept, p)
+			continue
+		}
+		e.pendingBytes -= len(p.data)
+		if c.d.cfg.PendingMaxAge > 0 && !c.recv.IsZero() && c.recv.Sub(p.recv) > c.d.cfg.PendingMaxAge {
+			e.m.errors[reasonPendingExpired].Inc()
+		} else {
+			c.version, c.domain, c.exportSec, c.sysUptime, c.recv = p.key.version, p.key.domain, p.exportSec, p.sysUptime, p.recv
+			_ = c.decodeDataSet(t, p.data) // errors are counted
+		}
+		free = append(free, p)
+	}
+	// Keep the freed buffers after the kept entries for reuse.
+	n := len(kept)
+	e.pending = append(kept, free...)[:n]
+	flows := c.flows
+	*c = saved
+	c.flows = flows
+}

@@ -1,0 +1,212 @@
+package netflow
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// persistFormat names the templates file format (see the package documentation).
+const persistFormat = "flowzero-netflow-templates/1"
+
+type persistFile struct {
+	Format   string           `json:"format"`
+	Saved    time.Time        `json:"saved"`
+	Sessions []persistSession `json:"sessions"`
+}
+
+type persistSession struct {
+	Exporter  string            `json:"exporter"`
+	Templates []persistTemplate `json:"templates"`
+	Samplers  []persistSampler  `json:"samplers,omitempty"`
+}
+
+type persistTemplate struct {
+	Version uint16 `json:"version"`
+	Domain  uint32 `json:"domain"`
+	Options bool   `json:"options"`
+	// Record is the template record exactly as the exporter sent it (RFC 3954 §5.2/§6.1
+	// or RFC 7011 §3.4.1/§3.4.2), in hexadecimal.
+	Record string `json:"record"`
+}
+
+type persistSampler struct {
+	Version uint16 `json:"version"`
+	Domain  uint32 `json:"domain"`
+	Sampler uint64 `json:"sampler"`
+	Rate    uint64 `json:"rate"`
+}
+
+type persistState struct {
+	stop chan struct{}
+	done sync.WaitGroup
+}
+
+// Start loads the templates file, when configured, and saves it periodically while
+// templates change.
+func (d *Decoder) Start() error {
+	if d.cfg.TemplatesFile == "" {
+		return nil
+	}
+	if err := d.LoadTemplates(d.cfg.TemplatesFile); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	d.persist.stop = make(chan struct{})
+	d.persist.done.Add(1)
+	go func() {
+		defer d.persist.done.Done()
+		t := time.NewTicker(d.cfg.TemplatesSaveInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-d.persist.stop:
+				return
+			case <-t.C:
+				if d.dirty() {
+					_ = d.SaveTemplates(d.cfg.TemplatesFile) // retried at the next tick and at Stop
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// Stop stops the periodic save and saves the templates one last time.
+func (d *Decoder) Stop() error {
+	if d.cfg.TemplatesFile == "" || d.persist.stop == nil {
+		return nil
+	}
+	close(d.persist.stop)
+	d.persist.done.Wait()
+	d.persist.stop = nil
+	return d.SaveTemplates(d.cfg.TemplatesFile)
+}
+
+func (d *Decoder) dirty() bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	for _, e := range d.exporters {
+		e.mu.Lock()
+		dirty := e.dirty
+		e.mu.Unlock()
+		if dirty {
+			return true
+		}
+	}
+	return false
+}
+
+// SaveTemplates writes every session's templates and learned sampling rates to path
+// (atomically: a temporary file renamed over it).
+func (d *Decoder) SaveTemplates(path string) error {
+	out := persistFile{Format: persistFormat, Saved: time.Now().UTC()}
+	d.mu.RLock()
+	for ap, e := range d.exporters {
+		e.mu.Lock()
+		s := persistSession{Exporter: ap.String()}
+		for k, t := range e.templates {
+			s.Templates = append(s.Templates, persistTemplate{
+				Version: k.version, Domain: k.domain, Options: t.options,
+				Record: hex.EncodeToString(t.wire),
+			})
+		}
+		for k, rate := range e.samplers {
+			s.Samplers = append(s.Samplers, persistSampler{Version: k.version, Domain: k.domain, Sampler: k.id, Rate: rate})
+		}
+		e.dirty = false
+		e.mu.Unlock()
+		sort.Slice(s.Templates, func(i, j int) bool { return s.Templates[i].Record < s.Templates[j].Record })
+		sort.Slice(s.Samplers, func(i, j int) bool {
+			a, b := s.Samplers[i], s.Samplers[j]
+			if a.Domain != b.Domain {
+				return a.Domain < b.Domain
+			}
+			return a.Sampler < b.Sampler
+		})
+		out.Sessions = append(out.Sessions, s)
+	}
+	d.mu.RUnlock()
+	sort.Slice(out.Sessions, func(i, j int) bool { return out.Sessions[i].Exporter < out.Sessions[j].Exporter })
+	data, err := json.MarshalIndent(out, "", " ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".netflow-templates-*")
+	if err != nil {
+		return fmt.Errorf("netflow: saving templates: %w", err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("netflow: saving templates: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("netflow: saving templates: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("netflow: saving templates: %w", err)
+	}
+	return nil
+}
+
+// LoadTemplates reads a file written by SaveTemplates. Each template record goes through the
+// same parser as a template set received from the network, so a bad file cannot install a
+// template that the wire could not.
+func (d *Decoder) LoadTemplates(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var in persistFile
+	if err := json.Unmarshal(data, &in); err != nil {
+		return fmt.Errorf("netflow: templates file %s: %w", path, err)
+	}
+	if in.Format != persistFormat {
+		return fmt.Errorf("netflow: templates file %s: format %q, want %q", path, in.Format, persistFormat)
+	}
+	for _, s := range in.Sessions {
+		ap, err := netip.ParseAddrPort(s.Exporter)
+		if err != nil {
+			return fmt.Errorf("netflow: templates file %s: %w", path, err)
+		}
+		e, err := d.session(ap)
+		if err != nil {
+			return err
+		}
+		e.mu.Lock()
+		for _, t := range s.Templates {
+			rec, err := hex.DecodeString(t.Record)
+			if err != nil || (t.Version != 9 && t.Version != 10) {
+				e.mu.Unlock()
+				return fmt.Errorf("netflow: templates file %s: bad template record for %s", path, s.Exporter)
+			}
+			c := decodeContext{d: d, e: e, version: t.Version, domain: t.Domain}
+			setID := uint16(v9TemplateSetID)
+			switch {
+			case t.Version == 9 && t.Options:
+				setID = v9OptionsTemplateSetID
+			case t.Version == 10 && t.Options:
+				setID = ipfixOptionsSetID
+			case t.Version == 10:
+				setID = ipfixTemplateSetID
+			}
+			_ = c.templateSet(setID, rec, t.Options) // errors are counted
+		}
+		for _, sm := range s.Samplers {
+			if len(e.samplers) < d.cfg.MaxSamplersPerExporter && sm.Rate != 0 {
+				e.samplers[samplerKey{sm.Version, sm.Domain, sm.Sampler}] = sm.Rate
+			}
+		}
+		e.dirty = false
+		e.mu.Unlock()
+	}
+	return nil
+}

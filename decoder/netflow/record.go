@@ -1,0 +1,463 @@
+package netflow
+
+import (
+	"encoding/binary"
+	"net/netip"
+
+	"flowzero/schema"
+)
+
+// beUint reads an unsigned big-endian number of 0 to 8 bytes; longer values keep their
+// last 8 bytes. Reduced-size encoding (RFC 7011 §6.2) is therefore transparent.
+func beUint(v []byte) uint64 {
+	switch len(v) {
+	case 0:
+		return 0
+	case 1:
+		return uint64(v[0])
+	case 2:
+		return uint64(binary.BigEndian.Uint16(v))
+	case 4:
+		return uint64(binary.BigEndian.Uint32(v))
+	case 8:
+		return binary.BigEndian.Uint64(v)
+	}
+	if len(v) > 8 {
+		v = v[len(v)-8:]
+	}
+	var x uint64
+	for _, b := range v {
+		x = x<<8 | uint64(b)
+	}
+	return x
+}
+
+// addrFrom reads a 4- or 16-byte address; the all-zero address counts as absent (templates
+// often carry both IPv4 and IPv6 fields, one of them zero).
+func addrFrom(v []byte) (netip.Addr, bool) {
+	switch len(v) {
+	case 4:
+		if binary.BigEndian.Uint32(v) == 0 {
+			return netip.Addr{}, false
+		}
+		return netip.AddrFrom4([4]byte(v)), true
+	case 16:
+		if binary.BigEndian.Uint64(v) == 0 && binary.BigEndian.Uint64(v[8:]) == 0 {
+			return netip.Addr{}, false
+		}
+		return netip.AddrFrom16([16]byte(v)), true
+	}
+	return netip.Addr{}, false
+}
+
+// ntpUnixOffset is the number of seconds from 1900-01-01 (NTP era 0) to 1970-01-01.
+const ntpUnixOffset = 2208988800
+
+// ntpToMillis converts an IPFIX dateTimeMicroseconds/Nanoseconds value (RFC 7011 §6.1.9,
+// NTP format: seconds since 1900 and a binary fraction) to unix milliseconds.
+func ntpToMillis(v []byte) uint64 {
+	if len(v) != 8 {
+		return 0
+	}
+	sec := uint64(binary.BigEndian.Uint32(v))
+	frac := uint64(binary.BigEndian.Uint32(v[4:]))
+	if sec < ntpUnixOffset {
+		return 0
+	}
+	return (sec-ntpUnixOffset)*1000 + frac*1000>>32
+}
+
+// samplingFields accumulates the elements that give a sampling rate (in a flow record or an
+// options record).
+type samplingFields struct {
+	rate                   uint64 // IE 34 or 50
+	samplerID              uint64 // IE 48 or 302
+	hasSampler             bool
+	pktInterval, pktSpace  uint64 // IEs 305, 306
+	sampleSize, population uint64 // IEs 309, 310
+}
+
+// value returns the rate the fields describe, 0 when none.
+func (s *samplingFields) value() uint64 {
+	switch {
+	case s.rate != 0:
+		return s.rate
+	case s.pktInterval != 0:
+		// RFC 5477 §8.2.2/§8.2.3: select Interval packets, skip Space packets.
+		return (s.pktInterval + s.pktSpace) / s.pktInterval
+	case s.sampleSize != 0 && s.population != 0:
+		// RFC 5477 §8.2.4/§8.2.5: Size packets out of Population.
+		return s.population / s.sampleSize
+	}
+	return 0
+}
+
+// dataRecord decodes one data record and emits its flow, and for an RFC 5103 biflow the
+// reverse flow too. It returns the record length.
+func (c *decodeContext) dataRecord(t *template, rec []byte) (int, reason) {
+	n, r := c.record(t, rec, false)
+	if r != reasonNone || !t.biflow {
+		return n, r
+	}
+	c.record(t, rec, true)
+	return n, reasonNone
+}
+
+// record decodes one data record (RFC 7011 §3.4.3, RFC 3954 §5.4) straight into the flow
+// message, in one direction.
+func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reason) {
+	d, e, fm := c.d, c.e, c.fm
+	c.begin()
+	var (
+		etype, etypeExplicit uint64
+		proto                uint8
+		srcPort, dstPort     uint16
+		icmpType, icmpCode   uint8
+		icmpFound            bool
+		bgpNextHop           bool
+		sampling             samplingFields
+		firstUp, lastUp      uint64
+		hasFirst, hasLast    bool
+		sysInit              uint64
+		startMs, endMs       uint64
+		nMPLS                int
+		packets              uint64
+		frame                []byte
+	)
+	off := 0
+	for i := range t.fields {
+		f := &t.fields[i]
+		l := int(f.length)
+		if l == variableLength {
+			// RFC 7011 §7: one length byte, or 255 then two length bytes.
+			if off >= len(rec) {
+				return 0, reasonTruncatedRecord
+			}
+			l = int(rec[off])
+			off++
+			if l == 255 {
+				if off+2 > len(rec) {
+					return 0, reasonTruncatedRecord
+				}
+				l = int(binary.BigEndian.Uint16(rec[off:]))
+				off += 2
+			}
+		}
+		if l > len(rec)-off {
+			return 0, reasonTruncatedRecord
+		}
+		v := rec[off : off+l]
+		off += l
+		act, col := f.act, f.col
+		if reverse {
+			act, col = f.ract, f.rcol
+		}
+		switch act {
+		case actSkip:
+		case actUint, actMAC:
+			fm.AppendUint(col, beUint(v))
+		case actIP:
+			if a, ok := addrFrom(v); ok {
+				fm.AppendIP(col, a)
+			}
+		case actPackets:
+			packets = beUint(v)
+			fm.AppendUint(col, packets)
+		case actSrcAddr:
+			if a, ok := addrFrom(v); ok {
+				fm.SrcAddr = a
+				etype = etherTypeOf(a)
+			}
+		case actDstAddr:
+			if a, ok := addrFrom(v); ok {
+				fm.DstAddr = a
+				etype = etherTypeOf(a)
+			}
+		case actNextHop:
+			if a, ok := addrFrom(v); ok && !bgpNextHop {
+				fm.NextHop = a
+			}
+		case actBGPNextHop:
+			if a, ok := addrFrom(v); ok {
+				fm.NextHop = a
+				bgpNextHop = true
+			}
+		case actSrcMask:
+			fm.SrcNetMask = uint8(beUint(v))
+		case actDstMask:
+			fm.DstNetMask = uint8(beUint(v))
+		case actSrcAS:
+			fm.SrcAS = uint32(beUint(v))
+		case actDstAS:
+			fm.DstAS = uint32(beUint(v))
+		case actInIf:
+			fm.InIf = uint32(beUint(v))
+		case actOutIf:
+			fm.OutIf = uint32(beUint(v))
+		case actInIfPhys:
+			if fm.InIf == 0 {
+				fm.InIf = uint32(beUint(v))
+			}
+		case actOutIfPhys:
+			if fm.OutIf == 0 {
+				fm.OutIf = uint32(beUint(v))
+			}
+		case actSrcVlan:
+			if fm.SrcVlan == 0 {
+				fm.SrcVlan = uint16(beUint(v) & 0xfff)
+			}
+		case actDstVlan:
+			if fm.DstVlan == 0 {
+				fm.DstVlan = uint16(beUint(v) & 0xfff)
+			}
+		case actSrcPort:
+			srcPort = uint16(beUint(v))
+			fm.AppendUint(schema.ColumnSrcPort, uint64(srcPort))
+		case actDstPort:
+			dstPort = uint16(beUint(v))
+			fm.AppendUint(schema.ColumnDstPort, uint64(dstPort))
+		case actProto:
+			proto = uint8(beUint(v))
+			fm.AppendUint(schema.ColumnProto, uint64(proto))
+		case actIPVersion:
+			switch beUint(v) {
+			case 4:
+				etypeExplicit = etherTypeIPv4
+			case 6:
+				etypeExplicit = etherTypeIPv6
+			}
+		case actEtherType:
+			etypeExplicit = beUint(v)
+		case actRate:
+			sampling.rate = beUint(v)
+		case actSamplerID:
+			sampling.samplerID, sampling.hasSampler = beUint(v), true
+		case actPktInterval:
+			sampling.pktInterval = beUint(v)
+		case actPktSpace:
+			sampling.pktSpace = beUint(v)
+		case actSampSize:
+			sampling.sampleSize = beUint(v)
+		case actSampPop:
+			sampling.population = beUint(v)
+		case actFirstUptime:
+			firstUp, hasFirst = beUint(v), true
+		case actLastUptime:
+			lastUp, hasLast = beUint(v), true
+		case actSysInit:
+			sysInit = beUint(v)
+		case actStartSec:
+			startMs = beUint(v) * 1000
+		case actEndSec:
+			endMs = beUint(v) * 1000
+		case actStartMs:
+			startMs = beUint(v)
+		case actEndMs:
+			endMs = beUint(v)
+		case actStartNTP:
+			startMs = ntpToMillis(v)
+		case actEndNTP:
+			endMs = ntpToMillis(v)
+		case actStartDeltaUs:
+			startMs = uint64(c.exportSec)*1000 - beUint(v)/1000
+		case actEndDeltaUs:
+			endMs = uint64(c.exportSec)*1000 - beUint(v)/1000
+		case actMPLS:
+			// RFC 3032 §2.1 label stack entry without TTL: label (20 bits), TC, S.
+			if x := beUint(v); x != 0 && nMPLS < len(e.mpls) {
+				e.mpls[nMPLS] = uint32(x >> 4)
+				nMPLS++
+			}
+		case actICMPTypeCode:
+			x := beUint(v)
+			icmpType, icmpCode, icmpFound = uint8(x>>8), uint8(x), true
+		case actICMPType:
+			icmpType, icmpFound = uint8(beUint(v)), true
+		case actICMPCode:
+			icmpCode, icmpFound = uint8(beUint(v)), true
+		case actDirection:
+			switch beUint(v) {
+			case 0:
+				fm.AppendUint(schema.ColumnFlowDirection, schema.DirectionIngress)
+			case 1:
+				fm.AppendUint(schema.ColumnFlowDirection, schema.DirectionEgress)
+			}
+		case actJuniperCPID:
+			// Juniper commonPropertiesId: the top 6 bits give the property; type 2 is the
+			// forwarding exception code (10 bits), 0 when the packet was forwarded.
+			if len(v) == 2 && v[0]>>2 == 2 {
+				if binary.BigEndian.Uint16(v)&0x3ff == 0 {
+					fm.AppendUint(schema.ColumnForwardingStatus, 64) // forwarded, unknown reason
+				} else {
+					fm.AppendUint(schema.ColumnForwardingStatus, 128) // dropped, unknown reason
+				}
+			}
+		case actDataLink:
+			frame = v
+		}
+	}
+
+	if reverse && (!t.reversePackets || packets == 0) {
+		return off, reasonNone // no traffic in the reverse direction: no flow
+	}
+
+	// Timestamps: relative ones are ms of the exporter's uptime (RFC 3954 §8 / IE 160).
+	if hasFirst || hasLast {
+		var base uint64
+		switch {
+		case sysInit != 0:
+			base = sysInit
+		case c.version == 9:
+			base = uint64(c.exportSec)*1000 - uint64(c.sysUptime)
+		default:
+			base = e.sysInit[c.domain]
+		}
+		if base != 0 {
+			if hasFirst {
+				startMs = base + firstUp
+			}
+			if hasLast {
+				endMs = base + lastUp
+			}
+		}
+	}
+	if startMs != 0 {
+		fm.AppendUint(schema.ColumnTimeFlowStart, startMs/1000)
+	}
+	if endMs != 0 {
+		fm.AppendUint(schema.ColumnTimeFlowEnd, endMs/1000)
+	}
+	switch d.tsSource {
+	case TimestampFlowStart:
+		if startMs != 0 {
+			fm.TimeReceived = startMs / 1000
+		}
+	case TimestampFlowEnd:
+		if endMs != 0 {
+			fm.TimeReceived = endMs / 1000
+		}
+	}
+
+	// RFC 7133 data-link frame: the sampled packet's own headers.
+	if frame != nil {
+		l3, drop, err := d.link.parse(frame, fm)
+		if err != nil {
+			e.m.errors[reasonDataLink].Inc()
+			if drop {
+				return off, reasonNone
+			}
+		}
+		if l3 > 0 {
+			fm.AppendUint(schema.ColumnBytes, uint64(l3))
+			fm.AppendUint(schema.ColumnPackets, 1)
+		}
+	}
+
+	if proto == 1 || proto == 58 {
+		if !icmpFound && srcPort == 0 {
+			// Type and code in the destination port (Cisco, NetFlow v5 heritage).
+			icmpType, icmpCode, icmpFound = uint8(dstPort>>8), uint8(dstPort), true
+		}
+		if icmpFound {
+			if proto == 1 {
+				fm.AppendUint(schema.ColumnICMPv4Type, uint64(icmpType))
+				fm.AppendUint(schema.ColumnICMPv4Code, uint64(icmpCode))
+			} else {
+				fm.AppendUint(schema.ColumnICMPv6Type, uint64(icmpType))
+				fm.AppendUint(schema.ColumnICMPv6Code, uint64(icmpCode))
+			}
+		}
+	}
+	if etypeExplicit != 0 {
+		etype = etypeExplicit
+	}
+	if etype != 0 {
+		fm.AppendUint(schema.ColumnEType, etype)
+	}
+	if nMPLS > 0 {
+		fm.AppendArrayUint32(schema.ColumnMPLSLabels, e.mpls[:nMPLS])
+	}
+
+	// Sampling rate: the record's own, else its sampler's from options data, else the
+	// observation domain's (sampler ID 0), else the configured default (in finish).
+	rate := sampling.value()
+	if rate == 0 && len(e.samplers) > 0 {
+		if sampling.hasSampler {
+			rate = e.samplers[samplerKey{c.version, c.domain, sampling.samplerID}]
+		}
+		if rate == 0 {
+			rate = e.samplers[samplerKey{c.version, c.domain, 0}]
+		}
+	}
+	c.finish(rate)
+	return off, reasonNone
+}
+
+func etherTypeOf(a netip.Addr) uint64 {
+	if a.Is4() {
+		return etherTypeIPv4
+	}
+	return etherTypeIPv6
+}
+
+// optionsRecord reads one options data record (RFC 7011 §3.4.2.2) for the sampling rate
+// and system init time it announces.
+func (c *decodeContext) optionsRecord(t *template, rec []byte) (int, reason) {
+	var sampling samplingFields
+	var sysInit uint64
+	off := 0
+	for i := range t.fields {
+		f := &t.fields[i]
+		l := int(f.length)
+		if l == variableLength {
+			if off >= len(rec) {
+				return 0, reasonTruncatedRecord
+			}
+			l = int(rec[off])
+			off++
+			if l == 255 {
+				if off+2 > len(rec) {
+					return 0, reasonTruncatedRecord
+				}
+				l = int(binary.BigEndian.Uint16(rec[off:]))
+				off += 2
+			}
+		}
+		if l > len(rec)-off {
+			return 0, reasonTruncatedRecord
+		}
+		v := rec[off : off+l]
+		off += l
+		switch f.act {
+		case actRate:
+			sampling.rate = beUint(v)
+		case actSamplerID:
+			sampling.samplerID, sampling.hasSampler = beUint(v), true
+		case actPktInterval:
+			sampling.pktInterval = beUint(v)
+		case actPktSpace:
+			sampling.pktSpace = beUint(v)
+		case actSampSize:
+			sampling.sampleSize = beUint(v)
+		case actSampPop:
+			sampling.population = beUint(v)
+		case actSysInit:
+			sysInit = beUint(v)
+		}
+	}
+	e := c.e
+	if rate := sampling.value(); rate != 0 {
+		k := samplerKey{c.version, c.domain, sampling.samplerID}
+		if old, ok := e.samplers[k]; !ok || old != rate {
+			if ok || len(e.samplers) < c.d.cfg.MaxSamplersPerExporter {
+				e.samplers[k] = rate
+				e.dirty = true
+				e.m.samplers.Inc()
+			}
+		}
+	}
+	if sysInit != 0 && e.sysInit[c.domain] != sysInit && len(e.sysInit) < c.d.cfg.MaxSamplersPerExporter {
+		e.sysInit[c.domain] = sysInit
+	}
+	return off, reasonNone
+}

@@ -1,0 +1,195 @@
+package netflow
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"flowzero/schema"
+)
+
+// templateKey identifies a template inside one exporter session (the session itself is the
+// exporter address and source port): RFC 7011 §8.4 scopes template IDs to the transport
+// session and observation domain. The version is part of the key so that a NetFlow v9 and
+// an IPFIX process sharing a socket do not overwrite each other.
+type templateKey struct {
+	version uint16
+	id      uint16
+	domain  uint32
+}
+
+// field is one compiled template field.
+type field struct {
+	length uint16 // 0xFFFF: variable length (RFC 7011 §7)
+	act    action // forward direction
+	ract   action // reverse direction of a biflow (RFC 5103)
+	col    schema.ColumnKey
+	rcol   schema.ColumnKey
+}
+
+// template is a compiled (options) template.
+type template struct {
+	fields []field
+	// minRecord is the smallest record (variable fields count 1 byte): fewer bytes left in
+	// a set are padding (RFC 7011 §3.3.1).
+	minRecord int
+	options   bool
+	// biflow is set when the template has RFC 5103 reverse elements; reversePackets when
+	// one of them is a packet counter (a reverse flow is emitted only when it is not 0).
+	biflow, reversePackets bool
+	// wire is the template record as received (version-specific format), compared on
+	// refresh and saved by the persistence file.
+	wire []byte
+}
+
+const variableLength = 0xFFFF
+
+// compileTemplate builds a template from its wire record. fields is the field specifiers
+// part: for NetFlow v9 (RFC 3954 §5.2/§6.1) pairs of type/length; for IPFIX (RFC 7011
+// §3.4.1/§3.4.2) type/length with the enterprise bit followed by a 4-byte PEN. scopeFields
+// is the number of scope fields at the start (options templates), which are skipped.
+func (d *Decoder) compileTemplate(version uint16, fieldSpecs []byte, count int, scopeFields int, options bool, wire []byte, reuse *template) (*template, reason, bool) {
+	if count > d.cfg.MaxFieldsPerTemplate {
+		return nil, reasonTooManyFields, false
+	}
+	t := reuse
+	if t == nil {
+		t = &template{}
+	}
+	t.fields = t.fields[:0]
+	t.minRecord = 0
+	t.options = options
+	t.biflow, t.reversePackets = false, false
+	var reverseIEs [8]uint64 // bitset of reverse IEs < 512 seen in this template
+	p := fieldSpecs
+	for i := 0; i < count; i++ {
+		if len(p) < 4 {
+			return nil, reasonBadTemplate, false
+		}
+		ie := binary.BigEndian.Uint16(p)
+		length := binary.BigEndian.Uint16(p[2:])
+		p = p[4:]
+		var pen uint32
+		if version == 10 && ie&0x8000 != 0 {
+			if len(p) < 4 {
+				return nil, reasonBadTemplate, false
+			}
+			ie &= 0x7fff
+			pen = binary.BigEndian.Uint32(p)
+			p = p[4:]
+		}
+		if version == 9 && length == variableLength {
+			return nil, reasonBadTemplate, false // NetFlow v9 has no variable-length fields
+		}
+		f := field{length: length}
+		if i >= scopeFields {
+			switch pen {
+			case 0:
+				s := d.specFor(ianaSpecs[ie])
+				f.act, f.col = s.act, s.col
+				r := d.specFor(reverseSpec(ianaSpecs[ie]))
+				f.ract, f.rcol = r.act, r.col
+			case penReverse:
+				// Reverse element: ignored in the forward direction, used as is in the
+				// reverse one, where it replaces the forward element of the same type.
+				s := d.specFor(ianaSpecs[ie])
+				f.ract, f.rcol = s.act, s.col
+				t.biflow = true
+				if s.act == actPackets {
+					t.reversePackets = true
+				}
+				if ie < 512 {
+					reverseIEs[ie>>6] |= 1 << (ie & 63)
+				}
+			case penJuniper:
+				if ie == 137 {
+					f.act, f.ract = actJuniperCPID, actJuniperCPID
+				}
+			}
+		}
+		if options && !f.act.optionsAction() {
+			f.act, f.ract = actSkip, actSkip
+		}
+		if length == variableLength {
+			t.minRecord++
+		} else {
+			t.minRecord += int(length)
+		}
+		t.fields = append(t.fields, f)
+	}
+	if t.biflow {
+		// The forward element whose reverse counterpart exists is not used in the
+		// reverse direction. Re-read the specifiers to know each field's IE.
+		p = fieldSpecs
+		for i := range t.fields {
+			ie := binary.BigEndian.Uint16(p) & 0x7fff
+			enterprise := version == 10 && p[0]&0x80 != 0
+			p = p[4:]
+			if enterprise {
+				p = p[4:]
+				continue
+			}
+			if ie < 512 && reverseIEs[ie>>6]&(1<<(ie&63)) != 0 {
+				t.fields[i].ract = actSkip
+			}
+		}
+	}
+	if t.minRecord == 0 && !options {
+		return nil, reasonBadTemplate, false
+	}
+	t.wire = append(t.wire[:0], wire...)
+	return t, 0, true
+}
+
+// specFor turns a spec into actSkip when its column is disabled and nothing else needs it.
+func (d *Decoder) specFor(s spec) spec {
+	if s.act == actSkip || s.act.alwaysNeeded() {
+		return s
+	}
+	if s.col != 0 && !d.schema.Enabled(s.col) {
+		return spec{}
+	}
+	return s
+}
+
+// storeTemplate adds or replaces a template; it returns false (and counts) when the
+// session is full. A refresh with identical bytes changes nothing.
+func (d *Decoder) storeTemplate(e *exporter, key templateKey, version uint16, fieldSpecs []byte, count, scopeFields int, options bool, wire []byte) bool {
+	old := e.templates[key]
+	if old != nil && old.options == options && bytes.Equal(old.wire, wire) {
+		return true
+	}
+	if old == nil && len(e.templates) >= d.cfg.MaxTemplatesPerExporter {
+		e.m.errors[reasonTooManyTemplates].Inc()
+		return false
+	}
+	t, r, ok := d.compileTemplate(version, fieldSpecs, count, scopeFields, options, wire, nil)
+	if !ok {
+		e.m.errors[r].Inc()
+		return false
+	}
+	e.templates[key] = t
+	e.dirty = true
+	if options {
+		e.m.templates[tplOptions].Inc()
+	} else {
+		e.m.templates[tplData].Inc()
+	}
+	e.newTemplates = append(e.newTemplates, key)
+	return true
+}
+
+// withdrawTemplate removes one template, or all templates of a domain (and set kind) when
+// id is the set ID (RFC 7011 §8.1).
+func (d *Decoder) withdrawTemplate(e *exporter, key templateKey, all bool, options bool) {
+	if all {
+		for k, t := range e.templates {
+			if k.version == key.version && k.domain == key.domain && t.options == options {
+				delete(e.templates, k)
+			}
+		}
+	} else {
+		delete(e.templates, key)
+	}
+	e.dirty = true
+	e.m.templates[tplWithdrawn].Inc()
+}

@@ -1,0 +1,32 @@
+// Package packet parses the headers of a sampled packet (an sFlow raw packet header, an IPFIX
+// data-link frame section, a captured packet) straight into a schema.FlowMessage: Ethernet with
+// 802.1Q/802.1ad tags, MPLS, IPv4, IPv6 with its extension headers, then TCP, UDP and ICMP.
+//
+// Design note. A Parser is configured once (which tunnel to look through, if any) and then is
+// only read, so one Parser serves every worker. Parsing walks the bytes once, front to back,
+// with explicit bounds checks and no intermediate structure: each field is written to the
+// FlowMessage as soon as it is read, and columns switched off in the schema cost one bit test
+// in the FlowMessage. Nothing allocates.
+//
+// The headers are a sample: the exporter usually truncates them (sFlow's default is 128
+// bytes), so a missing transport header is not an error, the flow simply has no ports. What
+// is an error (an *Error, whose Reason labels the caller's counter): an Ethernet, VLAN, MPLS
+// or IP header cut short, an IP header that contradicts itself, an MPLS payload that is none
+// of IPv4, IPv6 or Ethernet behind a zero control word, and, when decapsulation is
+// configured, a packet without the configured tunnel. A frame whose EtherType is not IP (ARP,
+// LLDP...) is not an error: its L2 fields are recorded and the returned length is 0.
+//
+// Decapsulation (Configuration.Decapsulation) reports the inner packet instead of the outer
+// one: the outer L2/L3 headers are walked but not recorded, and the flow describes the
+// tunnelled traffic (addresses, ports, L3 length of the inner packet). The tunnel's own
+// identifier (the VXLAN VNI, the GRE key) is recorded when its column is enabled.
+//
+// MPLS payload detection (no EtherType follows a label stack): label 0 (IPv4 explicit null)
+// means IPv4 and label 2 (IPv6 explicit null) IPv6; otherwise the first nibble of the payload
+// decides, 4 for IPv4, 6 for IPv6, and 0 for a pseudowire control word (RFC 4385), which must
+// be all zeros (no sequencing, as every EoMPLS exporter we have seen sends) and is followed by
+// an Ethernet frame. Anything else is reported as ReasonMPLSPayload (this follows Akvorado).
+//
+// QinQ: the innermost VLAN tag (the customer VLAN) is the one recorded, as SrcVlan and
+// DstVlan when they are not already set (sFlow's extended switch record sets them first).
+package packet

@@ -1,0 +1,191 @@
+// Package flowtest decodes finalized FlowMessages back into column values, so that decoder
+// tests compare what really goes on the wire, not the FlowMessage's internal state. It reads
+// the protobuf with pbwire's reader and the schema's column list, independently of the
+// FlowMessage encoder. It is meant for tests only.
+package flowtest
+
+import (
+	"fmt"
+	"net/netip"
+	"reflect"
+	"sort"
+	"strings"
+
+	"flowzero/pbwire"
+	"flowzero/schema"
+)
+
+// Flow maps column names to decoded values: uint64 for numeric, enum and MAC columns,
+// netip.Addr (IPv4 unmapped) for addresses, string for strings and bytes, []uint32, []uint64
+// and []netip.Addr for arrays.
+type Flow map[string]any
+
+// Decode decodes one length-delimited message as returned by FlowMessage.Finalize.
+func Decode(s *schema.Schema, framed []byte) (Flow, error) {
+	msg, rest, err := pbwire.SplitDelimited(framed)
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) != 0 {
+		return nil, fmt.Errorf("%d bytes after the message", len(rest))
+	}
+	byField := map[int32]*schema.Column{}
+	for _, c := range s.Columns() {
+		if c.OnWire() {
+			byField[int32(c.Field)] = c
+		}
+	}
+	flow := Flow{}
+	r := pbwire.NewReader(msg)
+	for r.Next() {
+		f := r.Field()
+		c, ok := byField[f.Num]
+		if !ok {
+			return nil, fmt.Errorf("field %d is not an enabled column", f.Num)
+		}
+		repeated := c.Kind.Repeated()
+		if _, dup := flow[c.Name]; dup && !repeated {
+			return nil, fmt.Errorf("column %s written twice", c.Name)
+		}
+		switch c.Kind {
+		case schema.KindUint64, schema.KindUint32, schema.KindEnum, schema.KindMAC:
+			if f.Type != pbwire.Varint {
+				return nil, fmt.Errorf("column %s: wire type %d", c.Name, f.Type)
+			}
+			flow[c.Name] = f.Varint
+		case schema.KindIP:
+			a, err := addr(c, f.Bytes)
+			if err != nil {
+				return nil, err
+			}
+			flow[c.Name] = a
+		case schema.KindString, schema.KindBytes:
+			flow[c.Name] = string(f.Bytes)
+		case schema.KindArrayUint32:
+			vs, _ := flow[c.Name].([]uint32)
+			p := f.Packed(pbwire.Varint)
+			for p.Next() {
+				vs = append(vs, uint32(p.Value()))
+			}
+			if err := p.Err(); err != nil {
+				return nil, fmt.Errorf("column %s: %w", c.Name, err)
+			}
+			flow[c.Name] = vs
+		case schema.KindArrayUint64:
+			vs, _ := flow[c.Name].([]uint64)
+			p := f.Packed(pbwire.Varint)
+			for p.Next() {
+				vs = append(vs, p.Value())
+			}
+			if err := p.Err(); err != nil {
+				return nil, fmt.Errorf("column %s: %w", c.Name, err)
+			}
+			flow[c.Name] = vs
+		case schema.KindArrayIP:
+			a, err := addr(c, f.Bytes)
+			if err != nil {
+				return nil, err
+			}
+			vs, _ := flow[c.Name].([]netip.Addr)
+			flow[c.Name] = append(vs, a)
+		case schema.KindArrayLargeCommunity:
+			vs, _ := flow[c.Name].([]string)
+			flow[c.Name] = append(vs, fmt.Sprintf("%x", f.Bytes))
+		default:
+			return nil, fmt.Errorf("column %s: unexpected kind %d", c.Name, c.Kind)
+		}
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	return flow, nil
+}
+
+func addr(c *schema.Column, b []byte) (netip.Addr, error) {
+	if len(b) != 16 {
+		return netip.Addr{}, fmt.Errorf("column %s: address of %d bytes", c.Name, len(b))
+	}
+	return netip.AddrFrom16([16]byte(b)).Unmap(), nil
+}
+
+// Diff compares a decoded flow with the expected one and describes every difference, or
+// returns "". For brevity, want may use int for numbers, strings for addresses ("192.0.2.1")
+// and []int for arrays; a column absent from want must be absent from got.
+func Diff(got, want Flow) string {
+	var out []string
+	keys := map[string]bool{}
+	for k := range got {
+		keys[k] = true
+	}
+	for k := range want {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		g, gok := got[k]
+		w, wok := want[k]
+		switch {
+		case !wok:
+			out = append(out, fmt.Sprintf("%s: unexpected %v", k, g))
+		case !gok:
+			out = append(out, fmt.Sprintf("%s: missing, want %v", k, w))
+		default:
+			w = normalize(w, g)
+			if !reflect.DeepEqual(g, w) {
+				out = append(out, fmt.Sprintf("%s: got %v, want %v", k, g, w))
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// normalize converts a short-hand expected value to the type of the decoded one.
+func normalize(w, g any) any {
+	switch g.(type) {
+	case uint64:
+		switch v := w.(type) {
+		case int:
+			return uint64(v)
+		case uint32:
+			return uint64(v)
+		}
+	case netip.Addr:
+		if v, ok := w.(string); ok {
+			if a, err := netip.ParseAddr(v); err == nil {
+				return a
+			}
+		}
+	case []uint32:
+		if v, ok := w.([]int); ok {
+			out := make([]uint32, len(v))
+			for i, x := range v {
+				out[i] = uint32(x)
+			}
+			return out
+		}
+	case []netip.Addr:
+		if v, ok := w.([]string); ok {
+			out := make([]netip.Addr, len(v))
+			for i, x := range v {
+				out[i], _ = netip.ParseAddr(x)
+			}
+			return out
+		}
+	}
+	return w
+}
+
+// AllColumns returns a schema with every column enabled.
+func AllColumns() (*schema.Schema, error) {
+	var cfg schema.Configuration
+	for k := schema.ColumnKey(1); k < schema.ColumnLast; k++ {
+		if c := schema.Lookup(k); c != nil && !c.Default {
+			cfg.Enabled = append(cfg.Enabled, c.Name)
+		}
+	}
+	return schema.New(cfg)
+}

@@ -1,0 +1,44 @@
+// Package sflow decodes sFlow version 5 datagrams (https://sflow.org/sflow_version_5.txt)
+// into flows, writing each one straight into a schema.FlowMessage.
+//
+// What is decoded: flow samples and expanded flow samples (one flow each, Packets = 1, the
+// sample's sampling rate), with their raw packet header (Ethernet, IPv4 or IPv6, parsed by
+// decoder/packet, with its decapsulation setting), sampled Ethernet, sampled IPv4 and IPv6,
+// extended switch (VLANs), extended router (next hop, masks) and extended gateway (AS numbers,
+// AS path, communities, next hop) records. Other flow records (user, URL, MPLS, NAT...) and
+// enterprise-specific samples and records are skipped and counted in
+// flowzero_sflow_skipped_records_total.
+//
+// Counter samples (formats 2 and 4) are counted, by agent, in
+// flowzero_sflow_samples_total{type="counters"|"expanded-counters"}; their records (interface
+// counters and the like) are NOT exposed as metrics: they are ignored. Polling SNMP or
+// gNMI gives interface counters with names and without the cardinality of one series per
+// agent and interface; flowzero keeps sFlow for what it samples.
+//
+// Interfaces (§5 "interface" and the expanded form): the agent encodes an input or output
+// interface as a 2-bit format and a 30-bit value (two 32-bit words in expanded samples).
+// Format 0 is an ifIndex, except 0x3FFFFFFF, traffic originated or terminated by the agent
+// itself, stored as interface 0. Format 1 (output only) means the packet was discarded: the
+// value is the reason, mapped to an IPFIX forwarding status (RFC 7270: 128 and up) in
+// ForwardingStatus, and OutIf is 0. Format 2 means several output interfaces (broadcast,
+// multicast): OutIf is 0. This follows Akvorado and GoFlow2.
+//
+// Field precedence: records are read in the order of the sample. Hot fields (addresses,
+// VLANs, AS numbers, next hop) take the last value written, except that a zero next hop or
+// an out-of-range VLAN (above 4095) never replaces a value; other columns keep the first
+// value written. Bytes is the L3 length (the IP total length) of the sampled packet, from
+// the raw header or the sampled IPv4/IPv6 record; when none is known (a non-IP frame), the
+// L2 frame length. When decapsulation is configured, only the tunnelled packet is reported:
+// the outer-packet records (sampled Ethernet/IPv4/IPv6, switch, router, gateway) are
+// skipped, and a sample whose header does not carry the tunnel is dropped and counted
+// (reason not-encapsulated), as Akvorado does.
+//
+// Design note. Decode walks the datagram once with bounds-checked big-endian reads and no
+// intermediate structures; each sample is framed by its length, so a malformed sample is
+// counted and skipped while the next ones are still decoded. Per (exporter, agent) state holds
+// the Prometheus handles, resolved once and looked up with a read lock per datagram; the
+// number of such states is bounded (max-agents) so that spoofed agent addresses cannot grow
+// memory or series without limit. AS paths and communities need a buffer that outlives the
+// record (the FlowMessage keeps the slice until the flow is emitted): it comes from a
+// sync.Pool, one per datagram, so that nothing allocates per flow.
+package sflow

@@ -1,0 +1,88 @@
+// Package kafkatest gives integration tests the address of the real Kafka broker that
+// `make test` starts (scripts/kafka.sh, mk/infra.mk) and a few helpers around it.
+//
+// The broker list comes from FLOWZERO_KAFKA_BROKERS. When it is unset a test is skipped, so a
+// plain `go test ./...` on a laptop stays quick; but under CI=true or
+// FLOWZERO_REQUIRE_SERVICES=1 the same situation fails the test, so that an integration path
+// can never silently not run in `make test`.
+package kafkatest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// EnvBrokers names the environment variable holding the comma-separated broker list.
+const EnvBrokers = "FLOWZERO_KAFKA_BROKERS"
+
+// Required reports whether real services are mandatory (CI=true or FLOWZERO_REQUIRE_SERVICES=1):
+// a test that cannot find them must fail, not skip.
+func Required() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("FLOWZERO_REQUIRE_SERVICES") == "1"
+}
+
+// Brokers returns the brokers of the real Kafka, skipping t when none is configured (or
+// failing it when Required).
+func Brokers(t testing.TB) []string {
+	t.Helper()
+	v := strings.TrimSpace(os.Getenv(EnvBrokers))
+	if v == "" {
+		msg := EnvBrokers + " is not set: start a broker with `make kafka-start` (scripts/kafka.sh) and export " + EnvBrokers + "=127.0.0.1:19092"
+		if Required() {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	var out []string
+	for _, b := range strings.Split(v, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Client returns a franz-go client on the test broker, closed at the end of the test.
+func Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(Brokers(t)...)}, opts...)...)
+	if err != nil {
+		t.Fatalf("kafka client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// Topic creates a topic with a unique name starting with prefix and the given number of
+// partitions, and deletes it at the end of the test. Tests sharing the broker never see
+// each other's records.
+func Topic(t testing.TB, prefix string, partitions int32) string {
+	t.Helper()
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	name := prefix + "-" + hex.EncodeToString(rnd[:])
+	adm := kadm.NewClient(Client(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create topic %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = adm.DeleteTopics(ctx, name)
+	})
+	return name
+}

@@ -1,0 +1,93 @@
+package file
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// MaxMessageSize bounds one archived message; a larger length prefix means a corrupt file.
+const MaxMessageSize = 1 << 20
+
+// Reader iterates over the messages of an archive file (plain, zstd or gzip, detected from
+// the content). The slice returned by Next is valid until the next call.
+type Reader struct {
+	f   *os.File
+	br  *bufio.Reader
+	zr  *zstd.Decoder
+	buf []byte
+	n   int
+}
+
+// Open opens an archive file.
+func Open(path string) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{f: f}
+	head := bufio.NewReaderSize(f, 64<<10)
+	magic, _ := head.Peek(4)
+	switch {
+	case bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		zr, err := zstd.NewReader(head, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		r.zr = zr
+		r.br = bufio.NewReaderSize(zr, 64<<10)
+	case len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
+		gr, err := gzip.NewReader(head)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		r.br = bufio.NewReaderSize(gr, 64<<10)
+	default:
+		r.br = head
+	}
+	return r, nil
+}
+
+// Next returns the next message (without its length prefix), or io.EOF at the end. A
+// truncated last message (the file of a crashed collector) is io.ErrUnexpectedEOF.
+func (r *Reader) Next() ([]byte, error) {
+	size, err := binary.ReadUvarint(r.br)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, io.EOF
+		}
+		return nil, fmt.Errorf("message %d: length: %w", r.n+1, err)
+	}
+	if size > MaxMessageSize {
+		return nil, fmt.Errorf("message %d: length %d over %d: corrupt archive", r.n+1, size, MaxMessageSize)
+	}
+	if cap(r.buf) < int(size) {
+		r.buf = make([]byte, size)
+	}
+	r.buf = r.buf[:size]
+	if _, err := io.ReadFull(r.br, r.buf); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("message %d: %w", r.n+1, err)
+	}
+	r.n++
+	return r.buf, nil
+}
+
+// Close closes the file.
+func (r *Reader) Close() error {
+	if r.zr != nil {
+		r.zr.Close()
+	}
+	return r.f.Close()
+}

@@ -1,0 +1,94 @@
+package kafka
+
+import (
+	"time"
+
+	"flowzero/internal/config"
+)
+
+// Configuration of the Kafka sink.
+type Configuration struct {
+	// Brokers to bootstrap from.
+	Brokers []string `yaml:"brokers"`
+	// TopicPrefix names the topic: <prefix>-<schema hash>.
+	TopicPrefix string `yaml:"topic-prefix"`
+	// Partitions and ReplicationFactor are used when the topic has to be created.
+	Partitions        int32 `yaml:"partitions"`
+	ReplicationFactor int16 `yaml:"replication-factor"`
+	// Compression of record batches: zstd, lz4, snappy, gzip or none.
+	Compression string `yaml:"compression"`
+	// Key is "exporter" (records keyed by exporter address, so one exporter's flows stay
+	// ordered in one partition) or "random".
+	Key string `yaml:"key"`
+	// MaxBufferedBytes bounds the memory held for records not yet acknowledged, while Kafka
+	// is slow or down. Batches beyond it are dropped and counted.
+	MaxBufferedBytes int `yaml:"max-buffered-bytes"`
+	// Linger is how long the producer waits to fill a produce request.
+	Linger time.Duration `yaml:"linger"`
+	// FlushTimeout bounds how long Stop waits for buffered records to be delivered.
+	FlushTimeout time.Duration `yaml:"flush-timeout"`
+	// TLS enables TLS to the brokers (system roots).
+	TLS bool `yaml:"tls"`
+	// SASL authentication (PLAIN or SCRAM-SHA-256/512). The password is never logged.
+	SASL SASLConfiguration `yaml:"sasl"`
+}
+
+// SASLConfiguration holds SASL credentials.
+type SASLConfiguration struct {
+	Mechanism string `yaml:"mechanism"` // "", plain, scram-sha-256, scram-sha-512
+	Username  string `yaml:"username"`
+	Password  string `yaml:"password"`
+}
+
+// DefaultConfiguration returns the defaults.
+func DefaultConfiguration() Configuration {
+	return Configuration{
+		Brokers:           []string{"127.0.0.1:9092"},
+		TopicPrefix:       "flows",
+		Partitions:        8,
+		ReplicationFactor: 1,
+		Compression:       "zstd",
+		Key:               "exporter",
+		MaxBufferedBytes:  256 << 20,
+		Linger:            50 * time.Millisecond,
+		FlushTimeout:      30 * time.Second,
+	}
+}
+
+// Validate checks the configuration, naming the bad key.
+func (c *Configuration) Validate() error {
+	switch {
+	case len(c.Brokers) == 0:
+		return config.Errorf("brokers", "at least one broker is needed")
+	case c.TopicPrefix == "":
+		return config.Errorf("topic-prefix", "must not be empty")
+	case c.Partitions <= 0:
+		return config.Errorf("partitions", "must be positive")
+	case c.ReplicationFactor <= 0:
+		return config.Errorf("replication-factor", "must be positive")
+	case c.MaxBufferedBytes < 1<<20:
+		return config.Errorf("max-buffered-bytes", "must be at least 1 MiB")
+	case c.Linger < 0:
+		return config.Errorf("linger", "must not be negative")
+	}
+	switch c.Compression {
+	case "zstd", "lz4", "snappy", "gzip", "none":
+	default:
+		return config.Errorf("compression", "must be zstd, lz4, snappy, gzip or none, not %q", c.Compression)
+	}
+	switch c.Key {
+	case "exporter", "random":
+	default:
+		return config.Errorf("key", "must be exporter or random, not %q", c.Key)
+	}
+	switch c.SASL.Mechanism {
+	case "":
+	case "plain", "scram-sha-256", "scram-sha-512":
+		if c.SASL.Username == "" {
+			return config.Errorf("sasl.username", "required with mechanism %s", c.SASL.Mechanism)
+		}
+	default:
+		return config.Errorf("sasl.mechanism", "must be plain, scram-sha-256 or scram-sha-512, not %q", c.SASL.Mechanism)
+	}
+	return nil
+}

@@ -1,0 +1,407 @@
+package pbwire
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// WireType is the low three bits of a protobuf field key.
+type WireType uint8
+
+// The wire types pbwire writes and reads. Groups (3, 4) are obsolete and rejected by the reader.
+const (
+	Varint  WireType = 0
+	Fixed64 WireType = 1
+	Bytes   WireType = 2
+	Fixed32 WireType = 5
+)
+
+// String returns the wire type's name as in the protobuf encoding guide.
+func (wt WireType) String() string {
+	switch wt {
+	case Varint:
+		return "varint"
+	case Fixed64:
+		return "i64"
+	case Bytes:
+		return "len"
+	case 3:
+		return "sgroup"
+	case 4:
+		return "egroup"
+	case Fixed32:
+		return "i32"
+	}
+	return fmt.Sprintf("wiretype(%d)", uint8(wt))
+}
+
+// Limits of the encoding.
+const (
+	// MaxFieldNumber is the largest field number protobuf allows (2^29-1).
+	MaxFieldNumber = 1<<29 - 1
+	// MaxVarintLen is the longest varint (a 64-bit value): 10 bytes.
+	MaxVarintLen = 10
+	// NestedSizeLen is the size of the redundant varint BeginNested reserves for a nested
+	// message's length; a nested message must stay under MaxNestedSize bytes.
+	NestedSizeLen = 4
+	// MaxNestedSize is the largest payload a 4-byte size can describe (256 MiB - 1).
+	MaxNestedSize = 1<<(7*NestedSizeLen) - 1
+	// ReserveDelimited is the room to reserve in front of a payload for FinishDelimited: a
+	// varint of up to 35 bits, enough for any message (protobuf caps them at 2 GiB).
+	ReserveDelimited = 5
+)
+
+// Tag is a field key (field number << 3 | wire type) already encoded as a varint: its bytes
+// are stored little-endian, first byte in the low bits. Encoding the key once at setup lets
+// the Append functions copy one or two bytes instead of re-encoding the key on every call;
+// keys of fields 1 to 15 are one byte, below 0x80.
+type Tag uint64
+
+// MakeTag encodes the key of field num with wire type wt. It is meant for setup time (package
+// variables, schema construction) and panics when num is outside 1..MaxFieldNumber or wt is
+// not one of Varint, Fixed64, Bytes, Fixed32.
+func MakeTag(num int, wt WireType) Tag {
+	if num < 1 || num > MaxFieldNumber {
+		panic(fmt.Sprintf("pbwire: field number %d out of range 1..%d", num, MaxFieldNumber))
+	}
+	switch wt {
+	case Varint, Fixed64, Bytes, Fixed32:
+	default:
+		panic(fmt.Sprintf("pbwire: cannot make a tag with wire type %d", wt))
+	}
+	key := uint64(num)<<3 | uint64(wt)
+	var t Tag
+	for i := 0; ; i++ {
+		if key < 0x80 {
+			t |= Tag(key) << (8 * i)
+			return t
+		}
+		t |= Tag(key&0x7f|0x80) << (8 * i)
+		key >>= 7
+	}
+}
+
+// Len is the number of bytes of the encoded key (1 to 5).
+func (t Tag) Len() int {
+	return (bits.Len64(uint64(t)) + 7) >> 3
+}
+
+// Num is the field number of the key.
+func (t Tag) Num() int {
+	key, _ := t.key()
+	return int(key >> 3)
+}
+
+// WireType is the wire type of the key.
+func (t Tag) WireType() WireType {
+	return WireType(t & 7)
+}
+
+func (t Tag) key() (uint64, int) {
+	var key uint64
+	for i := 0; i < 5; i++ {
+		b := uint64(t >> (8 * i) & 0xff)
+		key |= (b & 0x7f) << (7 * i)
+		if b < 0x80 {
+			return key, i + 1
+		}
+	}
+	return key, 5
+}
+
+// AppendTag appends the encoded key t.
+func AppendTag(dst []byte, t Tag) []byte {
+	if t < 0x80 {
+		return append(dst, byte(t))
+	}
+	return appendTagSlow(dst, t)
+}
+
+func appendTagSlow(dst []byte, t Tag) []byte {
+	for t >= 0x80 {
+		dst = append(dst, byte(t))
+		t >>= 8
+	}
+	return append(dst, byte(t))
+}
+
+// SizeVarint is the number of bytes of the minimal varint encoding of v (1 to 10).
+func SizeVarint(v uint64) int {
+	// 9/64 is 1/7 rounded up enough for every bit length up to 64.
+	return int(9*uint32(bits.Len64(v))+64) / 64
+}
+
+// AppendVarint appends the minimal varint encoding of v.
+func AppendVarint(dst []byte, v uint64) []byte {
+	if v < 0x80 {
+		return append(dst, byte(v))
+	}
+	return appendVarintSlow(dst, v)
+}
+
+func appendVarintSlow(dst []byte, v uint64) []byte {
+	if v < 1<<14 {
+		return append(dst, byte(v)|0x80, byte(v>>7))
+	}
+	if v < 1<<21 {
+		return append(dst, byte(v)|0x80, byte(v>>7)|0x80, byte(v>>14))
+	}
+	for v >= 0x80 {
+		dst = append(dst, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(dst, byte(v))
+}
+
+// EncodeZigZag32 maps a signed value to an unsigned one so that small magnitudes encode short
+// (sint32).
+func EncodeZigZag32(v int32) uint64 { return uint64(uint32(v<<1) ^ uint32(v>>31)) }
+
+// EncodeZigZag64 maps a signed value to an unsigned one so that small magnitudes encode short
+// (sint64).
+func EncodeZigZag64(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
+
+// AppendVarintField appends a varint field: uint32, uint64, int64, bool, enum, and int32 as
+// uint64(int64(v)) (negative int32 take 10 bytes, as protobuf requires).
+func AppendVarintField(dst []byte, t Tag, v uint64) []byte {
+	if t < 0x80 && v < 0x80 {
+		return append(dst, byte(t), byte(v))
+	}
+	return appendVarintFieldSlow(dst, t, v)
+}
+
+func appendVarintFieldSlow(dst []byte, t Tag, v uint64) []byte {
+	n := len(dst)
+	if cap(dst)-n >= wideRoom && v < 1<<56 {
+		// Two unaligned 8-byte stores instead of a loop per byte: the key, then the varint
+		// right after it; the bytes stored past the field are overwritten by the next one.
+		b := (*[wideRoom]byte)(dst[n : n+wideRoom])
+		tl := t.Len() & 7
+		binary.LittleEndian.PutUint64(b[:8], uint64(t))
+		sz := SizeVarint(v)
+		binary.LittleEndian.PutUint64(b[tl:tl+8], spreadVarint(v, sz))
+		return dst[:n+tl+sz]
+	}
+	dst = AppendTag(dst, t)
+	return AppendVarint(dst, v)
+}
+
+// wideRoom is the free capacity the wide-store paths need: a key, a 56-bit varint and the
+// slack of 8-byte stores.
+const wideRoom = 16
+
+// spreadVarint lays out the 7-bit groups of v (below 2^56) in the bytes of a little-endian
+// word, with the continuation bit set on the sz-1 first bytes: the varint encoding of v.
+func spreadVarint(v uint64, sz int) uint64 {
+	x := v&0x7f | v<<1&0x7f00 | v<<2&0x7f0000 | v<<3&0x7f000000 | v<<4&0x7f00000000 |
+		v<<5&0x7f0000000000 | v<<6&0x7f000000000000 | v<<7&0x7f00000000000000
+	return x | 0x8080808080808080>>(64-8*(uint(sz)-1))
+}
+
+// AppendSint32Field appends a zigzag-encoded sint32 field.
+func AppendSint32Field(dst []byte, t Tag, v int32) []byte {
+	return AppendVarintField(dst, t, EncodeZigZag32(v))
+}
+
+// AppendSint64Field appends a zigzag-encoded sint64 field.
+func AppendSint64Field(dst []byte, t Tag, v int64) []byte {
+	return AppendVarintField(dst, t, EncodeZigZag64(v))
+}
+
+// AppendFixed32Field appends a fixed32 (also sfixed32, float) field, little-endian.
+func AppendFixed32Field(dst []byte, t Tag, v uint32) []byte {
+	if t < 0x80 {
+		return append(dst, byte(t), byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+	}
+	dst = appendTagSlow(dst, t)
+	return append(dst, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+}
+
+// AppendFixed64Field appends a fixed64 (also sfixed64, double) field, little-endian.
+func AppendFixed64Field(dst []byte, t Tag, v uint64) []byte {
+	dst = AppendTag(dst, t)
+	return append(dst, byte(v), byte(v>>8), byte(v>>16), byte(v>>24),
+		byte(v>>32), byte(v>>40), byte(v>>48), byte(v>>56))
+}
+
+// AppendFloatField appends a float field.
+func AppendFloatField(dst []byte, t Tag, v float32) []byte {
+	return AppendFixed32Field(dst, t, math.Float32bits(v))
+}
+
+// AppendDoubleField appends a double field.
+func AppendDoubleField(dst []byte, t Tag, v float64) []byte {
+	return AppendFixed64Field(dst, t, math.Float64bits(v))
+}
+
+// AppendBytesField appends a length-delimited field holding b (bytes, or an already encoded
+// message).
+func AppendBytesField(dst []byte, t Tag, b []byte) []byte {
+	if t < 0x80 && len(b) < 0x80 {
+		dst = append(dst, byte(t), byte(len(b)))
+		return append(dst, b...)
+	}
+	dst = appendLenSlow(dst, t, len(b))
+	return append(dst, b...)
+}
+
+// AppendStringField appends a string field.
+func AppendStringField(dst []byte, t Tag, s string) []byte {
+	if t < 0x80 && len(s) < 0x80 {
+		dst = append(dst, byte(t), byte(len(s)))
+		return append(dst, s...)
+	}
+	dst = appendLenSlow(dst, t, len(s))
+	return append(dst, s...)
+}
+
+func appendLenSlow(dst []byte, t Tag, n int) []byte {
+	dst = AppendTag(dst, t)
+	return AppendVarint(dst, uint64(n))
+}
+
+// AppendPackedUint32Field appends a packed repeated varint field (uint32, or enum). Nothing is
+// appended for an empty slice, as protobuf does.
+func AppendPackedUint32Field(dst []byte, t Tag, vs []uint32) []byte {
+	if len(vs) == 0 {
+		return dst
+	}
+	n := 0
+	for _, v := range vs {
+		n += SizeVarint(uint64(v))
+	}
+	dst = AppendTag(dst, t)
+	dst = AppendVarint(dst, uint64(n))
+	for _, v := range vs {
+		dst = AppendVarint(dst, uint64(v))
+	}
+	return dst
+}
+
+// AppendPackedUint64Field appends a packed repeated varint field (uint64, int64). Nothing is
+// appended for an empty slice.
+func AppendPackedUint64Field(dst []byte, t Tag, vs []uint64) []byte {
+	if len(vs) == 0 {
+		return dst
+	}
+	n := 0
+	for _, v := range vs {
+		n += SizeVarint(v)
+	}
+	dst = AppendTag(dst, t)
+	dst = AppendVarint(dst, uint64(n))
+	for _, v := range vs {
+		dst = AppendVarint(dst, v)
+	}
+	return dst
+}
+
+// AppendPackedFixed32Field appends a packed repeated fixed32 field (fixed32, sfixed32, float).
+func AppendPackedFixed32Field(dst []byte, t Tag, vs []uint32) []byte {
+	if len(vs) == 0 {
+		return dst
+	}
+	dst = AppendTag(dst, t)
+	dst = AppendVarint(dst, uint64(4*len(vs)))
+	for _, v := range vs {
+		dst = append(dst, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+	}
+	return dst
+}
+
+// AppendPackedFixed64Field appends a packed repeated fixed64 field (fixed64, sfixed64, double).
+func AppendPackedFixed64Field(dst []byte, t Tag, vs []uint64) []byte {
+	if len(vs) == 0 {
+		return dst
+	}
+	dst = AppendTag(dst, t)
+	dst = AppendVarint(dst, uint64(8*len(vs)))
+	for _, v := range vs {
+		dst = append(dst, byte(v), byte(v>>8), byte(v>>16), byte(v>>24),
+			byte(v>>32), byte(v>>40), byte(v>>48), byte(v>>56))
+	}
+	return dst
+}
+
+// BeginNested starts a nested message field: it appends the key t and reserves NestedSizeLen
+// bytes for the size, which EndNested fills in once the payload is written. mark is where the
+// payload starts; keep it (on the stack, in a local) and pass it to EndNested. Nested
+// messages nest like function calls: end the inner one before the outer one.
+func BeginNested(dst []byte, t Tag) (out []byte, mark int) {
+	if t < 0x80 {
+		dst = append(dst, byte(t), 0x80, 0x80, 0x80, 0x00)
+		return dst, len(dst)
+	}
+	dst = appendTagSlow(dst, t)
+	dst = append(dst, 0x80, 0x80, 0x80, 0x00)
+	return dst, len(dst)
+}
+
+// EndNested back-patches the size of the nested message whose payload starts at mark (as
+// returned by BeginNested) and ends at len(dst). The size is written as a redundant 4-byte
+// varint (7 is 87 80 80 00), which every protobuf parser accepts; Compact rewrites it
+// minimally when canonical bytes are needed. A payload of MaxNestedSize bytes or more, which
+// 4 bytes cannot describe, is moved one byte further to make room for a 5-byte size.
+func EndNested(dst []byte, mark int) []byte {
+	n := uint32(len(dst) - mark)
+	if n > MaxNestedSize || mark < NestedSizeLen {
+		return endNestedSlow(dst, mark)
+	}
+	b := dst[mark-NestedSizeLen : mark]
+	b[0] = byte(n) | 0x80
+	b[1] = byte(n>>7) | 0x80
+	b[2] = byte(n>>14) | 0x80
+	b[3] = byte(n >> 21)
+	return dst
+}
+
+func endNestedSlow(dst []byte, mark int) []byte {
+	if mark < NestedSizeLen || mark > len(dst) {
+		panic("pbwire: EndNested with a mark BeginNested did not return")
+	}
+	n := uint64(len(dst) - mark)
+	if n > 1<<35-1 {
+		panic("pbwire: nested message larger than 32 GiB")
+	}
+	dst = append(dst, 0)
+	copy(dst[mark+1:], dst[mark:len(dst)-1])
+	b := dst[mark-NestedSizeLen : mark+1]
+	b[0] = byte(n) | 0x80
+	b[1] = byte(n>>7) | 0x80
+	b[2] = byte(n>>14) | 0x80
+	b[3] = byte(n>>21) | 0x80
+	b[4] = byte(n >> 28)
+	return dst
+}
+
+// FinishDelimited frames a message as protobuf's length-delimited streams do (a minimal varint
+// length, then the message) without moving the payload. The caller reserved ReserveDelimited
+// bytes at buf[start:] before appending the payload, so the payload is buf[start+
+// ReserveDelimited:]. The length is written right in front of the payload, and the framed
+// message, a sub-slice of buf, is returned:
+//
+//	start := len(buf)
+//	buf = append(buf, make([]byte, pbwire.ReserveDelimited)...) // or buf[:start+5]
+//	buf = pbwire.AppendVarintField(buf, tag, 42)                   // the payload
+//	framed := pbwire.FinishDelimited(buf, start)
+func FinishDelimited(buf []byte, start int) []byte {
+	p := start + ReserveDelimited
+	n := uint64(len(buf) - p)
+	if n < 0x80 && p > 0 {
+		buf[p-1] = byte(n)
+		return buf[p-1:]
+	}
+	if n > 1<<35-1 {
+		panic("pbwire: delimited message larger than 32 GiB")
+	}
+	s := SizeVarint(n)
+	b := buf[p-s : p]
+	for i := 0; i < s-1; i++ {
+		b[i] = byte(n) | 0x80
+		n >>= 7
+	}
+	b[s-1] = byte(n)
+	return buf[p-s:]
+}

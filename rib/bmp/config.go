@@ -1,0 +1,72 @@
+package bmp
+
+import (
+	"net"
+	"net/netip"
+	"time"
+
+	"flowzero/internal/config"
+)
+
+// Configuration of the BMP listener.
+type Configuration struct {
+	// Listen is the TCP address routers connect to. The default is loopback: BMP has no
+	// authentication, so exposing it is an explicit choice (set "[::]:10179" and
+	// allowed-routers).
+	Listen string `yaml:"listen"`
+	// AllowedRouters restricts which source addresses may connect; empty allows all.
+	AllowedRouters []netip.Prefix `yaml:"allowed-routers"`
+	// RDs lists the route distinguishers to keep. Empty keeps every route. 0:0 matches
+	// routes without an RD (global instance peers, unicast families). An RD instance peer
+	// (an L3VPN VRF) is filtered by its peer distinguisher; VPN NLRI by their own RD.
+	RDs []RD `yaml:"rds"`
+	// AdjRIBIn selects which Adj-RIB-In views are kept when routers send both: "any",
+	// "pre-policy" or "post-policy" (L flag of the per-peer header, RFC 7854 §4.2). Loc-RIB
+	// peers (RFC 9069) are always kept; Adj-RIB-Out views (RFC 8671) are ignored.
+	AdjRIBIn string `yaml:"adj-rib-in"`
+	// Keep is how long the routes of a router whose connection dropped are kept, so that a
+	// BMP session flap does not empty the table (Akvorado's behaviour). A peer-down
+	// notification removes the peer's routes at once.
+	Keep time.Duration `yaml:"keep"`
+	// CollectASPaths keeps full AS paths; when false only the origin AS is kept.
+	CollectASPaths bool `yaml:"collect-as-paths"`
+	// CollectCommunities keeps standard and large communities.
+	CollectCommunities bool `yaml:"collect-communities"`
+	// ReceiveBuffer is the kernel receive buffer requested per connection (0: default).
+	ReceiveBuffer int `yaml:"receive-buffer"`
+}
+
+// DefaultConfiguration returns the default BMP configuration.
+func DefaultConfiguration() Configuration {
+	return Configuration{
+		Listen:             "127.0.0.1:10179",
+		AdjRIBIn:           "any",
+		Keep:               5 * time.Minute,
+		CollectASPaths:     true,
+		CollectCommunities: true,
+	}
+}
+
+// Validate checks the configuration and names the bad key.
+func (c *Configuration) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return config.Errorf("listen", "%v", err)
+	}
+	switch c.AdjRIBIn {
+	case "any", "pre-policy", "post-policy":
+	default:
+		return config.Errorf("adj-rib-in", "%q is not one of any, pre-policy, post-policy", c.AdjRIBIn)
+	}
+	if c.Keep < time.Second {
+		return config.Errorf("keep", "%s is below 1s", c.Keep)
+	}
+	if c.ReceiveBuffer < 0 {
+		return config.Errorf("receive-buffer", "negative size %d", c.ReceiveBuffer)
+	}
+	for i, p := range c.AllowedRouters {
+		if !p.IsValid() {
+			return config.Errorf("allowed-routers", "entry %d is not a prefix", i)
+		}
+	}
+	return nil
+}

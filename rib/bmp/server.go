@@ -1,0 +1,383 @@
+package bmp
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"flowzero/rib"
+)
+
+// Server accepts BMP sessions from routers and applies their route monitoring to a Table.
+type Server struct {
+	cfg     Configuration
+	table   *rib.RIB
+	log     *slog.Logger
+	metrics *metrics
+	rds     map[RD]struct{} // nil: accept every RD
+
+	mu       sync.Mutex
+	listener net.Listener
+	conns    map[*session]struct{}
+	stale    map[*session]*time.Timer // closed sessions whose routes are kept for Keep
+	owners   map[rib.PeerID]*session  // the session feeding each RIB peer
+	stopping bool
+	wg       sync.WaitGroup
+}
+
+// New returns a BMP server writing routes to table. Metrics are registered on reg. The
+// configuration is expected to be validated (internal/config does it when decoding).
+func New(reg prometheus.Registerer, cfg Configuration, table *rib.RIB, logger *slog.Logger) (*Server, error) {
+	if table == nil {
+		return nil, errors.New("bmp: nil table")
+	}
+	m, err := newMetrics(reg, table)
+	if err != nil {
+		return nil, fmt.Errorf("bmp metrics: %w", err)
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s := &Server{
+		cfg:     cfg,
+		table:   table,
+		log:     logger.With("component", "bmp"),
+		metrics: m,
+		conns:   make(map[*session]struct{}),
+		stale:   make(map[*session]*time.Timer),
+		owners:  make(map[rib.PeerID]*session),
+	}
+	if len(cfg.RDs) > 0 {
+		s.rds = make(map[RD]struct{}, len(cfg.RDs))
+		for _, rd := range cfg.RDs {
+			s.rds[rd] = struct{}{}
+		}
+	}
+	return s, nil
+}
+
+// Start listens on the configured address and serves routers in the background.
+func (s *Server) Start() error {
+	l, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("bmp: listen on %s: %w", s.cfg.Listen, err)
+	}
+	s.mu.Lock()
+	s.listener = l
+	s.mu.Unlock()
+	s.log.Info("listening for BMP sessions", "listen", l.Addr().String())
+	s.wg.Add(1)
+	go s.acceptLoop(l)
+	return nil
+}
+
+// Addr returns the listening address (useful with port 0), nil before Start.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listener == nil {
+		return nil
+	}
+	return s.listener.Addr()
+}
+
+// Stop closes the listener and every session and waits for them. Routes are left in the
+// table: the process is going away and the RIB snapshot should keep what it knew.
+func (s *Server) Stop() error {
+	s.mu.Lock()
+	s.stopping = true
+	l := s.listener
+	for c := range s.conns {
+		c.conn.Close()
+	}
+	for c, t := range s.stale {
+		t.Stop()
+		delete(s.stale, c)
+	}
+	s.mu.Unlock()
+	var err error
+	if l != nil {
+		err = l.Close()
+	}
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) acceptLoop(l net.Listener) {
+	defer s.wg.Done()
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn("accept failed", "err", err)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		remote, _ := netip.ParseAddrPort(conn.RemoteAddr().String())
+		router := netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())
+		if !s.allowed(router.Addr()) {
+			s.metrics.errors.WithLabelValues(router.Addr().String(), "router not allowed").Inc()
+			conn.Close()
+			continue
+		}
+		if tc, ok := conn.(*net.TCPConn); ok {
+			tc.SetKeepAlive(true)
+			tc.SetKeepAlivePeriod(time.Minute)
+			if s.cfg.ReceiveBuffer > 0 {
+				tc.SetReadBuffer(s.cfg.ReceiveBuffer)
+			}
+		}
+		sess := newSession(s, conn, router)
+		s.mu.Lock()
+		if s.stopping {
+			s.mu.Unlock()
+			conn.Close()
+			return
+		}
+		s.conns[sess] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go sess.serve()
+	}
+}
+
+func (s *Server) allowed(a netip.Addr) bool {
+	if len(s.cfg.AllowedRouters) == 0 {
+		return true
+	}
+	for _, p := range s.cfg.AllowedRouters {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) acceptRD(rd RD) bool {
+	if s.rds == nil {
+		return true
+	}
+	_, ok := s.rds[rd]
+	return ok
+}
+
+// sessionClosed keeps the routes of a finished session for Keep, then removes them; a
+// router that reconnects sends its table again under a new session meanwhile.
+func (s *Server) sessionClosed(sess *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, sess)
+	if s.stopping || sess.peerCount() == 0 {
+		return
+	}
+	s.stale[sess] = time.AfterFunc(s.cfg.Keep, func() {
+		s.mu.Lock()
+		_, ok := s.stale[sess]
+		delete(s.stale, sess)
+		s.mu.Unlock()
+		if ok {
+			sess.removeAllPeers("stale")
+		}
+	})
+}
+
+// adopt records that session c feeds RIB peer id (called inside tx). The RIB names a peer by
+// router address, not by TCP session, so a router that reconnects gets the IDs of its previous
+// session back. That session's kept routes are then dropped at once: the router is sending its
+// table again, and leftovers withdrawn while it was away must not linger.
+func (s *Server) adopt(tx *rib.Tx, c *session, id rib.PeerID) {
+	s.mu.Lock()
+	prev := s.owners[id]
+	s.owners[id] = c
+	_, stale := s.stale[prev]
+	s.mu.Unlock()
+	if prev == nil || prev == c {
+		return
+	}
+	if stale {
+		tx.RemovePeer(id)
+	}
+	prev.disown(id)
+}
+
+// release forgets that c feeds id and reports whether it did.
+func (s *Server) release(c *session, id rib.PeerID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.owners[id] != c {
+		return false
+	}
+	delete(s.owners, id)
+	return true
+}
+
+// session is one BMP TCP connection from a router. All its state is owned by its goroutine
+// until the session ends; after that only the stale timer touches it.
+type session struct {
+	srv       *Server
+	conn      net.Conn
+	router    netip.AddrPort
+	routerStr string
+	metrics   *routerMetrics
+	sysName   string
+	peers     map[peerKey]*peer
+	peersMu   sync.Mutex // guards peers against the stale timer after the session ended
+	update    updateDecoder
+	errLogged time.Time
+}
+
+func newSession(s *Server, conn net.Conn, router netip.AddrPort) *session {
+	rs := router.Addr().String()
+	return &session{
+		srv:       s,
+		conn:      conn,
+		router:    router,
+		routerStr: rs,
+		metrics:   s.metrics.forRouter(rs),
+		peers:     make(map[peerKey]*peer),
+	}
+}
+
+func (c *session) serve() {
+	defer c.srv.wg.Done()
+	defer func() {
+		c.conn.Close()
+		c.metrics.closed.Inc()
+		c.srv.sessionClosed(c)
+	}()
+	c.srv.log.Info("BMP session up", "router", c.router.String())
+	r := NewReader(c.conn)
+	first := true
+	for {
+		h, msg, err := r.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				c.fail("read", err)
+			}
+			break
+		}
+		c.metrics.message(h.Type)
+		// RFC 7854 §4.3: the initiation message is the first one a router sends.
+		if first && h.Type != MsgInitiation {
+			c.fail("first message not initiation", fmt.Errorf("got %s", h.Type))
+			break
+		}
+		first = false
+		stop, err := c.handle(h, msg[CommonHeaderLen:])
+		if err != nil {
+			c.fail("malformed "+h.Type.String(), err)
+		}
+		if stop {
+			break
+		}
+	}
+	c.srv.log.Info("BMP session down", "router", c.router.String(), "sysname", c.sysName)
+}
+
+// fail counts an error and logs it at most every 30 seconds per session.
+func (c *session) fail(reason string, err error) {
+	c.srv.metrics.errors.WithLabelValues(c.routerStr, reason).Inc()
+	if now := time.Now(); now.Sub(c.errLogged) > 30*time.Second {
+		c.errLogged = now
+		c.srv.log.Warn("BMP error", "router", c.router.String(), "reason", reason, "err", err)
+	}
+}
+
+// handle processes one message body (after the common header). stop ends the session.
+func (c *session) handle(h CommonHeader, body []byte) (stop bool, err error) {
+	switch h.Type {
+	case MsgInitiation:
+		return false, WalkTLVs(body, func(t TLV) {
+			if t.Type == InfoSysName {
+				c.sysName = string(t.Value)
+			}
+		})
+	case MsgTermination:
+		var reason string
+		WalkTLVs(body, func(t TLV) {
+			if t.Type == InfoString {
+				reason = string(t.Value)
+			}
+		})
+		c.srv.log.Info("BMP termination", "router", c.router.String(), "reason", reason)
+		return true, nil
+	case MsgRouteMirroring:
+		// Mirrored PDUs may be deliberately malformed BGP (RFC 7854 §4.7): never parsed.
+		return false, nil
+	case MsgRouteMonitoring, MsgStatisticsReport, MsgPeerDown, MsgPeerUp:
+	default:
+		return false, nil
+	}
+	ph, err := ParsePeerHeader(body)
+	if err != nil {
+		return false, err
+	}
+	body = body[PeerHeaderLen:]
+	switch h.Type {
+	case MsgPeerUp:
+		return false, c.peerUp(&ph, body)
+	case MsgPeerDown:
+		if _, err := ParsePeerDown(body); err != nil {
+			return false, err
+		}
+		c.peerDown(&ph)
+		return false, nil
+	case MsgStatisticsReport:
+		p := c.lookupPeer(&ph)
+		if p == nil {
+			return false, nil
+		}
+		return false, WalkStatistics(body, func(st Statistic) {
+			if st.Type == StatAdjRIBIn {
+				p.metrics.adjRIBIn.Set(float64(st.Value))
+			}
+		})
+	case MsgRouteMonitoring:
+		return false, c.routeMonitoring(&ph, body)
+	}
+	return false, nil
+}
+
+func (c *session) peerCount() int {
+	c.peersMu.Lock()
+	defer c.peersMu.Unlock()
+	return len(c.peers)
+}
+
+func (c *session) removeAllPeers(reason string) {
+	c.peersMu.Lock()
+	ps := make([]*peer, 0, len(c.peers))
+	for k, p := range c.peers {
+		c.forgetPeerLocked(k, p)
+		ps = append(ps, p)
+	}
+	c.peersMu.Unlock()
+	c.dropRoutes(ps, reason)
+}
+
+// disown drops RIB peer id from the session's peers (another session took it over).
+func (c *session) disown(id rib.PeerID) {
+	c.peersMu.Lock()
+	defer c.peersMu.Unlock()
+	for k, p := range c.peers {
+		for i, rp := range p.ribPeers {
+			if rp.id != id {
+				continue
+			}
+			p.ribPeers = append(p.ribPeers[:i], p.ribPeers[i+1:]...)
+			if len(p.ribPeers) == 0 {
+				c.forgetPeerLocked(k, p)
+			}
+			return
+		}
+	}
+}

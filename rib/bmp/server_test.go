@@ -1,0 +1,431 @@
+package bmp
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"flowzero/rib"
+)
+
+// harness is a BMP server on 127.0.0.1:0 writing into a fresh RIB.
+type harness struct {
+	t     *testing.T
+	table *rib.RIB
+	srv   *Server
+	reg   *prometheus.Registry
+}
+
+func newHarness(t *testing.T, tweak func(*Configuration)) *harness {
+	t.Helper()
+	cfg := DefaultConfiguration()
+	cfg.Listen = "127.0.0.1:0"
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	h := &harness{t: t, table: rib.NewTable(rib.DefaultConfiguration()), reg: prometheus.NewRegistry()}
+	var err error
+	h.srv, err = New(h.reg, cfg, h.table, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.srv.Stop() })
+	return h
+}
+
+func (h *harness) dial() net.Conn {
+	h.t.Helper()
+	conn, err := net.Dial("tcp", h.srv.Addr().String())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// send writes the TCP payloads of captures segment by segment, as the router did.
+func (h *harness) send(conn net.Conn, files ...string) {
+	h.t.Helper()
+	for _, f := range files {
+		if _, err := conn.Write(captureStream(h.t, f)); err != nil {
+			h.t.Fatalf("sending %s: %v", f, err)
+		}
+	}
+}
+
+// metric returns the sum of a metric's samples whose labels contain all of match.
+func (h *harness) metric(name string, match ...string) float64 {
+	h.t.Helper()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			labels := labelString(m)
+			for _, want := range match {
+				if !strings.Contains(labels, want) {
+					continue next
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+func labelString(m *dto.Metric) string {
+	var parts []string
+	for _, l := range m.GetLabel() {
+		parts = append(parts, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+	}
+	return strings.Join(parts, ",")
+}
+
+// waitMessages waits until the server has handled n messages in total, then a little more
+// for the last one to be applied.
+func (h *harness) waitMessages(n float64) {
+	h.t.Helper()
+	h.waitFor(func() bool { return h.metric("flowzero_bmp_received_messages_total") >= n })
+}
+
+func (h *harness) waitFor(cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatal("condition not reached in 5 s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	// The counter is bumped before the message is applied; applying it takes microseconds.
+	time.Sleep(20 * time.Millisecond)
+}
+
+// probes are the prefixes of every route in the captures.
+var probes = []string{
+	"192.0.2.0/31", "192.0.2.4/31", "192.0.2.6/31", "192.0.2.8/31",
+	"198.51.100.0/25", "198.51.100.128/25", "198.51.100.0/26", "198.51.100.0/29",
+	"2001:db8:1::/64", "2001:db8:2::/64", "2001:db8::2/127", "2001:db8::6/127", "2001:db8:4::/64",
+}
+
+// dump lists the RIB's paths as "peer%rd prefix via nexthop #pathid path [..] comm [..] large [..]".
+// It fails the test if the RIB holds routes outside the probed prefixes.
+func (h *harness) dump() []string {
+	h.t.Helper()
+	peers := h.table.Peers()
+	var out []string
+	for _, s := range probes {
+		p := netip.MustParsePrefix(s)
+		last := p.Addr()
+		for a := p.Addr(); p.Contains(a); a = a.Next() {
+			last = a
+		}
+		for _, pi := range h.table.Paths(last) {
+			if pi.Prefix != p {
+				continue
+			}
+			pk := peers[pi.Peer]
+			a := pi.Attrs
+			out = append(out, fmt.Sprintf("%s%%%s %s via %s #%d path %v comm %v large %v",
+				pk.Address, RD(pk.Distinguisher), p, a.NextHop, pi.PathID, a.ASPath, a.Communities, a.LargeCommunities))
+		}
+	}
+	slices.Sort(out)
+	if st := h.table.Stats(); st.Routes != len(out) {
+		h.t.Errorf("RIB holds %d routes, %d probed: %v", st.Routes, len(out), out)
+	}
+	return out
+}
+
+func (h *harness) expectRIB(want []string) {
+	h.t.Helper()
+	got := h.dump()
+	want = slices.Clone(want)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		h.t.Errorf("RIB:\ngot:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// Routes of the Juniper vMX captures, as Akvorado's tests read them too.
+var (
+	routesPeer3 = []string{
+		"2001:db8::3%0:0 2001:db8:1::/64 via 2001:db8::3 #0 path [65013 65013 174 174 174] comm [4260691978 4260691988] large []",
+		"2001:db8::3%0:0 2001:db8:2::/64 via 2001:db8::3 #0 path [65013 65013 1299 1299 1299 12322] comm [4260691998] large []",
+		"2001:db8::3%0:0 2001:db8::2/127 via 2001:db8::3 #0 path [65013] comm [] large []",
+	}
+	routesPeer7Unicast = []string{
+		"2001:db8::7%0:0 192.0.2.6/31 via 192.0.2.7 #0 path [65017] comm [] large []",
+		"2001:db8::7%0:0 2001:db8:1::/64 via 2001:db8::7 #0 path [65017 65013 174 174 174] comm [4260954122 4260954132] large [{65017 300 4}]",
+		"2001:db8::7%0:0 2001:db8:2::/64 via 2001:db8::7 #0 path [65017 65017 1299 1299 1299 12322] comm [4260954142] large [{65017 400 2}]",
+		"2001:db8::7%0:0 2001:db8::6/127 via 2001:db8::7 #0 path [65017] comm [] large []",
+	}
+	routesPeer7EVPN = []string{
+		"2001:db8::7%65017:104 198.51.100.0/26 via 2001:db8::7 #0 path [65017 65017 3356 64476] comm [4260955215] large []",
+	}
+	routesPeer7VPN = []string{
+		"2001:db8::7%65017:101 198.51.100.0/25 via 192.0.2.7 #0 path [65017 65017 174 1299 64476] comm [4260954122 4260954132] large []",
+		"2001:db8::7%65017:102 198.51.100.0/25 via 192.0.2.7 #0 path [65017 65017 174 3356 3356 3356 64476] comm [4260954122 4260954132] large []",
+		"2001:db8::7%65017:103 198.51.100.0/26 via 192.0.2.7 #0 path [65017 65017 3356 64476] comm [4260955215] large []",
+		"2001:db8::7%65017:101 198.51.100.128/25 via 192.0.2.7 #0 path [65017 65017 174 29447 396919] comm [4260954124] large []",
+		"2001:db8::7%65017:102 198.51.100.128/25 via 192.0.2.7 #0 path [65017 65017 6453 396919] comm [4260954131] large []",
+		"2001:db8::7%65017:101 2001:db8:4::/64 via 2001:db8::7 #0 path [65017 65017 1299 1299 1299 29447] comm [4260954412] large []",
+	}
+	routesPeer1 = []string{
+		"192.0.2.1%0:0 192.0.2.0/31 via 192.0.2.1 #0 path [65011] comm [] large []",
+		"192.0.2.1%0:0 198.51.100.0/25 via 192.0.2.1 #0 path [65011 65011 174 1299 64476] comm [4260560906 4260560916] large []",
+		"192.0.2.1%0:0 198.51.100.128/25 via 192.0.2.1 #0 path [65011 65011 174 29447 396919] comm [4260560908] large []",
+	}
+	routesAddPath = []string{
+		"192.0.2.5%0:0 192.0.2.4/31 via 192.0.2.5 #1 path [] comm [] large []",
+	}
+	routesL3VPN = []string{
+		"192.0.2.9%65500:108 192.0.2.8/31 via 192.0.2.9 #0 path [65019] comm [] large []",
+		"192.0.2.9%65500:108 198.51.100.0/29 via 192.0.2.9 #0 path [65019 65019 64476] comm [] large []",
+	}
+)
+
+func concat(ls ...[]string) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l...)
+	}
+	return out
+}
+
+func TestServer(t *testing.T) {
+	t.Run("init-terminate", func(t *testing.T) {
+		h := newHarness(t, nil)
+		conn := h.dial()
+		h.send(conn, "bmp-init.pcap", "bmp-terminate.pcap")
+		h.waitFor(func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
+		if v := h.metric("flowzero_bmp_received_messages_total", `type="initiation"`); v != 1 {
+			t.Errorf("initiation messages = %v", v)
+		}
+		if v := h.metric("flowzero_bmp_received_messages_total", `type="termination"`); v != 1 {
+			t.Errorf("termination messages = %v", v)
+		}
+		// The server closed the connection after the termination message.
+		conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if _, err := conn.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("read after termination: %v, want EOF", err)
+		}
+	})
+
+	t.Run("peers-up-eor", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.send(h.dial(), "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-eor.pcap")
+		h.waitMessages(1 + 7 + 9)
+		if v := h.metric("flowzero_bmp_peers"); v != 4 {
+			t.Errorf("peers = %v, want 4", v)
+		}
+		if v := h.metric("flowzero_bmp_end_of_rib_total"); v != 8 {
+			t.Errorf("end-of-RIB markers = %v, want 8", v)
+		}
+		if v := h.metric("flowzero_bmp_stats_adj_rib_in_routes", `peer="192.0.2.1"`); v != 3 {
+			t.Errorf("Adj-RIB-In statistic of 192.0.2.1 = %v, want 3", v)
+		}
+		h.expectRIB(nil)
+	})
+
+	t.Run("reach-addpath", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.send(h.dial(), "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-eor.pcap", "bmp-reach.pcap", "bmp-reach-addpath.pcap")
+		h.waitMessages(1 + 7 + 9 + 17 + 1)
+		h.expectRIB(concat(routesPeer3, routesPeer7Unicast, routesPeer7EVPN, routesPeer7VPN, routesPeer1, routesAddPath))
+		if v := h.metric("flowzero_bmp_routes", `peer="2001:db8::7%65017:101"`); v != 3 {
+			t.Errorf("routes of 2001:db8::7 in 65017:101 = %v, want 3", v)
+		}
+		if v := h.metric("flowzero_bmp_errors_total"); v != 0 {
+			t.Errorf("errors = %v", v)
+		}
+	})
+
+	t.Run("reach-without-peer-up", func(t *testing.T) {
+		// Without the peer up, Add-Path is unknown: the rest is still learned.
+		h := newHarness(t, nil)
+		h.send(h.dial(), "bmp-init.pcap", "bmp-reach.pcap")
+		h.waitMessages(1 + 17)
+		h.expectRIB(concat(routesPeer3, routesPeer7Unicast, routesPeer7EVPN, routesPeer7VPN, routesPeer1))
+		if v := h.metric("flowzero_bmp_peers"); v != 3 {
+			t.Errorf("peers = %v, want 3", v)
+		}
+	})
+
+	t.Run("peer-down", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.send(h.dial(), "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-eor.pcap", "bmp-reach.pcap", "bmp-peer-down.pcap")
+		h.waitMessages(1 + 7 + 9 + 17 + 2)
+		// The peer down is for 192.0.2.1: its three routes are gone at once.
+		h.expectRIB(concat(routesPeer3, routesPeer7Unicast, routesPeer7EVPN, routesPeer7VPN))
+		if v := h.metric("flowzero_bmp_removed_peers_total", `reason="down"`); v != 1 {
+			t.Errorf("removed peers = %v", v)
+		}
+		if v := h.metric("flowzero_bmp_peers"); v != 3 {
+			t.Errorf("peers = %v, want 3", v)
+		}
+	})
+
+	t.Run("unreach", func(t *testing.T) {
+		h := newHarness(t, func(c *Configuration) { c.RDs = []RD{0} })
+		h.send(h.dial(), "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-eor.pcap", "bmp-reach.pcap", "bmp-unreach.pcap")
+		h.waitMessages(1 + 7 + 9 + 17 + 8)
+		h.expectRIB(nil)
+		if v := h.metric("flowzero_bmp_withdrawn_prefixes_total"); v != 10 {
+			t.Errorf("withdrawn prefixes = %v, want 10", v)
+		}
+	})
+
+	t.Run("unreach-same-session", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.send(h.dial(), "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-eor.pcap", "bmp-reach.pcap", "bmp-unreach.pcap")
+		h.waitMessages(1 + 7 + 9 + 17 + 8)
+		// Every route is withdrawn but the EVPN one, which the capture announces with a
+		// different RD than it withdraws (as in Akvorado's test).
+		h.expectRIB(routesPeer7EVPN)
+		if v := h.metric("flowzero_bmp_withdrawn_prefixes_total"); v == 0 {
+			t.Error("no withdrawal counted")
+		}
+	})
+
+	t.Run("rd-filter", func(t *testing.T) {
+		for _, tc := range []struct {
+			rds  []string
+			want []string
+		}{
+			{[]string{"65017:104"}, routesPeer7EVPN},
+			{[]string{"0:0"}, concat(routesPeer3, routesPeer7Unicast, routesPeer1)},
+			{[]string{"65017:101"}, []string{routesPeer7VPN[0], routesPeer7VPN[3], routesPeer7VPN[5]}},
+		} {
+			t.Run(strings.Join(tc.rds, ","), func(t *testing.T) {
+				h := newHarness(t, func(c *Configuration) {
+					for _, s := range tc.rds {
+						rd, _ := ParseRD(s)
+						c.RDs = append(c.RDs, rd)
+					}
+				})
+				h.send(h.dial(), "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-eor.pcap", "bmp-reach.pcap")
+				h.waitMessages(1 + 7 + 9 + 17)
+				h.expectRIB(tc.want)
+			})
+		}
+	})
+
+	t.Run("l3vpn", func(t *testing.T) {
+		for _, tc := range []struct {
+			rds  []RD
+			want []string
+		}{
+			{nil, routesL3VPN},
+			{[]RD{65500<<32 | 108}, routesL3VPN},
+			{[]RD{65500<<32 | 110}, nil},
+		} {
+			t.Run(fmt.Sprint(tc.rds), func(t *testing.T) {
+				h := newHarness(t, func(c *Configuration) { c.RDs = tc.rds })
+				h.send(h.dial(), "bmp-init.pcap", "bmp-l3vpn.pcap")
+				h.waitMessages(1 + 5)
+				h.expectRIB(tc.want)
+				if v := h.metric("flowzero_bmp_peers"); v != 1 {
+					t.Errorf("peers = %v, want 1", v)
+				}
+			})
+		}
+	})
+
+	t.Run("unknown-family-vpls", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.send(h.dial(), "bmp-init.pcap", "bmp-l3vpn.pcap", "bmp-reach-unknown-family.pcap", "bmp-reach-vpls.pcap")
+		h.waitMessages(1 + 5 + 1 + 1)
+		h.expectRIB(routesL3VPN)
+		if v := h.metric("flowzero_bmp_ignored_nlri_total", `family="l2vpn-vpls"`); v != 1 {
+			t.Errorf("ignored VPLS NLRI = %v, want 1", v)
+		}
+		if v := h.metric("flowzero_bmp_ignored_nlri_total") + h.metric("flowzero_bmp_errors_total"); v != 2 {
+			t.Errorf("ignored NLRI + errors = %v, want 2 (unknown family and VPLS)", v)
+		}
+	})
+
+	t.Run("collect-nothing", func(t *testing.T) {
+		h := newHarness(t, func(c *Configuration) { c.CollectASPaths, c.CollectCommunities = false, false })
+		h.send(h.dial(), "bmp-init.pcap", "bmp-l3vpn.pcap")
+		h.waitMessages(1 + 5)
+		h.expectRIB([]string{
+			"192.0.2.9%65500:108 192.0.2.8/31 via 192.0.2.9 #0 path [65019] comm [] large []",
+			"192.0.2.9%65500:108 198.51.100.0/29 via 192.0.2.9 #0 path [64476] comm [] large []",
+		})
+	})
+
+	t.Run("connection-down-keep", func(t *testing.T) {
+		h := newHarness(t, func(c *Configuration) { c.Keep = 300 * time.Millisecond })
+		conn := h.dial()
+		h.send(conn, "bmp-init.pcap", "bmp-l3vpn.pcap")
+		h.waitMessages(1 + 5)
+		conn.Close()
+		h.waitFor(func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
+		// Kept during the grace period...
+		h.expectRIB(routesL3VPN)
+		// ...then removed.
+		h.waitFor(func() bool { return h.metric("flowzero_bmp_removed_peers_total", `reason="stale"`) == 1 })
+		h.expectRIB(nil)
+		if v := h.metric("flowzero_bmp_peers"); v != 0 {
+			t.Errorf("peers = %v, want 0", v)
+		}
+	})
+
+	t.Run("reconnect-takes-over", func(t *testing.T) {
+		h := newHarness(t, func(c *Configuration) { c.Keep = time.Hour })
+		conn := h.dial()
+		h.send(conn, "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-reach.pcap")
+		h.waitMessages(1 + 7 + 17)
+		conn.Close()
+		h.waitFor(func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
+		h.expectRIB(concat(routesPeer3, routesPeer7Unicast, routesPeer7EVPN, routesPeer7VPN, routesPeer1))
+		// The router comes back: its routes withdrawn meanwhile are not resent, and the
+		// routes kept from the old session are replaced by the new session's.
+		h.send(h.dial(), "bmp-init.pcap", "bmp-l3vpn.pcap", "bmp-unreach.pcap")
+		h.waitMessages(1 + 7 + 17 + 1 + 5 + 8)
+		// Only the EVPN route, never withdrawn nor re-announced, is still held by the old
+		// session (until Keep).
+		h.expectRIB(concat(routesPeer7EVPN, routesL3VPN))
+	})
+
+	t.Run("first-message-not-initiation", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.send(h.dial(), "bmp-reach.pcap")
+		h.waitFor(func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
+		if v := h.metric("flowzero_bmp_errors_total", `reason="first message not initiation"`); v != 1 {
+			t.Errorf("errors = %v", v)
+		}
+		h.expectRIB(nil)
+	})
+
+	t.Run("allowed-routers", func(t *testing.T) {
+		h := newHarness(t, func(c *Configuration) { c.AllowedRouters = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")} })
+		h.send(h.dial(), "bmp-init.pcap", "bmp-l3vpn.pcap")
+		h.waitFor(func() bool { return h.metric("flowzero_bmp_errors_total", `reason="router not allowed"`) == 1 })
+		h.expectRIB(nil)
+	})
+}

@@ -1,0 +1,50 @@
+package rib
+
+import (
+	"net/netip"
+	"time"
+
+	"flowzero/internal/config"
+)
+
+// Configuration configures the RIB component.
+type Configuration struct {
+	// Selection is the route used for enrichment among a prefix's paths: first, best or peer
+	// (see the package documentation).
+	Selection string `yaml:"selection"`
+	// Peer is the address of the peer whose routes are preferred with selection "peer".
+	Peer string `yaml:"peer"`
+	// Snapshot is the file the table is saved to on Stop and every SnapshotInterval, and
+	// loaded from at Start ("" disables snapshots).
+	Snapshot string `yaml:"snapshot"`
+	// SnapshotInterval is the period of the background saves (0 saves only on Stop).
+	SnapshotInterval time.Duration `yaml:"snapshot-interval"`
+}
+
+// DefaultConfiguration returns the defaults: first peer, no snapshot.
+func DefaultConfiguration() Configuration {
+	return Configuration{
+		Selection:        "first",
+		SnapshotInterval: 10 * time.Minute,
+	}
+}
+
+// Validate checks the configuration and names the bad key.
+func (c *Configuration) Validate() error {
+	sel, err := parseSelection(c.Selection)
+	if err != nil {
+		return config.Errorf("selection", "%s", err)
+	}
+	if sel == SelectPeer && c.Peer == "" {
+		return config.Errorf("peer", "required with selection: peer")
+	}
+	if c.Peer != "" {
+		if _, err := netip.ParseAddr(c.Peer); err != nil {
+			return config.Errorf("peer", "not an IP address: %q", c.Peer)
+		}
+	}
+	if c.SnapshotInterval < 0 {
+		return config.Errorf("snapshot-interval", "negative duration %s", c.SnapshotInterval)
+	}
+	return nil
+}

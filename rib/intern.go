@@ -1,0 +1,116 @@
+package rib
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+
+	"flowzero/rib/bgp"
+)
+
+// AttrSet is an interned attribute set, stored once for every path that uses it. A caller
+// holding one from Tx.Intern owns a reference until Tx.Release; it may keep it across
+// transactions of the same RIB (a decoder's cache). Its attributes are read-only.
+type AttrSet struct {
+	bgp.Attributes
+	hash uint64
+	next *AttrSet // next set with the same hash (collisions are chained)
+	refs int32
+}
+
+// interner maps the hash of an attribute set's canonical encoding to the interned copy.
+type interner struct {
+	m    map[uint64]*AttrSet
+	seed maphash.Seed
+	buf  []byte
+}
+
+func (in *interner) init() {
+	in.m = make(map[uint64]*AttrSet)
+	in.seed = maphash.MakeSeed()
+}
+
+func (in *interner) len() int { return len(in.m) + in.chained() }
+
+// chained counts the sets beyond the first of each hash (rare: 64-bit hash collisions).
+func (in *interner) chained() int {
+	n := 0
+	for _, ia := range in.m {
+		for x := ia.next; x != nil; x = x.next {
+			n++
+		}
+	}
+	return n
+}
+
+// hash hashes every field of a, in a fixed order with lengths so that fields cannot run into
+// each other.
+func (in *interner) hash(a *bgp.Attributes) uint64 {
+	b := in.buf[:0]
+	b = append(b, a.Origin, boolByte(a.HasLocalPref), boolByte(a.HasMED))
+	b = binary.LittleEndian.AppendUint32(b, a.LocalPref)
+	b = binary.LittleEndian.AppendUint32(b, a.MED)
+	b = binary.LittleEndian.AppendUint16(b, a.ASPathLength)
+	b = a.NextHop.AppendTo(b)
+	b = append(b, byte(a.NextHop.BitLen()))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(a.ASPath)))
+	for _, as := range a.ASPath {
+		b = binary.LittleEndian.AppendUint32(b, as)
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(a.Communities)))
+	for _, c := range a.Communities {
+		b = binary.LittleEndian.AppendUint32(b, c)
+	}
+	for _, c := range a.LargeCommunities {
+		b = binary.LittleEndian.AppendUint32(b, c.GlobalAdmin)
+		b = binary.LittleEndian.AppendUint32(b, c.LocalData1)
+		b = binary.LittleEndian.AppendUint32(b, c.LocalData2)
+	}
+	in.buf = b
+	return maphash.Bytes(in.seed, b)
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// intern returns the interned copy of a with one more reference.
+func (in *interner) intern(a *bgp.Attributes) *AttrSet {
+	h := in.hash(a)
+	head := in.m[h]
+	for x := head; x != nil; x = x.next {
+		if x.Attributes.Equal(a) {
+			x.refs++
+			return x
+		}
+	}
+	ia := &AttrSet{Attributes: *a.Clone(), hash: h, next: head, refs: 1}
+	in.m[h] = ia
+	return ia
+}
+
+// release drops one reference and forgets the set when it was the last one. Lookups that
+// returned it keep a valid pointer (the garbage collector frees it when they are done).
+func (in *interner) release(ia *AttrSet) {
+	ia.refs--
+	if ia.refs > 0 {
+		return
+	}
+	head := in.m[ia.hash]
+	if head == ia {
+		if ia.next == nil {
+			delete(in.m, ia.hash)
+		} else {
+			in.m[ia.hash] = ia.next
+		}
+		return
+	}
+	for x := head; x != nil; x = x.next {
+		if x.next == ia {
+			x.next = ia.next
+			return
+		}
+	}
+}

@@ -1,0 +1,344 @@
+package rib
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+
+	"github.com/klauspost/compress/zstd"
+
+	"flowzero/rib/bgp"
+)
+
+// Snapshot file format (version 1). The table is written so that a restarted collector
+// enriches flows from its first second, without waiting for BMP peers or re-reading MRT dumps.
+//
+//	magic "FZRIBSNP", version byte 1, then a zstd stream (with its content checksum) of:
+//	  peers:      uvarint count, then per peer: router addr, uvarint distinguisher, address,
+//	              uvarint AS, byte post-policy, BGP ID addr
+//	  attributes: uvarint count, then per set: byte origin, byte flags (1 LOCAL_PREF, 2 MED),
+//	              uvarint local pref, uvarint MED, uvarint AS path length, next hop addr,
+//	              uvarint n + n uvarint ASNs, uvarint n + n uvarint communities,
+//	              uvarint n + 3n uvarint large community words
+//	  prefixes:   per prefix: byte family (4 or 6), byte length, the ceil(length/8) significant
+//	              address bytes, uvarint path count, then per path uvarint peer index, uvarint
+//	              path ID, uvarint attribute index; a family byte 0 ends the list.
+//	addr is a byte length (0, 4 or 16) followed by the address bytes.
+//
+// Attribute sets are written once and referenced by index, as in memory.
+const (
+	snapshotMagic   = "FZRIBSNP"
+	snapshotVersion = 1
+)
+
+var errSnapshot = errors.New("bad RIB snapshot")
+
+type snapWriter struct {
+	w   *bufio.Writer
+	buf [binary.MaxVarintLen64]byte
+}
+
+func (s *snapWriter) uvarint(v uint64) {
+	n := binary.PutUvarint(s.buf[:], v)
+	s.w.Write(s.buf[:n])
+}
+
+func (s *snapWriter) addr(a netip.Addr) {
+	s.w.WriteByte(byte(a.BitLen() / 8))
+	if a.IsValid() {
+		b := a.AsSlice()
+		s.w.Write(b)
+	}
+}
+
+// WriteSnapshot writes the table to w. It holds the writer lock while it runs (readers are not
+// affected; updates wait).
+func (r *RIB) WriteSnapshot(w io.Writer) error {
+	if _, err := io.WriteString(w, snapshotMagic); err != nil {
+		return err
+	}
+	if _, err := w.Write([]byte{snapshotVersion}); err != nil {
+		return err
+	}
+	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return err
+	}
+	s := &snapWriter{w: bufio.NewWriterSize(zw, 1<<16)}
+
+	r.mu.Lock()
+	s.uvarint(uint64(len(r.peers)))
+	for _, p := range r.peers {
+		s.addr(p.info.Router)
+		s.uvarint(p.info.Distinguisher)
+		s.addr(p.info.Address)
+		s.uvarint(uint64(p.info.AS))
+		s.w.WriteByte(boolByte(p.info.PostPolicy))
+		s.addr(p.info.BGPID)
+	}
+	// Number the attribute sets in the order prefixes reference them.
+	index := make(map[*AttrSet]uint64, r.interner.len())
+	var sets []*AttrSet
+	for _, ps := range r.paths.All() {
+		for _, x := range ps {
+			if _, ok := index[x.attrs]; !ok {
+				index[x.attrs] = uint64(len(sets))
+				sets = append(sets, x.attrs)
+			}
+		}
+	}
+	s.uvarint(uint64(len(sets)))
+	for _, ia := range sets {
+		a := &ia.Attributes
+		s.w.WriteByte(a.Origin)
+		s.w.WriteByte(boolByte(a.HasLocalPref) | boolByte(a.HasMED)<<1)
+		s.uvarint(uint64(a.LocalPref))
+		s.uvarint(uint64(a.MED))
+		s.uvarint(uint64(a.ASPathLength))
+		s.addr(a.NextHop)
+		s.uvarint(uint64(len(a.ASPath)))
+		for _, as := range a.ASPath {
+			s.uvarint(uint64(as))
+		}
+		s.uvarint(uint64(len(a.Communities)))
+		for _, c := range a.Communities {
+			s.uvarint(uint64(c))
+		}
+		s.uvarint(uint64(len(a.LargeCommunities)))
+		for _, c := range a.LargeCommunities {
+			s.uvarint(uint64(c.GlobalAdmin))
+			s.uvarint(uint64(c.LocalData1))
+			s.uvarint(uint64(c.LocalData2))
+		}
+	}
+	for p, ps := range r.paths.All() {
+		fam := byte(4)
+		if p.Addr().Is6() {
+			fam = 6
+		}
+		s.w.WriteByte(fam)
+		s.w.WriteByte(byte(p.Bits()))
+		s.w.Write(p.Addr().AsSlice()[:(p.Bits()+7)/8])
+		s.uvarint(uint64(len(ps)))
+		for _, x := range ps {
+			s.uvarint(uint64(x.peer))
+			s.uvarint(uint64(x.pathID))
+			s.uvarint(index[x.attrs])
+		}
+	}
+	r.mu.Unlock()
+	s.w.WriteByte(0)
+	if err := s.w.Flush(); err != nil {
+		zw.Close()
+		return err
+	}
+	return zw.Close()
+}
+
+type snapReader struct {
+	r   *bufio.Reader
+	err error
+}
+
+func (s *snapReader) uvarint() uint64 {
+	if s.err != nil {
+		return 0
+	}
+	v, err := binary.ReadUvarint(s.r)
+	if err != nil {
+		s.err = err
+	}
+	return v
+}
+
+func (s *snapReader) byte() byte {
+	if s.err != nil {
+		return 0
+	}
+	b, err := s.r.ReadByte()
+	if err != nil {
+		s.err = err
+	}
+	return b
+}
+
+func (s *snapReader) count(limit uint64) int {
+	n := s.uvarint()
+	if n > limit && s.err == nil {
+		s.err = fmt.Errorf("%w: count %d above %d", errSnapshot, n, limit)
+		return 0
+	}
+	return int(n)
+}
+
+func (s *snapReader) addr() netip.Addr {
+	var b [16]byte
+	switch n := s.byte(); n {
+	case 0:
+		return netip.Addr{}
+	case 4, 16:
+		if s.err == nil {
+			_, s.err = io.ReadFull(s.r, b[:n])
+		}
+		if n == 4 {
+			return netip.AddrFrom4([4]byte(b[:4]))
+		}
+		return netip.AddrFrom16(b)
+	default:
+		if s.err == nil {
+			s.err = fmt.Errorf("%w: address length %d", errSnapshot, n)
+		}
+		return netip.Addr{}
+	}
+}
+
+// ReadSnapshot adds the routes of a snapshot written by WriteSnapshot to the table (usually
+// empty, at start). Peers are matched by key, so routes land on the same peers as BMP's later.
+func (r *RIB) ReadSnapshot(rd io.Reader) error {
+	hdr := make([]byte, len(snapshotMagic)+1)
+	if _, err := io.ReadFull(rd, hdr); err != nil {
+		return fmt.Errorf("%w: %w", errSnapshot, err)
+	}
+	if string(hdr[:len(snapshotMagic)]) != snapshotMagic {
+		return fmt.Errorf("%w: bad magic", errSnapshot)
+	}
+	if hdr[len(snapshotMagic)] != snapshotVersion {
+		return fmt.Errorf("%w: version %d", errSnapshot, hdr[len(snapshotMagic)])
+	}
+	zr, err := zstd.NewReader(rd, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return err
+	}
+	defer zr.Close()
+	s := &snapReader{r: bufio.NewReaderSize(zr, 1<<16)}
+
+	const maxCount = 1 << 28
+	peers := make([]PeerID, s.count(1<<20))
+	for i := range peers {
+		var k PeerKey
+		k.Router = s.addr()
+		k.Distinguisher = s.uvarint()
+		k.Address = s.addr()
+		k.AS = uint32(s.uvarint())
+		k.PostPolicy = s.byte() != 0
+		bgpID := s.addr()
+		if s.err != nil {
+			return fmt.Errorf("%w: peers: %w", errSnapshot, s.err)
+		}
+		peers[i] = r.Peer(k, bgpID)
+	}
+	nSets := s.count(maxCount)
+	sets := make([]bgp.Attributes, 0, min(nSets, 1<<20))
+	for range nSets {
+		var a bgp.Attributes
+		a.Origin = s.byte()
+		flags := s.byte()
+		a.HasLocalPref, a.HasMED = flags&1 != 0, flags&2 != 0
+		a.LocalPref = uint32(s.uvarint())
+		a.MED = uint32(s.uvarint())
+		a.ASPathLength = uint16(s.uvarint())
+		a.NextHop = s.addr()
+		if n := s.count(1 << 16); n > 0 {
+			a.ASPath = make([]uint32, n)
+			for i := range a.ASPath {
+				a.ASPath[i] = uint32(s.uvarint())
+			}
+		}
+		if n := s.count(1 << 16); n > 0 {
+			a.Communities = make([]uint32, n)
+			for i := range a.Communities {
+				a.Communities[i] = uint32(s.uvarint())
+			}
+		}
+		if n := s.count(1 << 16); n > 0 {
+			a.LargeCommunities = make([]bgp.LargeCommunity, n)
+			for i := range a.LargeCommunities {
+				c := &a.LargeCommunities[i]
+				c.GlobalAdmin, c.LocalData1, c.LocalData2 = uint32(s.uvarint()), uint32(s.uvarint()), uint32(s.uvarint())
+			}
+		}
+		if s.err != nil {
+			return fmt.Errorf("%w: attributes: %w", errSnapshot, s.err)
+		}
+		sets = append(sets, a)
+	}
+	// Prefixes, in one transaction: readers see the whole table at once.
+	tx := r.Begin()
+	defer tx.Commit()
+	for {
+		fam := s.byte()
+		if s.err != nil {
+			return fmt.Errorf("%w: prefixes: %w", errSnapshot, s.err)
+		}
+		if fam == 0 {
+			return nil
+		}
+		bits := int(s.byte())
+		var b [16]byte
+		var a netip.Addr
+		switch {
+		case fam == 4 && bits <= 32:
+			_, s.err = io.ReadFull(s.r, b[:(bits+7)/8])
+			a = netip.AddrFrom4([4]byte(b[:4]))
+		case fam == 6 && bits <= 128:
+			_, s.err = io.ReadFull(s.r, b[:(bits+7)/8])
+			a = netip.AddrFrom16(b)
+		default:
+			return fmt.Errorf("%w: prefix family %d length %d", errSnapshot, fam, bits)
+		}
+		p, _ := a.Prefix(bits)
+		np := s.count(1 << 20)
+		for range np {
+			peer, pathID, idx := s.uvarint(), uint32(s.uvarint()), s.uvarint()
+			if s.err != nil {
+				break
+			}
+			if peer >= uint64(len(peers)) || idx >= uint64(len(sets)) {
+				return fmt.Errorf("%w: path references peer %d or attribute set %d", errSnapshot, peer, idx)
+			}
+			tx.Add(peers[peer], p, pathID, &sets[idx])
+		}
+	}
+}
+
+// SaveSnapshotFile writes the snapshot to path atomically (a temporary file renamed over it).
+func (r *RIB) SaveSnapshotFile(path string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		r.stats.snapshotErrors.Add(1)
+		return err
+	}
+	err = r.WriteSnapshot(tmp)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		r.stats.snapshotErrors.Add(1)
+		return err
+	}
+	r.stats.snapshotSaves.Add(1)
+	return nil
+}
+
+// LoadSnapshotFile reads a snapshot file into the table.
+func (r *RIB) LoadSnapshotFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := r.ReadSnapshot(f); err != nil {
+		r.stats.snapshotErrors.Add(1)
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}

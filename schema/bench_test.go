@@ -1,0 +1,122 @@
+package schema
+
+import (
+	"net/netip"
+	"testing"
+
+	"flowzero/pbwire"
+)
+
+// typicalFlow fills m like a NetFlow decoder followed by enrichment: about 25 columns of a
+// real NetFlow v5 record, interface and exporter classification, AS path.
+func typicalFlow(m *FlowMessage, pkt []byte, exporter netip.Addr, n int, path []uint32) {
+	nfv5Flow(m, pkt, exporter, n) // 19 columns, hot and encoded
+	m.AppendUint(ColumnForwardingStatus, 64)
+	m.AppendUint(ColumnFlowDirection, DirectionIngress)
+	m.AppendString(ColumnExporterName, "edge1.par1")
+	m.AppendString(ColumnInIfName, "et-0/0/1")
+	m.AppendString(ColumnOutIfName, "ae12")
+	m.AppendString(ColumnInIfDescription, "transit: Cogent")
+	m.AppendString(ColumnOutIfDescription, "core: par2")
+	m.AppendUint(ColumnInIfSpeed, 100000)
+	m.AppendUint(ColumnOutIfSpeed, 400000)
+	m.AppendUint(ColumnInIfBoundary, BoundaryExternal)
+	m.AppendUint(ColumnOutIfBoundary, BoundaryInternal)
+	m.DstASPath = path
+}
+
+// BenchmarkFlowMessage fills a typical flow (about 25 set columns, from the 29 records of a
+// real NetFlow v5 packet in turn) and finalizes it; one op is one flow.
+func BenchmarkFlowMessage(b *testing.B) {
+	pkt, exporter := readNFv5(b)
+	path := []uint32{174, 3356, 64500}
+	for _, bc := range []struct {
+		name string
+		cfg  Configuration
+	}{
+		{"default", DefaultConfiguration()},
+		{"all-columns", allColumns()},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := mustNew(b, bc.cfg)
+			m := s.NewFlowMessage()
+			size := 0
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				m.Reset()
+				typicalFlow(m, pkt, exporter, n, path)
+				size += len(m.Finalize())
+				if n++; n == 29 {
+					n = 0
+				}
+			}
+			b.ReportMetric(float64(size)/float64(b.N), "B/flow")
+		})
+	}
+}
+
+// baselineFlow encodes the same fields as typicalFlow with the default schema, straight with
+// pbwire and constant tags: no column checks, no hot fields. It is the speed-of-light
+// reference for BenchmarkFlowMessage/default.
+func baselineFlow(buf []byte, pkt []byte, exporter netip.Addr, n int, path []uint32) []byte {
+	r := pkt[24+48*n:]
+	be16 := func(b []byte) uint64 { return uint64(b[0])<<8 | uint64(b[1]) }
+	tag := func(c ColumnKey) pbwire.Tag { return baselineTags[c] }
+	buf = pbwire.AppendVarintField(buf, tag(ColumnPackets), uint64(be32(r[16:])))
+	buf = pbwire.AppendVarintField(buf, tag(ColumnBytes), uint64(be32(r[20:])))
+	buf = pbwire.AppendVarintField(buf, tag(ColumnSrcPort), be16(r[32:]))
+	buf = pbwire.AppendVarintField(buf, tag(ColumnDstPort), be16(r[34:]))
+	buf = pbwire.AppendVarintField(buf, tag(ColumnProto), uint64(r[38]))
+	buf = pbwire.AppendVarintField(buf, tag(ColumnEType), 0x800)
+	buf = pbwire.AppendVarintField(buf, tag(ColumnForwardingStatus), 64)
+	buf = pbwire.AppendVarintField(buf, tag(ColumnFlowDirection), DirectionIngress)
+	buf = pbwire.AppendStringField(buf, tag(ColumnExporterName), "edge1.par1")
+	buf = pbwire.AppendStringField(buf, tag(ColumnInIfName), "et-0/0/1")
+	buf = pbwire.AppendStringField(buf, tag(ColumnOutIfName), "ae12")
+	buf = pbwire.AppendStringField(buf, tag(ColumnInIfDescription), "transit: Cogent")
+	buf = pbwire.AppendStringField(buf, tag(ColumnOutIfDescription), "core: par2")
+	buf = pbwire.AppendVarintField(buf, tag(ColumnInIfSpeed), 100000)
+	buf = pbwire.AppendVarintField(buf, tag(ColumnOutIfSpeed), 400000)
+	buf = pbwire.AppendVarintField(buf, tag(ColumnInIfBoundary), BoundaryExternal)
+	buf = pbwire.AppendVarintField(buf, tag(ColumnOutIfBoundary), BoundaryInternal)
+	buf = pbwire.AppendVarintField(buf, tag(ColumnTimeReceived), uint64(be32(pkt[8:])))
+	buf = pbwire.AppendVarintField(buf, tag(ColumnSamplingRate), 1)
+	buf = pbwire.AppendVarintField(buf, tag(ColumnSrcAS), be16(r[40:]))
+	buf = pbwire.AppendVarintField(buf, tag(ColumnDstAS), be16(r[42:]))
+	buf = pbwire.AppendVarintField(buf, tag(ColumnInIf), be16(r[12:]))
+	buf = pbwire.AppendVarintField(buf, tag(ColumnOutIf), be16(r[14:]))
+	buf = pbwire.AppendVarintField(buf, tag(ColumnSrcNetMask), uint64(r[44]))
+	buf = pbwire.AppendVarintField(buf, tag(ColumnDstNetMask), uint64(r[45]))
+	buf = appendIPField(buf, tag(ColumnExporterAddress), exporter)
+	buf = appendIPField(buf, tag(ColumnSrcAddr), netip.AddrFrom4([4]byte(r[0:4])))
+	buf = appendIPField(buf, tag(ColumnDstAddr), netip.AddrFrom4([4]byte(r[4:8])))
+	buf = pbwire.AppendPackedUint32Field(buf, tag(ColumnDstASPath), path)
+	return pbwire.FinishDelimited(buf, 0)
+}
+
+var baselineTags = func() (tags [ColumnLast]pbwire.Tag) {
+	for k := ColumnKey(1); k < ColumnLast; k++ {
+		if c := Lookup(k); c.OnWire() {
+			tags[k] = pbwire.MakeTag(c.Field, c.Kind.wireType())
+		}
+	}
+	return tags
+}()
+
+// BenchmarkFlowMessageBaseline is BenchmarkFlowMessage/default's speed-of-light reference.
+func BenchmarkFlowMessageBaseline(b *testing.B) {
+	pkt, exporter := readNFv5(b)
+	path := []uint32{174, 3356, 64500}
+	buf := make([]byte, 0, initialBufferSize)
+	size, n := 0, 0
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = buf[:pbwire.ReserveDelimited]
+		size += len(baselineFlow(buf, pkt, exporter, n, path))
+		if n++; n == 29 {
+			n = 0
+		}
+	}
+	b.ReportMetric(float64(size)/float64(b.N), "B/flow")
+}

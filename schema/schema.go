@@ -1,0 +1,232 @@
+// Package schema is flowzero's single list of flow columns. It drives what decoders extract,
+// how flows are encoded to protobuf, the .proto file consumers use and the ClickHouse tables.
+//
+// # Design
+//
+// Each column (table.go) has a name, a protobuf field number that never changes, a protobuf
+// kind, a ClickHouse type and codec, a default state, a group and a "hot" flag. Users switch
+// columns on and off (Configuration); New resolves that into a Schema, which knows per column
+// whether it is enabled and its pre-encoded protobuf key.
+//
+// Because field numbers are fixed per column rather than assigned positionally, a consumer
+// built for one configuration still reads messages of another: fields it does not know are
+// skipped, fields that are off are absent (zero). The schema hash (Hash) still changes with
+// the set of enabled columns and names the Kafka topic, so that ClickHouse tables and topics
+// follow configuration changes.
+//
+// Encoding (FlowMessage) happens while decoding: a decoder appends each value as it reads it,
+// straight into one reusable buffer through pbwire, so nothing is built twice and nothing is
+// allocated. A per-message bitset both skips disabled columns and keeps a non-repeated column
+// from being written twice, in one bit test. Values later stages still need (addresses, AS
+// numbers, interfaces, ...) are kept as plain fields and encoded by Finalize, which also
+// writes the length prefix into room reserved at the front of the buffer.
+package schema
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"strings"
+
+	"flowzero/pbwire"
+)
+
+// Schema is the resolved set of enabled columns. It is immutable and safe for concurrent use.
+type Schema struct {
+	enabled  columnBitset
+	disabled columnBitset // complement of enabled (including key 0 and derived columns on the wire path)
+	groups   [groupLast]bool
+	enc      [ColumnLast]encInfo
+	hotTags  [hotLast]pbwire.Tag
+	columns  []*Column // enabled columns, in table order
+	proto    string
+	hash     string
+}
+
+// op says what an Append method does with a column.
+type op uint8
+
+const (
+	opNone        op = iota // derived or disabled: nothing to write
+	opVarint                // varint, 64 bits
+	opVarint32              // varint, truncated to 32 bits
+	opBytes                 // string or bytes
+	opIP                    // 16-byte address
+	opArrayUint32           // packed uint32
+	opArrayUint64           // packed uint64
+	opArrayIP               // repeated 16-byte address
+	opHot                   // hot scalar: stored in a FlowMessage field
+	opHotIP                 // hot address
+	opHotArray              // hot array (AS path, communities)
+)
+
+type encInfo struct {
+	tag  pbwire.Tag
+	op   op
+	kind Kind
+}
+
+// Indexes of hot columns in Schema.hotTags.
+const (
+	hotTimeReceived = iota
+	hotSamplingRate
+	hotExporterAddress
+	hotSrcAddr
+	hotDstAddr
+	hotNextHop
+	hotSrcAS
+	hotDstAS
+	hotInIf
+	hotOutIf
+	hotSrcNetMask
+	hotDstNetMask
+	hotSrcVlan
+	hotDstVlan
+	hotDstASPath
+	hotSrcCommunities
+	hotDstCommunities
+	hotSrcLargeCommunities
+	hotDstLargeCommunities
+	hotLast
+)
+
+var hotIndex = map[ColumnKey]int{
+	ColumnTimeReceived:        hotTimeReceived,
+	ColumnSamplingRate:        hotSamplingRate,
+	ColumnExporterAddress:     hotExporterAddress,
+	ColumnSrcAddr:             hotSrcAddr,
+	ColumnDstAddr:             hotDstAddr,
+	ColumnNextHop:             hotNextHop,
+	ColumnSrcAS:               hotSrcAS,
+	ColumnDstAS:               hotDstAS,
+	ColumnInIf:                hotInIf,
+	ColumnOutIf:               hotOutIf,
+	ColumnSrcNetMask:          hotSrcNetMask,
+	ColumnDstNetMask:          hotDstNetMask,
+	ColumnSrcVlan:             hotSrcVlan,
+	ColumnDstVlan:             hotDstVlan,
+	ColumnDstASPath:           hotDstASPath,
+	ColumnSrcCommunities:      hotSrcCommunities,
+	ColumnDstCommunities:      hotDstCommunities,
+	ColumnSrcLargeCommunities: hotSrcLargeCommunities,
+	ColumnDstLargeCommunities: hotDstLargeCommunities,
+}
+
+func init() {
+	for k := ColumnKey(1); k < ColumnLast; k++ {
+		_, indexed := hotIndex[k]
+		if columns[k].Hot != indexed {
+			panic("schema: hot flag and hot field disagree for " + columns[k].Name)
+		}
+	}
+}
+
+// wireType is the protobuf wire type of a kind's elements as written by FlowMessage.
+func (k Kind) wireType() pbwire.WireType {
+	switch k {
+	case KindUint64, KindUint32, KindEnum, KindMAC:
+		return pbwire.Varint
+	default:
+		return pbwire.Bytes
+	}
+}
+
+// New resolves a configuration into a Schema; configuration errors name the column.
+func New(cfg Configuration) (*Schema, error) {
+	enabled, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	s := &Schema{enabled: enabled}
+	for i := range s.disabled {
+		s.disabled[i] = ^enabled[i]
+	}
+	for k := ColumnKey(1); k < ColumnLast; k++ {
+		c := &columns[k]
+		if !enabled.has(k) {
+			continue
+		}
+		s.columns = append(s.columns, c)
+		s.groups[c.Group] = true
+		if !c.OnWire() {
+			s.disabled.set(k) // nothing to append
+			continue
+		}
+		e := encInfo{tag: pbwire.MakeTag(c.Field, c.Kind.wireType()), kind: c.Kind}
+		switch {
+		case c.Hot && c.Kind.Repeated():
+			e.op = opHotArray
+		case c.Hot && c.Kind == KindIP:
+			e.op = opHotIP
+		case c.Hot:
+			e.op = opHot
+		default:
+			switch c.Kind {
+			case KindUint64, KindEnum, KindMAC:
+				e.op = opVarint
+			case KindUint32:
+				e.op = opVarint32
+			case KindString, KindBytes:
+				e.op = opBytes
+			case KindIP:
+				e.op = opIP
+			case KindArrayUint32:
+				e.op = opArrayUint32
+			case KindArrayUint64:
+				e.op = opArrayUint64
+			case KindArrayIP:
+				e.op = opArrayIP
+			}
+		}
+		s.enc[k] = e
+		if c.Hot {
+			s.hotTags[hotIndex[k]] = e.tag
+		}
+	}
+	s.proto = s.protoDefinition()
+	s.hash = s.computeHash()
+	return s, nil
+}
+
+// Enabled tells if column k is enabled: one bit test, for decoders to skip work.
+func (s *Schema) Enabled(k ColumnKey) bool {
+	return k < ColumnLast && s.enabled.has(k)
+}
+
+// GroupEnabled tells if at least one column of group g is enabled, so that a decoder can skip
+// parsing a whole part of a record (for example the Ethernet header when no L2 column is on).
+func (s *Schema) GroupEnabled(g ColumnGroup) bool {
+	return g < groupLast && s.groups[g]
+}
+
+// Columns returns the enabled columns in table order (hot and frequent columns first, then
+// derived columns). The slice and columns must not be modified.
+func (s *Schema) Columns() []*Column {
+	return s.columns
+}
+
+// Column returns the description of an enabled column, or nil when k is disabled.
+func (s *Schema) Column(k ColumnKey) *Column {
+	if !s.Enabled(k) {
+		return nil
+	}
+	return &columns[k]
+}
+
+// Hash identifies the set of enabled columns and their encoding; it names the Kafka topic
+// (flows-<hash>). It is 16 lowercase base32 characters.
+func (s *Schema) Hash() string {
+	return s.hash
+}
+
+func (s *Schema) computeHash() string {
+	h := sha256.New()
+	h.Write([]byte(s.proto))
+	// Derived columns are not in the .proto but change the tables.
+	for _, c := range s.columns {
+		if !c.OnWire() {
+			h.Write([]byte("derived " + c.Name + "\n"))
+		}
+	}
+	sum := h.Sum(nil)
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:10]))
+}

@@ -1,0 +1,178 @@
+//go:build chdb
+
+package chdb
+
+/*
+#cgo LDFLAGS: -L${SRCDIR}/../../.cache/chdb -Wl,-rpath,${SRCDIR}/../../.cache/chdb -lchdb
+#include <stdint.h>
+#include <stdlib.h>
+
+// The npm package ships no header: these are the declarations of chDB's stable C API
+// (programs/local/chdb.h, v26.x) that the binding uses.
+typedef struct chdb_result_ { void * internal_data; } chdb_result;
+typedef struct chdb_connection_ { void * internal_data; } * chdb_connection;
+chdb_connection * chdb_connect(int argc, char ** argv);
+void chdb_close_conn(chdb_connection * conn);
+chdb_result * chdb_query_n(chdb_connection conn, const char * query, size_t query_len, const char * format, size_t format_len);
+void chdb_destroy_query_result(chdb_result * result);
+char * chdb_result_buffer(chdb_result * result);
+size_t chdb_result_length(chdb_result * result);
+double chdb_result_elapsed(chdb_result * result);
+uint64_t chdb_result_rows_read(chdb_result * result);
+uint64_t chdb_result_rows_written(chdb_result * result);
+uint64_t chdb_result_bytes_written(chdb_result * result);
+const char * chdb_result_error(chdb_result * result);
+const char * chdb_version(void);
+void chdb_set_signal_handlers_enabled(int enabled);
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"unsafe"
+)
+
+// Built reports whether this binary carries the chDB engine.
+const Built = true
+
+// engine tracks the process-wide data directory.
+var engine struct {
+	sync.Mutex
+	path  string
+	conns int
+	init  bool
+}
+
+// Conn is a connection to the embedded engine.
+type Conn struct {
+	mu     sync.Mutex
+	c      *C.chdb_connection
+	path   string
+	closed bool
+}
+
+// Version returns the version of the linked library.
+func Version() string { return C.GoString(C.chdb_version()) }
+
+// Open connects to the engine with its data in path (created if missing; "" or ":memory:"
+// keeps everything in memory). args are extra chDB arguments, for example "--max_threads=2"
+// (query-level settings apply to this connection only).
+func Open(path string, args ...string) (*Conn, error) {
+	if path == "" {
+		path = ":memory:"
+	} else if path != ":memory:" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("chdb: %w", err)
+		}
+		path = abs
+	}
+	engine.Lock()
+	defer engine.Unlock()
+	if engine.conns > 0 && engine.path != path {
+		return nil, fmt.Errorf("chdb: cannot open %q: the engine is already open on %q (one data directory per process)", path, engine.path)
+	}
+	if !engine.init {
+		C.chdb_set_signal_handlers_enabled(0)
+		engine.init = true
+	}
+	argv := append([]string{"flowzero"}, args...)
+	if path != ":memory:" {
+		argv = append(argv, "--path="+path)
+	}
+	cargs := make([]*C.char, len(argv))
+	for i, a := range argv {
+		cargs[i] = C.CString(a)
+	}
+	defer func() {
+		for _, p := range cargs {
+			C.free(unsafe.Pointer(p))
+		}
+	}()
+	// argv must live in C memory: chDB may keep pointers while it boots.
+	cargv := (**C.char)(C.malloc(C.size_t(len(cargs)) * C.size_t(unsafe.Sizeof(uintptr(0)))))
+	defer C.free(unsafe.Pointer(cargv))
+	copy(unsafe.Slice(cargv, len(cargs)), cargs)
+	c := C.chdb_connect(C.int(len(cargs)), cargv)
+	if c == nil || *c == nil {
+		return nil, fmt.Errorf("chdb: cannot connect to %q (bad argument, or the directory is in use by another process)", path)
+	}
+	engine.path = path
+	engine.conns++
+	return &Conn{c: c, path: path}, nil
+}
+
+// Path returns the data directory of the connection (":memory:" for none).
+func (c *Conn) Path() string { return c.path }
+
+// Query runs one statement and returns its output in format (for example "TabSeparated",
+// "JSONEachRow", "Protobuf"; "" means TabSeparated). The statement may carry binary input data
+// after its FORMAT clause.
+func (c *Conn) Query(sql, format string) ([]byte, error) {
+	r, err := c.QueryResult(sql, format)
+	if err != nil {
+		return nil, err
+	}
+	return r.Data, nil
+}
+
+// Exec runs a statement whose output is not needed.
+func (c *Conn) Exec(sql string) error {
+	_, err := c.QueryResult(sql, "TabSeparated")
+	return err
+}
+
+// QueryResult is Query with the engine's statistics.
+func (c *Conn) QueryResult(sql, format string) (Result, error) {
+	if format == "" {
+		format = "TabSeparated"
+	}
+	if len(sql) == 0 {
+		return Result{}, errors.New("chdb: empty statement")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return Result{}, errors.New("chdb: connection closed")
+	}
+	q := unsafe.Pointer(unsafe.StringData(sql))
+	f := unsafe.Pointer(unsafe.StringData(format))
+	// The engine copies the statement before returning: Go memory is only borrowed for the call.
+	r := C.chdb_query_n(*c.c, (*C.char)(q), C.size_t(len(sql)), (*C.char)(f), C.size_t(len(format)))
+	if r == nil {
+		return Result{}, &Error{Query: shorten(sql), Msg: "no result"}
+	}
+	defer C.chdb_destroy_query_result(r)
+	if e := C.chdb_result_error(r); e != nil {
+		return Result{}, &Error{Query: shorten(sql), Msg: C.GoString(e)}
+	}
+	res := Result{
+		RowsRead:     uint64(C.chdb_result_rows_read(r)),
+		RowsWritten:  uint64(C.chdb_result_rows_written(r)),
+		BytesWritten: uint64(C.chdb_result_bytes_written(r)),
+		Elapsed:      float64(C.chdb_result_elapsed(r)),
+	}
+	if n := C.chdb_result_length(r); n > 0 {
+		res.Data = C.GoBytes(unsafe.Pointer(C.chdb_result_buffer(r)), C.int(n))
+	}
+	return res, nil
+}
+
+// Close closes the connection. The engine keeps running for the process's other connections;
+// when the last one closes, another data directory may be opened.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	C.chdb_close_conn(c.c)
+	engine.Lock()
+	engine.conns--
+	engine.Unlock()
+	return nil
+}

@@ -1,0 +1,83 @@
+//go:build chdb
+
+package chdb
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// One process holds one data directory at a time, so the tests run in order and each closes
+// what it opened.
+
+func TestQueryAndErrors(t *testing.T) {
+	c, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if v := Version(); !strings.HasPrefix(v, "26.") {
+		t.Errorf("Version() = %q, want the 26.x library make fetches", v)
+	}
+	out, err := c.Query("SELECT number, toString(number * 2) FROM numbers(3)", "CSV")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(out), "0,\"0\"\n1,\"2\"\n2,\"4\"\n"; got != want {
+		t.Fatalf("CSV = %q, want %q", got, want)
+	}
+	_, err = c.Query("SELECT nope FROM nowhere", "CSV")
+	var e *Error
+	if !errors.As(err, &e) || !strings.Contains(e.Msg, "Code: 60") || !strings.Contains(e.Msg, "nowhere") {
+		t.Fatalf("error for a missing table = %v, want Code 60 (UNKNOWN_TABLE)", err)
+	}
+	// The connection still works after an error.
+	if out, err := c.Query("SELECT 1+1", ""); err != nil || string(out) != "2\n" {
+		t.Fatalf("after an error: %q, %v", out, err)
+	}
+	if _, err := c.Query("", ""); err == nil {
+		t.Fatal("an empty statement must be an error")
+	}
+}
+
+func TestInlineBinaryInsertAndPersistence(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec("CREATE TABLE t (a UInt32, s String) ENGINE = MergeTree ORDER BY a"); err != nil {
+		t.Fatal(err)
+	}
+	// RowBinary rows inline after FORMAT, with a NUL byte and a newline inside: the statement
+	// buffer is binary-safe.
+	data := []byte{7, 0, 0, 0, 3, 'a', 0, '\n', 9, 0, 0, 0, 0}
+	res, err := c.QueryResult("INSERT INTO t FORMAT RowBinary\n"+string(data), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RowsWritten != 2 {
+		t.Errorf("RowsWritten = %d, want 2", res.RowsWritten)
+	}
+	if _, err := Open(t.TempDir()); err == nil {
+		t.Fatal("opening a second data directory while one is open must fail")
+	}
+	c.Close()
+	if err := c.Exec("SELECT 1"); err == nil {
+		t.Fatal("a closed connection must refuse statements")
+	}
+
+	c, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	out, err := c.Query("SELECT a, hex(s) FROM t ORDER BY a", "TSV")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(out), "7\t61000A\n9\t\n"; got != want {
+		t.Fatalf("after reopening: %q, want %q", got, want)
+	}
+}

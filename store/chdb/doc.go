@@ -1,0 +1,48 @@
+// Package chdb is a small cgo binding to chDB's libchdb.so: the real ClickHouse engine running
+// inside the flowzero process, with its tables in a local data directory.
+//
+// The binding is built only with the build tag `chdb` (make fetches the library into
+// .cache/chdb, see scripts/chdb.sh and mk/store.mk); without the tag the package offers the same
+// API and every call returns ErrNotBuilt, so a pure-Go build of flowzero still works.
+//
+// Design notes:
+//   - The engine is process-wide: one data directory per process. Open on a second directory
+//     while a connection is open fails; after every connection is closed another directory
+//     may be opened.
+//   - A connection runs one statement at a time; Conn serializes its callers with a mutex.
+//   - chDB's own signal handlers are disabled before the first connection: the Go runtime owns
+//     SIGSEGV, SIGPROF, SIGURG and friends.
+//   - Statements and input data go to chdb_query_n as one binary-safe buffer, so an INSERT can
+//     carry its rows inline (`INSERT INTO t FORMAT Protobuf\n<bytes>`) without a copy.
+package chdb
+
+import "errors"
+
+// ErrNotBuilt is returned by every function of a binary built without the `chdb` tag.
+var ErrNotBuilt = errors.New("chdb: flowzero was built without chDB (rebuild with -tags chdb after `make chdb-fetch`)")
+
+// Error is an error reported by the engine for a statement.
+type Error struct {
+	Query string // the statement, shortened
+	Msg   string // the engine's message (starts with "Code: NNN." for ClickHouse errors)
+}
+
+func (e *Error) Error() string { return "chdb: " + e.Msg + " (in " + e.Query + ")" }
+
+// Result is the output of a statement plus the engine's statistics.
+type Result struct {
+	Data         []byte  // output in the requested format, copied out of the engine
+	RowsRead     uint64  // rows in the result set
+	RowsWritten  uint64  // rows written, including those written by materialized views
+	BytesWritten uint64  // bytes written
+	Elapsed      float64 // seconds
+}
+
+func shorten(q string) string {
+	const max = 200
+	if len(q) > max {
+		// Cut inline data off: an INSERT's rows are binary.
+		return q[:max] + "…"
+	}
+	return q
+}

@@ -1,0 +1,232 @@
+package store
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"time"
+
+	"flowzero/internal/config"
+)
+
+// Configuration describes where flows are stored and for how long.
+//
+//	store:
+//	  database: flowzero
+//	  ttl: 360h                  # raw flows, 15 days
+//	  resolutions:               # aggregated tables, each with its own retention
+//	    - {interval: 1m, ttl: 168h}
+//	    - {interval: 5m, ttl: 2160h}
+//	    - {interval: 1h, ttl: 8760h}
+//	  cluster: ""                # a ClickHouse cluster name: Replicated*MergeTree + Distributed
+//	  clickhouse: {url: http://127.0.0.1:8123}
+//	  kafka: {enabled: true, brokers: [127.0.0.1:9092]}
+//	  embedded: {path: var/chdb}
+type Configuration struct {
+	// Database holds every table, view and dictionary flowzero creates.
+	Database string `yaml:"database"`
+	// TTL is the retention of the raw flows table; 0 keeps flows forever.
+	TTL time.Duration `yaml:"ttl"`
+	// Resolutions lists the aggregated tables (flows_1m, flows_5m, ...), fed from the flows
+	// table by materialized views. They keep the columns that make sense summed over time.
+	Resolutions []Resolution `yaml:"resolutions"`
+	// Cluster is the name of a ClickHouse cluster (remote_servers): tables become
+	// Replicated*MergeTree on each node with Distributed tables in front, DDL runs ON CLUSTER.
+	Cluster string `yaml:"cluster"`
+	// DropRemovedColumns makes migrations drop columns of the flows and aggregated tables
+	// that the schema no longer has. Off by default: a column switched off keeps its data.
+	DropRemovedColumns bool `yaml:"drop-removed-columns"`
+	// FormatSchemaPath is the directory where ClickHouse reads .proto files (its
+	// format_schema_path). For the embedded engine it defaults to <embedded.path>/format_schemas
+	// and the file is written there; for a server the file must be copied there (migrate says
+	// so) and only its name is used in the Kafka table.
+	FormatSchemaPath string `yaml:"format-schema-path"`
+	// Kafka configures the Kafka engine table that makes ClickHouse consume flows-<hash>.
+	Kafka KafkaConfiguration `yaml:"kafka"`
+	// ClickHouse is the HTTP interface of a ClickHouse server; when URL is empty the
+	// embedded engine is used.
+	ClickHouse ClickHouseConfiguration `yaml:"clickhouse"`
+	// Embedded configures the in-process ClickHouse engine (chDB) and its sink.
+	Embedded EmbeddedConfiguration `yaml:"embedded"`
+	// ASNames is an optional source of AS names for the asns dictionary.
+	ASNames ASNamesConfiguration `yaml:"as-names"`
+}
+
+// Resolution is one aggregated table.
+type Resolution struct {
+	// Interval is the time bucket (a whole number of seconds, at least 1s).
+	Interval time.Duration `yaml:"interval"`
+	// TTL is the table's retention; 0 keeps rows forever.
+	TTL time.Duration `yaml:"ttl"`
+}
+
+// KafkaConfiguration configures ClickHouse's consumption of the flows topic.
+type KafkaConfiguration struct {
+	// Enabled creates the Kafka engine table and its materialized view.
+	Enabled bool `yaml:"enabled"`
+	// Brokers is the broker list as ClickHouse reaches it.
+	Brokers []string `yaml:"brokers"`
+	// TopicPrefix names the topic <prefix>-<schema hash>, as the collector's Kafka sink does.
+	TopicPrefix string `yaml:"topic-prefix"`
+	// GroupName is the consumer group of ClickHouse.
+	GroupName string `yaml:"group-name"`
+	// Consumers is the number of consumers (one thread each) per ClickHouse node.
+	Consumers int `yaml:"consumers"`
+	// MaxBlockSize is the number of messages ClickHouse polls before writing a block.
+	MaxBlockSize int `yaml:"max-block-size"`
+}
+
+// ClickHouseConfiguration is a ClickHouse server reached over HTTP.
+type ClickHouseConfiguration struct {
+	URL      string        `yaml:"url"`
+	User     string        `yaml:"user"`
+	Password string        `yaml:"password"`
+	Timeout  time.Duration `yaml:"timeout"`
+}
+
+// EmbeddedConfiguration configures the embedded engine and the store sink.
+type EmbeddedConfiguration struct {
+	// Path is the persistent data directory.
+	Path string `yaml:"path"`
+	// BatchBytes is the size of encoded flows that triggers an INSERT.
+	BatchBytes int `yaml:"batch-bytes"`
+	// FlushInterval is the longest time a flow waits before its INSERT.
+	FlushInterval time.Duration `yaml:"flush-interval"`
+	// QueueLength is the number of full batches waiting for the engine; past it the sink
+	// drops flows (and counts them) rather than stall the collector.
+	QueueLength int `yaml:"queue-length"`
+	// MaxThreads limits the engine's threads per query (0: the engine's default).
+	MaxThreads int `yaml:"max-threads"`
+}
+
+// ASNamesConfiguration is a CSV with a header line and the columns asn and name, served
+// over HTTP(S), that the asns dictionary loads and refreshes.
+type ASNamesConfiguration struct {
+	URL     string        `yaml:"url"`
+	Refresh time.Duration `yaml:"refresh"`
+}
+
+// DefaultConfiguration returns the defaults: 15 days of flows, aggregated tables at 1m (7
+// days), 5m (90 days) and 1h (1 year), no cluster, no Kafka table, the embedded engine in
+// var/chdb.
+func DefaultConfiguration() Configuration {
+	return Configuration{
+		Database: "flowzero",
+		TTL:      15 * 24 * time.Hour,
+		Resolutions: []Resolution{
+			{Interval: time.Minute, TTL: 7 * 24 * time.Hour},
+			{Interval: 5 * time.Minute, TTL: 90 * 24 * time.Hour},
+			{Interval: time.Hour, TTL: 365 * 24 * time.Hour},
+		},
+		Kafka: KafkaConfiguration{
+			Brokers:      []string{"127.0.0.1:9092"},
+			TopicPrefix:  "flows",
+			GroupName:    "clickhouse",
+			Consumers:    1,
+			MaxBlockSize: 1 << 20,
+		},
+		ClickHouse: ClickHouseConfiguration{Timeout: 5 * time.Minute},
+		Embedded: EmbeddedConfiguration{
+			Path:          "var/chdb",
+			BatchBytes:    16 << 20,
+			FlushInterval: 2 * time.Second,
+			QueueLength:   4,
+		},
+		ASNames: ASNamesConfiguration{Refresh: 24 * time.Hour},
+	}
+}
+
+var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Validate checks the configuration; errors name the bad key.
+func (c Configuration) Validate() error {
+	if !identRe.MatchString(c.Database) {
+		return config.Errorf("database", "%q is not a plain identifier", c.Database)
+	}
+	if c.Cluster != "" && !identRe.MatchString(c.Cluster) {
+		return config.Errorf("cluster", "%q is not a plain identifier", c.Cluster)
+	}
+	if c.TTL < 0 || c.TTL%time.Second != 0 {
+		return config.Errorf("ttl", "must be a whole, non-negative number of seconds, not %s", c.TTL)
+	}
+	seen := map[string]bool{}
+	for i, r := range c.Resolutions {
+		key := fmt.Sprintf("resolutions[%d]", i)
+		if r.Interval < time.Second || r.Interval%time.Second != 0 {
+			return config.Errorf(key+".interval", "must be a whole number of seconds, at least 1s, not %s", r.Interval)
+		}
+		if r.TTL < 0 || r.TTL%time.Second != 0 {
+			return config.Errorf(key+".ttl", "must be a whole, non-negative number of seconds, not %s", r.TTL)
+		}
+		if n := r.suffix(); seen[n] {
+			return config.Errorf(key+".interval", "%s given twice", r.Interval)
+		} else {
+			seen[n] = true
+		}
+	}
+	if c.Kafka.Enabled {
+		if len(c.Kafka.Brokers) == 0 {
+			return config.Errorf("kafka.brokers", "at least one broker is needed when kafka.enabled is true")
+		}
+		if !identRe.MatchString(c.Kafka.TopicPrefix) && c.Kafka.TopicPrefix != "flows" {
+			return config.Errorf("kafka.topic-prefix", "%q is not a plain name", c.Kafka.TopicPrefix)
+		}
+		if c.Kafka.GroupName == "" {
+			return config.Errorf("kafka.group-name", "must not be empty")
+		}
+		if c.Kafka.Consumers < 1 {
+			return config.Errorf("kafka.consumers", "must be at least 1")
+		}
+		if c.Kafka.MaxBlockSize < 1 {
+			return config.Errorf("kafka.max-block-size", "must be at least 1")
+		}
+	}
+	if c.ClickHouse.URL != "" {
+		u, err := url.Parse(c.ClickHouse.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return config.Errorf("clickhouse.url", "%q is not an http(s) URL", c.ClickHouse.URL)
+		}
+	}
+	if c.ClickHouse.Timeout <= 0 {
+		return config.Errorf("clickhouse.timeout", "must be positive")
+	}
+	if c.Embedded.Path == "" {
+		return config.Errorf("embedded.path", "must not be empty")
+	}
+	if c.Embedded.BatchBytes < 1024 {
+		return config.Errorf("embedded.batch-bytes", "must be at least 1024, not %d", c.Embedded.BatchBytes)
+	}
+	if c.Embedded.FlushInterval < 10*time.Millisecond {
+		return config.Errorf("embedded.flush-interval", "must be at least 10ms, not %s", c.Embedded.FlushInterval)
+	}
+	if c.Embedded.QueueLength < 1 {
+		return config.Errorf("embedded.queue-length", "must be at least 1")
+	}
+	if c.Embedded.MaxThreads < 0 {
+		return config.Errorf("embedded.max-threads", "must not be negative")
+	}
+	if c.ASNames.URL != "" {
+		u, err := url.Parse(c.ASNames.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return config.Errorf("as-names.url", "%q is not an http(s) URL", c.ASNames.URL)
+		}
+		if c.ASNames.Refresh < time.Minute {
+			return config.Errorf("as-names.refresh", "must be at least 1m")
+		}
+	}
+	return nil
+}
+
+// suffix names a resolution's table: flows_1m, flows_5m, flows_1h, flows_1d, flows_30s.
+func (r Resolution) suffix() string {
+	s := int64(r.Interval / time.Second)
+	switch {
+	case s%86400 == 0:
+		return fmt.Sprintf("%dd", s/86400)
+	case s%3600 == 0:
+		return fmt.Sprintf("%dh", s/3600)
+	case s%60 == 0:
+		return fmt.Sprintf("%dm", s/60)
+	}
+	return fmt.Sprintf("%ds", s)
+}
