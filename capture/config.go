@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -91,8 +90,8 @@ func DefaultAgentConfiguration() AgentConfiguration {
 
 // Validate checks the agent configuration and names the bad key.
 func (c *AgentConfiguration) Validate() error {
-	if c.Name == "" || len(c.Name) > wire.MaxNameLen || strings.ContainsAny(c.Name, ":/\\ \t\n") {
-		return config.Errorf("name", "%q: want 1 to %d characters without ':', '/', '\\' or spaces", c.Name, wire.MaxNameLen)
+	if err := c.validateName(); err != nil {
+		return err
 	}
 	if _, _, err := net.SplitHostPort(c.Server); err != nil {
 		return config.Errorf("server", "%q: %v", c.Server, err)
@@ -137,6 +136,14 @@ func (c *AgentConfiguration) Validate() error {
 	}
 	if c.ReconnectMax < c.ReconnectMin {
 		return config.Errorf("reconnect-max", "%v is below reconnect-min %v", c.ReconnectMax, c.ReconnectMin)
+	}
+	return nil
+}
+
+// validateName checks an agent name: it becomes part of file and interface names.
+func (c *AgentConfiguration) validateName() error {
+	if c.Name == "" || len(c.Name) > wire.MaxNameLen || strings.ContainsAny(c.Name, ":/\\ \t\n{}") || c.Name[0] == '.' {
+		return config.Errorf("name", "%q: want 1 to %d characters without ':', '/', '\\', braces or spaces, not starting with '.'", c.Name, wire.MaxNameLen)
 	}
 	return nil
 }
@@ -257,5 +264,3 @@ func (c *OutputConfiguration) validate() error {
 	}
 	return nil
 }
-
-var errNoSource = errors.New("capture: no source configured")

@@ -174,18 +174,18 @@ func AppendVarintField(dst []byte, t Tag, v uint64) []byte {
 
 func appendVarintFieldSlow(dst []byte, t Tag, v uint64) []byte {
 	n := len(dst)
-	if cap(dst)-n >= wideRoom && v < 1<<56 {
-		// Two unaligned 8-byte stores instead of a loop per byte: the key, then the varint
-		// right after it; the bytes stored past the field are overwritten by the next one.
-		b := (*[wideRoom]byte)(dst[n : n+wideRoom])
-		tl := t.Len() & 7
-		binary.LittleEndian.PutUint64(b[:8], uint64(t))
-		sz := SizeVarint(v)
-		binary.LittleEndian.PutUint64(b[tl:tl+8], spreadVarint(v, sz))
-		return dst[:n+tl+sz]
+	if cap(dst)-n < wideRoom || v >= 1<<56 {
+		dst = AppendTag(dst, t)
+		return AppendVarint(dst, v)
 	}
-	dst = AppendTag(dst, t)
-	return AppendVarint(dst, v)
+	// Two unaligned 8-byte stores instead of a loop per byte: the key, then the varint right
+	// after it; the bytes stored past the field are overwritten by the next one.
+	b := (*[wideRoom]byte)(dst[n : n+wideRoom])
+	binary.LittleEndian.PutUint64(b[:8], uint64(t))
+	tl := t.Len() & 7
+	sz := SizeVarint(v)
+	binary.LittleEndian.PutUint64(b[tl:tl+8], spreadVarint(v, sz))
+	return dst[:n+tl+sz]
 }
 
 // wideRoom is the free capacity the wide-store paths need: a key, a 56-bit varint and the
@@ -239,9 +239,10 @@ func AppendDoubleField(dst []byte, t Tag, v float64) []byte {
 // AppendBytesField appends a length-delimited field holding b (bytes, or an already encoded
 // message).
 func AppendBytesField(dst []byte, t Tag, b []byte) []byte {
-	if t < 0x80 && len(b) < 0x80 {
-		dst = append(dst, byte(t), byte(len(b)))
-		return append(dst, b...)
+	if n := len(dst); cap(dst)-n >= wideRoom+len(b) && len(b) < 1<<28 {
+		h := n + putKeyLen((*[wideRoom]byte)(dst[n:n+wideRoom]), t, len(b))
+		copy(dst[h:h+len(b)], b)
+		return dst[:h+len(b)]
 	}
 	dst = appendLenSlow(dst, t, len(b))
 	return append(dst, b...)
@@ -249,12 +250,27 @@ func AppendBytesField(dst []byte, t Tag, b []byte) []byte {
 
 // AppendStringField appends a string field.
 func AppendStringField(dst []byte, t Tag, s string) []byte {
-	if t < 0x80 && len(s) < 0x80 {
-		dst = append(dst, byte(t), byte(len(s)))
-		return append(dst, s...)
+	if n := len(dst); cap(dst)-n >= wideRoom+len(s) && len(s) < 1<<28 {
+		h := n + putKeyLen((*[wideRoom]byte)(dst[n:n+wideRoom]), t, len(s))
+		copy(dst[h:h+len(s)], s)
+		return dst[:h+len(s)]
 	}
 	dst = appendLenSlow(dst, t, len(s))
 	return append(dst, s...)
+}
+
+// putKeyLen stores key t and length l (below 2^28) at the start of b and returns their size:
+// one 8-byte store when the length is one byte.
+func putKeyLen(b *[wideRoom]byte, t Tag, l int) int {
+	tl := t.Len() & 7
+	if l < 0x80 {
+		binary.LittleEndian.PutUint64(b[:8], uint64(t)|uint64(l)<<(8*tl))
+		return tl + 1
+	}
+	binary.LittleEndian.PutUint64(b[:8], uint64(t))
+	sz := SizeVarint(uint64(l))
+	binary.LittleEndian.PutUint64(b[tl:tl+8], spreadVarint(uint64(l), sz))
+	return tl + sz
 }
 
 func appendLenSlow(dst []byte, t Tag, n int) []byte {

@@ -15,11 +15,16 @@ type AttrSet struct {
 	hash uint64
 	next *AttrSet // next set with the same hash (collisions are chained)
 	refs int32
+	id   uint32 // index in interner.sets, what paths store
 }
 
 // interner maps the hash of an attribute set's canonical encoding to the interned copy.
+// Paths refer to sets by index (sets[id]) so that the per-prefix path slices hold no pointers
+// and the garbage collector does not scan them.
 type interner struct {
 	m    map[uint64]*AttrSet
+	sets []*AttrSet
+	free []uint32
 	seed maphash.Seed
 	buf  []byte
 }
@@ -29,18 +34,7 @@ func (in *interner) init() {
 	in.seed = maphash.MakeSeed()
 }
 
-func (in *interner) len() int { return len(in.m) + in.chained() }
-
-// chained counts the sets beyond the first of each hash (rare: 64-bit hash collisions).
-func (in *interner) chained() int {
-	n := 0
-	for _, ia := range in.m {
-		for x := ia.next; x != nil; x = x.next {
-			n++
-		}
-	}
-	return n
-}
+func (in *interner) len() int { return len(in.sets) - len(in.free) }
 
 // hash hashes every field of a, in a fixed order with lengths so that fields cannot run into
 // each other.
@@ -87,6 +81,14 @@ func (in *interner) intern(a *bgp.Attributes) *AttrSet {
 		}
 	}
 	ia := &AttrSet{Attributes: *a.Clone(), hash: h, next: head, refs: 1}
+	if n := len(in.free); n > 0 {
+		ia.id = in.free[n-1]
+		in.free = in.free[:n-1]
+		in.sets[ia.id] = ia
+	} else {
+		ia.id = uint32(len(in.sets))
+		in.sets = append(in.sets, ia)
+	}
 	in.m[h] = ia
 	return ia
 }
@@ -98,6 +100,8 @@ func (in *interner) release(ia *AttrSet) {
 	if ia.refs > 0 {
 		return
 	}
+	in.sets[ia.id] = nil
+	in.free = append(in.free, ia.id)
 	head := in.m[ia.hash]
 	if head == ia {
 		if ia.next == nil {

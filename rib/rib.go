@@ -89,7 +89,7 @@ func (r Route) Prefix(a netip.Addr) netip.Prefix {
 
 // path is one path of a prefix in the writer trie.
 type path struct {
-	attrs  *AttrSet
+	set    uint32 // interner.sets index
 	pathID uint32
 	peer   PeerID
 }
@@ -172,8 +172,8 @@ func (r *RIB) Paths(a netip.Addr) []PathInfo {
 	out := make([]PathInfo, 0, len(ps))
 	for _, p := range ps {
 		out = append(out, PathInfo{
-			Prefix: pfx, Peer: p.peer, PathID: p.pathID, Attrs: &p.attrs.Attributes,
-			Selected: p.peer == sel.Peer && &p.attrs.Attributes == sel.Attrs,
+			Prefix: pfx, Peer: p.peer, PathID: p.pathID, Attrs: &r.set(p).Attributes,
+			Selected: p.peer == sel.Peer && &r.set(p).Attributes == sel.Attrs,
 		})
 	}
 	return out
@@ -232,6 +232,9 @@ func (r *RIB) peerLocked(k PeerKey, bgpID netip.Addr) PeerID {
 	r.peerIdx[k] = id
 	return id
 }
+
+// set returns the attribute set of a path.
+func (r *RIB) set(p path) *AttrSet { return r.interner.sets[p.set] }
 
 // Add adds or replaces one path in its own transaction (see Tx.Add).
 func (r *RIB) Add(peer PeerID, p netip.Prefix, pathID uint32, a *bgp.Attributes) {
@@ -362,12 +365,12 @@ func (r *RIB) addPath(ps []path, peer PeerID, pathID uint32, s *AttrSet) ([]path
 	r.stats.adds.Add(1)
 	for i := range ps {
 		if ps[i].peer == peer && ps[i].pathID == pathID {
-			if ps[i].attrs == s {
+			if ps[i].set == s.id {
 				return ps, false
 			}
 			s.refs++
-			r.interner.release(ps[i].attrs)
-			ps[i].attrs = s
+			r.interner.release(r.set(ps[i]))
+			ps[i].set = s.id
 			return ps, true
 		}
 	}
@@ -376,7 +379,7 @@ func (r *RIB) addPath(ps []path, peer PeerID, pathID uint32, s *AttrSet) ([]path
 		// Grow by one: most prefixes have as many paths as peers, and each slot is 16 bytes.
 		ps = append(make([]path, 0, len(ps)+1), ps...)
 	}
-	ps = append(ps, path{attrs: s, pathID: pathID, peer: peer})
+	ps = append(ps, path{set: s.id, pathID: pathID, peer: peer})
 	r.routes++
 	r.peers[peer].info.Routes++
 	return ps, true
@@ -391,7 +394,7 @@ func (tx *Tx) Withdraw(peer PeerID, p netip.Prefix, pathID uint32) {
 	}
 	for i := range ps {
 		if ps[i].peer == peer && ps[i].pathID == pathID {
-			r.interner.release(ps[i].attrs)
+			r.interner.release(r.set(ps[i]))
 			ps = append(ps[:i], ps[i+1:]...)
 			r.routes--
 			r.peers[peer].info.Routes--
@@ -431,7 +434,7 @@ func (tx *Tx) RemovePeer(peer PeerID) {
 		ps := c.ps[:0]
 		for _, x := range c.ps {
 			if x.peer == peer {
-				r.interner.release(x.attrs)
+				r.interner.release(r.set(x))
 				r.routes--
 				continue
 			}
@@ -459,7 +462,7 @@ func (tx *Tx) reselect(p netip.Prefix, ps []path) {
 		return
 	}
 	best := r.selectPath(ps)
-	nr := Route{Attrs: &ps[best].attrs.Attributes, Peer: ps[best].peer, Bits: uint8(p.Bits())}
+	nr := Route{Attrs: &r.set(ps[best]).Attributes, Peer: ps[best].peer, Bits: uint8(p.Bits())}
 	if cur, ok := tx.next.Get(p); ok && cur == nr {
 		return
 	}

@@ -59,7 +59,7 @@ func (r *RIB) prefer(a, b *path) bool {
 			return na
 		}
 	case SelectBest:
-		if c := compareBest(&a.attrs.Attributes, &b.attrs.Attributes); c != 0 {
+		if c := compareBest(&r.set(*a).Attributes, &r.set(*b).Attributes); c != 0 {
 			return c < 0
 		}
 		if c := r.peers[a.peer].info.Address.Compare(r.peers[b.peer].info.Address); c != 0 {

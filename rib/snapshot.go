@@ -86,9 +86,9 @@ func (r *RIB) WriteSnapshot(w io.Writer) error {
 	var sets []*AttrSet
 	for _, ps := range r.paths.All() {
 		for _, x := range ps {
-			if _, ok := index[x.attrs]; !ok {
-				index[x.attrs] = uint64(len(sets))
-				sets = append(sets, x.attrs)
+			if _, ok := index[r.set(x)]; !ok {
+				index[r.set(x)] = uint64(len(sets))
+				sets = append(sets, r.set(x))
 			}
 		}
 	}
@@ -128,7 +128,7 @@ func (r *RIB) WriteSnapshot(w io.Writer) error {
 		for _, x := range ps {
 			s.uvarint(uint64(x.peer))
 			s.uvarint(uint64(x.pathID))
-			s.uvarint(index[x.attrs])
+			s.uvarint(index[r.set(x)])
 		}
 	}
 	r.mu.Unlock()

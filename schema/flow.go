@@ -59,7 +59,7 @@ type FlowMessage struct {
 	// skip holds the columns Append must ignore: disabled (and derived) columns, and
 	// non-repeated columns already written. Reset copies it from the schema.
 	skip columnBitset
-	// set holds the columns written by an Append since Reset.
+	// set holds the repeated columns written since Reset (they never enter skip).
 	set columnBitset
 	// buf is the message being built; its first pbwire.ReserveDelimited bytes are room for
 	// the length prefix written by Finalize.
@@ -95,7 +95,7 @@ func (m *FlowMessage) IsSet(k ColumnKey) bool {
 	if k == 0 || k >= ColumnLast {
 		return false
 	}
-	if m.set.has(k) {
+	if m.set.has(k) || (m.skip.has(k) && !m.schema.disabled.has(k)) {
 		return true
 	}
 	switch k {
@@ -304,6 +304,21 @@ func (m *FlowMessage) AppendArrayUint32(k ColumnKey, vs []uint32) {
 		case ColumnDstCommunities:
 			m.DstCommunities = vs
 		}
+	}
+}
+
+// AppendArrayUint64 adds values to a KindArrayUint64 column; each call appends to the array.
+func (m *FlowMessage) AppendArrayUint64(k ColumnKey, vs []uint64) {
+	if k >= ColumnLast {
+		return
+	}
+	w, bit := k>>6, uint64(1)<<(k&63)
+	if m.skip[w]&bit != 0 || len(vs) == 0 {
+		return
+	}
+	if e := &m.schema.enc[k]; e.op == opArrayUint64 {
+		m.set[w] |= bit
+		m.buf = pbwire.AppendPackedUint64Field(m.buf, e.tag, vs)
 	}
 }
 

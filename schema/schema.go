@@ -47,8 +47,7 @@ type op uint8
 
 const (
 	opNone        op = iota // derived or disabled: nothing to write
-	opVarint                // varint, 64 bits
-	opVarint32              // varint, truncated to 32 bits
+	opVarint                // varint (masked with encInfo.mask)
 	opBytes                 // string or bytes
 	opIP                    // 16-byte address
 	opArrayUint32           // packed uint32
@@ -61,6 +60,7 @@ const (
 
 type encInfo struct {
 	tag  pbwire.Tag
+	mask uint64 // applied to varints: 32-bit columns drop the high bits
 	op   op
 	kind Kind
 }
@@ -151,7 +151,7 @@ func New(cfg Configuration) (*Schema, error) {
 			s.disabled.set(k) // nothing to append
 			continue
 		}
-		e := encInfo{tag: pbwire.MakeTag(c.Field, c.Kind.wireType()), kind: c.Kind}
+		e := encInfo{tag: pbwire.MakeTag(c.Field, c.Kind.wireType()), mask: ^uint64(0), kind: c.Kind}
 		switch {
 		case c.Hot && c.Kind.Repeated():
 			e.op = opHotArray
@@ -164,7 +164,7 @@ func New(cfg Configuration) (*Schema, error) {
 			case KindUint64, KindEnum, KindMAC:
 				e.op = opVarint
 			case KindUint32:
-				e.op = opVarint32
+				e.op, e.mask = opVarint, 0xffff_ffff
 			case KindString, KindBytes:
 				e.op = opBytes
 			case KindIP:

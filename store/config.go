@@ -136,7 +136,10 @@ func DefaultConfiguration() Configuration {
 	}
 }
 
-var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var (
+	identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	topicRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,200}$`)
+)
 
 // Validate checks the configuration; errors name the bad key.
 func (c Configuration) Validate() error {
@@ -168,7 +171,7 @@ func (c Configuration) Validate() error {
 		if len(c.Kafka.Brokers) == 0 {
 			return config.Errorf("kafka.brokers", "at least one broker is needed when kafka.enabled is true")
 		}
-		if !identRe.MatchString(c.Kafka.TopicPrefix) && c.Kafka.TopicPrefix != "flows" {
+		if !topicRe.MatchString(c.Kafka.TopicPrefix) {
 			return config.Errorf("kafka.topic-prefix", "%q is not a plain name", c.Kafka.TopicPrefix)
 		}
 		if c.Kafka.GroupName == "" {

@@ -26,27 +26,35 @@ func loopFields(dst []byte) []byte {
 
 func BenchmarkScratch(b *testing.B) {
 	b.Run("SOL", func(b *testing.B) {
+		c := startCPU(b)
 		for i := 0; i < b.N; i++ {
 			writeSimpleSOL()
 			clobber(i)
 		}
+		c.stop(b)
 	})
 	b.Run("wide", func(b *testing.B) {
+		c := startCPU(b)
 		for i := 0; i < b.N; i++ {
 			writeSimplePbwire(currentSlot())
 			clobber(i)
 		}
+		c.stop(b)
 	})
 	b.Run("loop", func(b *testing.B) {
+		c := startCPU(b)
 		for i := 0; i < b.N; i++ {
 			loopFields(currentSlot())
 			clobber(i)
 		}
+		c.stop(b)
 	})
 	b.Run("vt", func(b *testing.B) {
+		c := startCPU(b)
 		for i := 0; i < b.N; i++ {
 			writeSimpleVT(currentSlot())
 			clobber(i)
 		}
+		c.stop(b)
 	})
 }

@@ -112,16 +112,12 @@ type agentKey struct {
 // resolved when the state is created; per-type and per-reason handles on first use, so that
 // an agent does not export a zero series for every reason.
 type agentState struct {
-	m                *metrics
-	exporter, agent  string
-	packets, flows   prometheus.Counter
-	skippedRecords   prometheus.Counter
-	samples          [sampleTypeCount]atomic.Pointer[prometheus.Counter]
-	errors           [reasonCount]atomic.Pointer[prometheus.Counter]
-	pendingFlows     int // flows counted locally during one datagram, added once
-	pendingSkipped   int
-	pendingSamples   [sampleTypeCount]int
-	pendingSampleAny bool
+	m               *metrics
+	exporter, agent string
+	packets, flows  prometheus.Counter
+	skippedRecords  prometheus.Counter
+	samples         [sampleTypeCount]atomic.Pointer[prometheus.Counter]
+	errors          [reasonCount]atomic.Pointer[prometheus.Counter]
 }
 
 func (m *metrics) newAgentState(exporter, agent string) *agentState {

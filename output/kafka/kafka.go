@@ -217,3 +217,7 @@ func (s *Sink) Stop() error {
 	s.client.Close()
 	return nil
 }
+
+// KeyedByExporter tells the collector to batch flows per exporter, so that each record's key
+// is its exporter's address.
+func (s *Sink) KeyedByExporter() bool { return s.cfg.Key == "exporter" }

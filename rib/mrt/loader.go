@@ -50,8 +50,12 @@ type Loader struct {
 	LastError error
 
 	peerIndex []rib.PeerID // TABLE_DUMP_V2 peer index → RIB peer
-	cache     map[uint64]*cacheEntry
-	seed      maphash.Seed
+	// last is, per peer index, the raw attributes of that peer's previous entry and their
+	// set: neighbouring prefixes of a peer often share attributes, and comparing with hot
+	// bytes is cheaper than a hash table probe.
+	last []lastAttrs
+	cache     map[cacheKey]*rib.AttrSet
+	seeds     [2]maphash.Seed
 	parser    bgp.AttributeParser
 	attrs     bgp.Attributes
 	mp        bgp.MPReach
@@ -59,10 +63,14 @@ type Loader struct {
 	paths     []rib.NewPath
 }
 
-type cacheEntry struct {
-	raw  string
-	set  *rib.AttrSet
-	next *cacheEntry
+// cacheKey is a 128-bit hash of raw attribute bytes (two independent 64-bit hashes): the
+// probability that two different attribute blobs of a full table collide is about 2^-88, so
+// entries are not verified against the bytes (which would cost a cache miss per entry).
+type cacheKey [2]uint64
+
+type lastAttrs struct {
+	raw []byte
+	set *rib.AttrSet
 }
 
 // maxCacheEntries bounds the raw-attribute cache; past it, the cache is emptied (sets stay
@@ -74,7 +82,8 @@ func NewLoader(r *rib.RIB, opts Options) *Loader {
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = time.Second
 	}
-	return &Loader{rib: r, opts: opts, cache: make(map[uint64]*cacheEntry), seed: maphash.MakeSeed()}
+	return &Loader{rib: r, opts: opts, cache: make(map[cacheKey]*rib.AttrSet),
+		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 }
 
 // LoadFile loads an MRT file (optionally gzip or bzip2 compressed) into r.
@@ -151,12 +160,11 @@ func (l *Loader) progress(start time.Time) {
 
 // dropCache releases the cache's references.
 func (l *Loader) dropCache() {
-	for _, e := range l.cache {
-		for ; e != nil; e = e.next {
-			l.tx.Release(e.set)
-		}
+	for _, s := range l.cache {
+		l.tx.Release(s)
 	}
 	clear(l.cache)
+	clear(l.last) // its sets were held by the cache
 }
 
 // Apply applies one record inside the Loader's transaction (Load opens it). It returns an
@@ -222,6 +230,7 @@ func (l *Loader) peerIndexTable(b []byte) error {
 	count := int(binary.BigEndian.Uint16(b))
 	b = b[2:]
 	l.peerIndex = l.peerIndex[:0]
+	clear(l.last)
 	for i := range count {
 		if len(b) < 5 {
 			return corrupt("PEER_INDEX_TABLE truncated at peer %d", i)
@@ -299,12 +308,10 @@ func readPrefix(b []byte, afi uint16) (netip.Prefix, []byte, bool) {
 // attrSet returns the interned set for raw path attributes of a RIB entry, through the
 // cache. The cache holds the reference; the RIB takes its own per path.
 func (l *Loader) attrSet(raw []byte, opts bgp.Options) (*rib.AttrSet, error) {
-	h := maphash.Bytes(l.seed, raw) ^ uint64(opts.RIBEntryAFI)<<56 ^ uint64(opts.ASN)<<60
-	head := l.cache[h]
-	for e := head; e != nil; e = e.next {
-		if e.raw == string(raw) {
-			return e.set, nil
-		}
+	ctx := uint64(opts.RIBEntryAFI)<<56 ^ uint64(opts.ASN)<<60
+	k := cacheKey{maphash.Bytes(l.seeds[0], raw) ^ ctx, maphash.Bytes(l.seeds[1], raw)}
+	if s, ok := l.cache[k]; ok {
+		return s, nil
 	}
 	if err := l.parser.Parse(raw, opts, &l.attrs, &l.mp, nil); err != nil {
 		return nil, err
@@ -314,10 +321,9 @@ func (l *Loader) attrSet(raw []byte, opts bgp.Options) (*rib.AttrSet, error) {
 	}
 	if len(l.cache) >= maxCacheEntries {
 		l.dropCache()
-		head = nil
 	}
 	s := l.tx.Intern(&l.attrs)
-	l.cache[h] = &cacheEntry{raw: string(raw), set: s, next: head}
+	l.cache[k] = s
 	return s, nil
 }
 
@@ -363,10 +369,19 @@ func (l *Loader) ribEntries(b []byte, afi uint16, addPath bool) error {
 			err = corrupt("RIB entry peer index %d of %d", idx, len(l.peerIndex))
 			continue
 		}
-		s, perr := l.attrSet(raw, opts)
-		if perr != nil {
-			err = fmt.Errorf("RIB entry %s: %w", p, perr)
-			continue
+		var s *rib.AttrSet
+		if idx < len(l.last) && l.last[idx].set != nil && string(l.last[idx].raw) == string(raw) {
+			s = l.last[idx].set
+		} else {
+			var perr error
+			if s, perr = l.attrSet(raw, opts); perr != nil {
+				err = fmt.Errorf("RIB entry %s: %w", p, perr)
+				continue
+			}
+			if idx >= len(l.last) {
+				l.last = append(l.last, make([]lastAttrs, idx+1-len(l.last))...)
+			}
+			l.last[idx] = lastAttrs{raw: append(l.last[idx].raw[:0], raw...), set: s}
 		}
 		l.paths = append(l.paths, rib.NewPath{Peer: l.peerIndex[idx], PathID: pathID, Set: s})
 	}

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -127,27 +128,37 @@ func (c *Conn) Exec(sql string) error {
 
 // QueryResult is Query with the engine's statistics.
 func (c *Conn) QueryResult(sql, format string) (Result, error) {
+	return c.query(unsafe.StringData(sql), len(sql), format)
+}
+
+// QueryBytes is QueryResult for a statement held in a byte slice, typically an INSERT
+// followed by its data: the buffer is handed to the engine without a copy.
+func (c *Conn) QueryBytes(stmt []byte, format string) (Result, error) {
+	return c.query(unsafe.SliceData(stmt), len(stmt), format)
+}
+
+func (c *Conn) query(p *byte, n int, format string) (Result, error) {
 	if format == "" {
 		format = "TabSeparated"
 	}
-	if len(sql) == 0 {
+	if n == 0 {
 		return Result{}, errors.New("chdb: empty statement")
 	}
+	sql := unsafe.String(p, min(n, 256)) // for error messages only
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return Result{}, errors.New("chdb: connection closed")
 	}
-	q := unsafe.Pointer(unsafe.StringData(sql))
 	f := unsafe.Pointer(unsafe.StringData(format))
-	// The engine copies the statement before returning: Go memory is only borrowed for the call.
-	r := C.chdb_query_n(*c.c, (*C.char)(q), C.size_t(len(sql)), (*C.char)(f), C.size_t(len(format)))
+	// Go memory is only borrowed for the duration of the call.
+	r := C.chdb_query_n(*c.c, (*C.char)(unsafe.Pointer(p)), C.size_t(n), (*C.char)(f), C.size_t(len(format)))
 	if r == nil {
-		return Result{}, &Error{Query: shorten(sql), Msg: "no result"}
+		return Result{}, &Error{Query: shorten(strings.Clone(sql)), Msg: "no result"}
 	}
 	defer C.chdb_destroy_query_result(r)
 	if e := C.chdb_result_error(r); e != nil {
-		return Result{}, &Error{Query: shorten(sql), Msg: C.GoString(e)}
+		return Result{}, &Error{Query: shorten(strings.Clone(sql)), Msg: C.GoString(e)}
 	}
 	res := Result{
 		RowsRead:     uint64(C.chdb_result_rows_read(r)),

@@ -16,7 +16,10 @@
 //     carry its rows inline (`INSERT INTO t FORMAT Protobuf\n<bytes>`) without a copy.
 package chdb
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 // ErrNotBuilt is returned by every function of a binary built without the `chdb` tag.
 var ErrNotBuilt = errors.New("chdb: flowzero was built without chDB (rebuild with -tags chdb after `make chdb-fetch`)")
@@ -40,8 +43,13 @@ type Result struct {
 
 func shorten(q string) string {
 	const max = 200
-	if len(q) > max {
+	if i := strings.Index(q, "FORMAT "); i >= 0 {
 		// Cut inline data off: an INSERT's rows are binary.
+		if j := strings.IndexByte(q[i:], '\n'); j >= 0 {
+			q = q[:i+j]
+		}
+	}
+	if len(q) > max {
 		return q[:max] + "…"
 	}
 	return q

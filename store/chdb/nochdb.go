@@ -28,3 +28,6 @@ func (c *Conn) QueryResult(sql, format string) (Result, error) { return Result{}
 
 // Close does nothing.
 func (c *Conn) Close() error { return nil }
+
+// QueryBytes returns ErrNotBuilt.
+func (c *Conn) QueryBytes(stmt []byte, format string) (Result, error) { return Result{}, ErrNotBuilt }

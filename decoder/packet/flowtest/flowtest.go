@@ -20,7 +20,9 @@ import (
 // and []netip.Addr for arrays.
 type Flow map[string]any
 
-// Decode decodes one length-delimited message as returned by FlowMessage.Finalize.
+// Decode decodes one length-delimited message as returned by FlowMessage.Finalize, through
+// the schema's own decoder (Schema.DecodeMessage). It fails on a column written twice that is
+// not repeated and on a column the schema does not enable.
 func Decode(s *schema.Schema, framed []byte) (Flow, error) {
 	msg, rest, err := pbwire.SplitDelimited(framed)
 	if err != nil {
@@ -29,83 +31,41 @@ func Decode(s *schema.Schema, framed []byte) (Flow, error) {
 	if len(rest) != 0 {
 		return nil, fmt.Errorf("%d bytes after the message", len(rest))
 	}
-	byField := map[int32]*schema.Column{}
-	for _, c := range s.Columns() {
-		if c.OnWire() {
-			byField[int32(c.Field)] = c
-		}
-	}
 	flow := Flow{}
-	r := pbwire.NewReader(msg)
-	for r.Next() {
-		f := r.Field()
-		c, ok := byField[f.Num]
-		if !ok {
-			return nil, fmt.Errorf("field %d is not an enabled column", f.Num)
+	var problems []string
+	err = s.DecodeMessage(msg, func(c *schema.Column, v any) {
+		if !s.Enabled(c.Key) {
+			problems = append(problems, "disabled column "+c.Name+" written")
 		}
-		repeated := c.Kind.Repeated()
-		if _, dup := flow[c.Name]; dup && !repeated {
-			return nil, fmt.Errorf("column %s written twice", c.Name)
+		if _, dup := flow[c.Name]; dup && !c.Kind.Repeated() {
+			problems = append(problems, "column "+c.Name+" written twice")
 		}
 		switch c.Kind {
-		case schema.KindUint64, schema.KindUint32, schema.KindEnum, schema.KindMAC:
-			if f.Type != pbwire.Varint {
-				return nil, fmt.Errorf("column %s: wire type %d", c.Name, f.Type)
-			}
-			flow[c.Name] = f.Varint
-		case schema.KindIP:
-			a, err := addr(c, f.Bytes)
-			if err != nil {
-				return nil, err
-			}
-			flow[c.Name] = a
-		case schema.KindString, schema.KindBytes:
-			flow[c.Name] = string(f.Bytes)
 		case schema.KindArrayUint32:
 			vs, _ := flow[c.Name].([]uint32)
-			p := f.Packed(pbwire.Varint)
-			for p.Next() {
-				vs = append(vs, uint32(p.Value()))
-			}
-			if err := p.Err(); err != nil {
-				return nil, fmt.Errorf("column %s: %w", c.Name, err)
-			}
-			flow[c.Name] = vs
+			flow[c.Name] = append(vs, uint32(v.(uint64)))
 		case schema.KindArrayUint64:
 			vs, _ := flow[c.Name].([]uint64)
-			p := f.Packed(pbwire.Varint)
-			for p.Next() {
-				vs = append(vs, p.Value())
-			}
-			if err := p.Err(); err != nil {
-				return nil, fmt.Errorf("column %s: %w", c.Name, err)
-			}
-			flow[c.Name] = vs
+			flow[c.Name] = append(vs, v.(uint64))
 		case schema.KindArrayIP:
-			a, err := addr(c, f.Bytes)
-			if err != nil {
-				return nil, err
-			}
 			vs, _ := flow[c.Name].([]netip.Addr)
-			flow[c.Name] = append(vs, a)
+			flow[c.Name] = append(vs, v.(netip.Addr))
 		case schema.KindArrayLargeCommunity:
-			vs, _ := flow[c.Name].([]string)
-			flow[c.Name] = append(vs, fmt.Sprintf("%x", f.Bytes))
+			vs, _ := flow[c.Name].([]schema.LargeCommunity)
+			flow[c.Name] = append(vs, v.(schema.LargeCommunity))
+		case schema.KindBytes:
+			flow[c.Name] = string(v.([]byte))
 		default:
-			return nil, fmt.Errorf("column %s: unexpected kind %d", c.Name, c.Kind)
+			flow[c.Name] = v
 		}
-	}
-	if err := r.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
-	return flow, nil
-}
-
-func addr(c *schema.Column, b []byte) (netip.Addr, error) {
-	if len(b) != 16 {
-		return netip.Addr{}, fmt.Errorf("column %s: address of %d bytes", c.Name, len(b))
+	if problems != nil {
+		return nil, fmt.Errorf("%s", strings.Join(problems, "; "))
 	}
-	return netip.AddrFrom16([16]byte(b)).Unmap(), nil
+	return flow, nil
 }
 
 // Diff compares a decoded flow with the expected one and describes every difference, or

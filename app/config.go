@@ -1,0 +1,143 @@
+// Package app assembles `flowzero collect` from one configuration file: the schema, the
+// decoders, enrichment, the collector and its sinks. Every key of the file is documented in
+// docs/configuration.md with its default; `flowzero collect --check` validates a file.
+package app
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"flowzero/collector"
+	"flowzero/decoder/netflow"
+	"flowzero/internal/config"
+	"flowzero/output/file"
+	"flowzero/output/kafka"
+	"flowzero/schema"
+)
+
+// Configuration is the whole configuration file.
+type Configuration struct {
+	Log       LogConfiguration        `yaml:"log"`
+	Collector collector.Configuration `yaml:"collector"`
+	Schema    schema.Configuration    `yaml:"schema"`
+	NetFlow   netflow.Configuration   `yaml:"netflow"`
+	Outputs   OutputsConfiguration    `yaml:"outputs"`
+}
+
+// LogConfiguration of the logger.
+type LogConfiguration struct {
+	// Level is debug, info, warn or error.
+	Level string `yaml:"level"`
+	// Format is text or json.
+	Format string `yaml:"format"`
+}
+
+// OutputsConfiguration selects the sinks; several can be enabled at once.
+type OutputsConfiguration struct {
+	Kafka  KafkaOutput  `yaml:"kafka"`
+	File   FileOutput   `yaml:"file"`
+	Stdout StdoutOutput `yaml:"stdout"`
+}
+
+// KafkaOutput is the Kafka sink with its switch.
+type KafkaOutput struct {
+	Enabled             bool `yaml:"enabled"`
+	kafka.Configuration `yaml:",inline"`
+}
+
+// FileOutput is the archive file sink with its switch.
+type FileOutput struct {
+	Enabled            bool `yaml:"enabled"`
+	file.Configuration `yaml:",inline"`
+}
+
+// StdoutOutput prints flows as JSON lines on standard output.
+type StdoutOutput struct {
+	Enabled bool `yaml:"enabled"`
+}
+
+// DefaultConfiguration returns the configuration used when no file is given: every listener
+// on its usual port, HTTP on loopback, flows archived under var/flows.
+func DefaultConfiguration() Configuration {
+	return Configuration{
+		Log:       LogConfiguration{Level: "info", Format: "text"},
+		Collector: collector.DefaultConfiguration(),
+		Schema:    schema.DefaultConfiguration(),
+		NetFlow:   netflow.DefaultConfiguration(),
+		Outputs: OutputsConfiguration{
+			Kafka: KafkaOutput{Configuration: kafka.DefaultConfiguration()},
+			File:  FileOutput{Enabled: true, Configuration: file.DefaultConfiguration()},
+		},
+	}
+}
+
+// Validate checks every section, naming the bad key with its full path.
+func (c *Configuration) Validate() error {
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return config.Errorf("log.level", "must be debug, info, warn or error, not %q", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		return config.Errorf("log.format", "must be text or json, not %q", c.Log.Format)
+	}
+	if err := c.Collector.Validate(); err != nil {
+		return config.Prefix("collector", err)
+	}
+	if err := c.Schema.Validate(); err != nil {
+		return config.Prefix("schema", err)
+	}
+	if err := c.NetFlow.Validate(); err != nil {
+		return config.Prefix("netflow", err)
+	}
+	if c.Outputs.Kafka.Enabled {
+		if err := c.Outputs.Kafka.Validate(); err != nil {
+			return config.Prefix("outputs.kafka", err)
+		}
+	}
+	if c.Outputs.File.Enabled {
+		if err := c.Outputs.File.Validate(); err != nil {
+			return config.Prefix("outputs.file", err)
+		}
+	}
+	return nil
+}
+
+// Load reads a configuration file over the defaults ("" gives the defaults).
+func Load(path string) (Configuration, error) {
+	cfg := DefaultConfiguration()
+	if err := config.LoadFile(path, &cfg); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// NewLogger returns the logger the configuration asks for.
+func (c LogConfiguration) NewLogger(w interface{ Write([]byte) (int, error) }) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(strings.ToUpper(c.Level))); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func (c *Configuration) summary() string {
+	var outs []string
+	if c.Outputs.Kafka.Enabled {
+		outs = append(outs, "kafka")
+	}
+	if c.Outputs.File.Enabled {
+		outs = append(outs, "file:"+c.Outputs.File.Directory)
+	}
+	if c.Outputs.Stdout.Enabled {
+		outs = append(outs, "stdout")
+	}
+	return fmt.Sprintf("%d listeners, outputs %s", len(c.Collector.Listeners), strings.Join(outs, ","))
+}

@@ -1,0 +1,40 @@
+package rib_test
+
+import (
+	"runtime"
+	"testing"
+
+	"flowzero/internal/testdata"
+	"flowzero/rib"
+	"flowzero/rib/mrt"
+)
+
+// BenchmarkLoadMRT loads the synthetic 4-peer full table (4,248,184 RIB entries) and reports
+// the load time and the heap in use after GC per route (the table is kept alive while
+// measuring).
+func BenchmarkLoadMRT(b *testing.B) {
+	path := testdata.Path(b, "rib", "synth-rib-fulltable-4peers.mrt.gz")
+	var seconds, perRoute float64
+	for b.Loop() {
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		r := rib.NewTable(rib.DefaultConfiguration())
+		st, err := mrt.LoadFile(r, path, mrt.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st.RIBEntries != 4248184 || st.Corrupt != 0 {
+			b.Fatalf("loaded %d entries, %d corrupt", st.RIBEntries, st.Corrupt)
+		}
+		seconds += st.Duration.Seconds()
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		routes := r.Stats().Routes
+		perRoute += float64(after.HeapAlloc-before.HeapAlloc) / float64(routes)
+		runtime.KeepAlive(r)
+	}
+	b.ReportMetric(seconds/float64(b.N), "s/load")
+	b.ReportMetric(perRoute/float64(b.N), "bytes/route")
+}

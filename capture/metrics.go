@@ -1,0 +1,87 @@
+package capture
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// serverMetrics are the server's metric vectors; handles per agent live in agentMetrics so
+// that the per-packet path never looks labels up.
+type serverMetrics struct {
+	packets     *prometheus.CounterVec
+	bytes       *prometheus.CounterVec
+	drops       *prometheus.CounterVec
+	reconnects  *prometheus.CounterVec
+	frames      *prometheus.CounterVec
+	connections prometheus.Gauge
+	errors      *prometheus.CounterVec
+}
+
+func newServerMetrics(r prometheus.Registerer) *serverMetrics {
+	f := promauto.With(r)
+	return &serverMetrics{
+		packets: f.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_capture_server_packets_total",
+			Help: "Packets written, per agent."}, []string{"agent"}),
+		bytes: f.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_capture_server_bytes_total",
+			Help: "Captured bytes written, per agent."}, []string{"agent"}),
+		drops: f.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_capture_server_drops_total",
+			Help: "Packets dropped, per agent and cause (kernel and agent as reported by the agent, server)."}, []string{"agent", "cause"}),
+		reconnects: f.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_capture_server_reconnects_total",
+			Help: "Connections of an agent after its first one."}, []string{"agent"}),
+		frames: f.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_capture_server_frames_total",
+			Help: "Frames received, per agent."}, []string{"agent"}),
+		connections: f.NewGauge(prometheus.GaugeOpts{Name: "flowzero_capture_server_connections",
+			Help: "Agent connections open."}),
+		errors: f.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_capture_server_errors_total",
+			Help: "Refused connections and stream errors, per reason."}, []string{"reason"}),
+	}
+}
+
+// agentMetrics holds one agent's metric handles on the server.
+type agentMetrics struct {
+	packets, bytes, frames, reconnects prometheus.Counter
+	dropKernel, dropAgent, dropServer  prometheus.Counter
+}
+
+func (m *serverMetrics) forAgent(name string) agentMetrics {
+	return agentMetrics{
+		packets:    m.packets.WithLabelValues(name),
+		bytes:      m.bytes.WithLabelValues(name),
+		frames:     m.frames.WithLabelValues(name),
+		reconnects: m.reconnects.WithLabelValues(name),
+		dropKernel: m.drops.WithLabelValues(name, "kernel"),
+		dropAgent:  m.drops.WithLabelValues(name, "agent"),
+		dropServer: m.drops.WithLabelValues(name, "server"),
+	}
+}
+
+// agentSideMetrics are the agent's own metrics.
+type agentSideMetrics struct {
+	captured   prometheus.Counter
+	sent       prometheus.Counter
+	dropKernel prometheus.Counter
+	dropAgent  prometheus.Counter
+	reconnects prometheus.Counter
+	buffered   prometheus.Gauge
+	connected  prometheus.Gauge
+}
+
+func newAgentMetrics(r prometheus.Registerer) *agentSideMetrics {
+	f := promauto.With(r)
+	drops := f.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_capture_agent_drops_total",
+		Help: "Packets dropped, per cause (kernel: the capture ring; agent: the send buffer was full or the agent stopped before sending)."}, []string{"cause"})
+	return &agentSideMetrics{
+		captured: f.NewCounter(prometheus.CounterOpts{Name: "flowzero_capture_agent_packets_total",
+			Help: "Packets captured or read from files."}),
+		sent: f.NewCounter(prometheus.CounterOpts{Name: "flowzero_capture_agent_sent_packets_total",
+			Help: "Packets acknowledged by the server."}),
+		dropKernel: drops.WithLabelValues("kernel"),
+		dropAgent:  drops.WithLabelValues("agent"),
+		reconnects: f.NewCounter(prometheus.CounterOpts{Name: "flowzero_capture_agent_reconnects_total",
+			Help: "Connections to the server after the first one."}),
+		buffered: f.NewGauge(prometheus.GaugeOpts{Name: "flowzero_capture_agent_buffered_bytes",
+			Help: "Bytes of frames waiting to be sent or acknowledged."}),
+		connected: f.NewGauge(prometheus.GaugeOpts{Name: "flowzero_capture_agent_connected",
+			Help: "1 while connected to the server."}),
+	}
+}

@@ -1,0 +1,257 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+
+	"flowzero/capture/wire"
+)
+
+// pcapngOutput writes packets to pcapng files, rotating them like tcpdump's -C/-G/-W. Every
+// (agent, interface) pair gets one interface description block named "agent:iface"; a new
+// file repeats all of them in the same order, so interface ids never change. Not safe for
+// concurrent use: the server serialises calls per output.
+type pcapngOutput struct {
+	cfg    OutputConfiguration
+	base   string    // Path with {agent} replaced
+	stdout io.Writer // used for Path "-"
+	now    func() time.Time
+
+	intfs []pcapgo.NgInterface // by pcapng interface id
+	ids   map[intfKey]int
+
+	file    io.WriteCloser
+	counter countingWriter
+	w       *pcapgo.NgWriter
+	opened  time.Time
+	count   int      // tcpdump's file counter (-C)
+	files   []string // names created, oldest first (-W)
+	dirty   bool     // unflushed writes
+	ci      gopacket.CaptureInfo
+}
+
+type intfKey struct {
+	agent, name string
+	linkType    uint16
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+func newPcapngOutput(cfg OutputConfiguration, agent string, stdout io.Writer) *pcapngOutput {
+	base := cfg.Path
+	if agent != "" && base != "-" {
+		if strings.Contains(base, "{agent}") {
+			base = strings.ReplaceAll(base, "{agent}", agent)
+		} else {
+			ext := filepath.Ext(base)
+			base = strings.TrimSuffix(base, ext) + "-" + agent + ext
+		}
+	}
+	return &pcapngOutput{cfg: cfg, base: base, stdout: stdout, now: time.Now, ids: map[intfKey]int{}}
+}
+
+// Interface returns the pcapng interface id of an agent's interface, adding its description
+// block to the current file the first time.
+func (o *pcapngOutput) Interface(agent string, in wire.Interface) (int, error) {
+	key := intfKey{agent, in.Name, in.LinkType}
+	if id, ok := o.ids[key]; ok {
+		return id, nil
+	}
+	intf := pcapgo.NgInterface{
+		Name:                agent + ":" + in.Name,
+		OS:                  runtime.GOOS,
+		LinkType:            layers.LinkType(in.LinkType),
+		SnapLength:          in.SnapLength,
+		TimestampResolution: 9,
+	}
+	id := len(o.intfs)
+	o.intfs = append(o.intfs, intf)
+	o.ids[key] = id
+	if o.w != nil {
+		if _, err := o.w.AddInterface(intf); err != nil {
+			o.closeFile()
+			return id, err
+		}
+		o.dirty = true
+	}
+	return id, nil
+}
+
+// WritePacket writes one packet on pcapng interface id, opening or rotating the file first
+// when needed.
+func (o *pcapngOutput) WritePacket(id int, ts int64, length uint32, data []byte) error {
+	if o.w == nil || o.mustRotate() {
+		if err := o.rotate(); err != nil {
+			return err
+		}
+	}
+	o.ci.Timestamp = time.Unix(0, ts)
+	o.ci.CaptureLength = len(data)
+	o.ci.Length = int(max(length, uint32(len(data))))
+	o.ci.InterfaceIndex = id
+	o.dirty = true
+	if err := o.w.WritePacket(o.ci, data); err != nil {
+		o.closeFile()
+		return err
+	}
+	return nil
+}
+
+func (o *pcapngOutput) mustRotate() bool {
+	if o.cfg.RotateSize > 0 && o.counter.n >= o.cfg.RotateSize {
+		return true
+	}
+	return o.cfg.RotateInterval > 0 && o.now().Sub(o.opened) >= o.cfg.RotateInterval
+}
+
+// rotate closes the current file and opens the next one.
+func (o *pcapngOutput) rotate() error {
+	if len(o.intfs) == 0 {
+		return errors.New("capture: packet before any interface")
+	}
+	now := o.now()
+	if o.w != nil {
+		if o.cfg.RotateInterval > 0 && now.Sub(o.opened) >= o.cfg.RotateInterval {
+			o.count = 0 // -G starts a new series of -C files
+		} else {
+			o.count++
+			if o.cfg.MaxFiles > 0 && o.cfg.RotateInterval == 0 && o.count >= o.cfg.MaxFiles {
+				o.count = 0 // -C -W: a ring of files
+			}
+		}
+		o.closeFile()
+	}
+	var f io.WriteCloser
+	name := o.fileName(now)
+	switch {
+	case o.base == "-":
+		f = nopCloser{o.stdout}
+	default:
+		// A FIFO is opened like a file: O_TRUNC is ignored on it and the open waits for a
+		// reader (tshark -i FIFO, zeek -r FIFO).
+		file, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		f = file
+		o.remember(name)
+	}
+	o.file = f
+	o.counter = countingWriter{w: f}
+	o.opened = now
+	w, err := pcapgo.NewNgWriterInterface(&o.counter, o.intfs[0], pcapgo.NgWriterOptions{
+		SectionInfo: pcapgo.NgSectionInfo{Hardware: runtime.GOARCH, OS: runtime.GOOS, Application: "flowzero capture server"},
+	})
+	if err != nil {
+		o.closeFile()
+		return err
+	}
+	for _, intf := range o.intfs[1:] {
+		if _, err := w.AddInterface(intf); err != nil {
+			o.closeFile()
+			return err
+		}
+	}
+	o.w = w
+	o.dirty = true
+	return nil
+}
+
+// fileName builds the name of the next file the way tcpdump does: strftime for -G, then the
+// file counter for -C, zero-padded to the width of -W.
+func (o *pcapngOutput) fileName(now time.Time) string {
+	name := o.base
+	if o.cfg.RotateInterval > 0 {
+		name = strftime(name, now)
+	}
+	if o.cfg.RotateSize > 0 && (o.count > 0 || o.cfg.MaxFiles > 0) {
+		width := 0
+		for x := o.cfg.MaxFiles - 1; x > 0; x /= 10 {
+			width++
+		}
+		name = fmt.Sprintf("%s%0*d", name, width, o.count)
+	}
+	return name
+}
+
+// remember records a created file and removes the oldest beyond MaxFiles.
+func (o *pcapngOutput) remember(name string) {
+	for i, n := range o.files {
+		if n == name {
+			o.files = append(o.files[:i], o.files[i+1:]...)
+			break
+		}
+	}
+	o.files = append(o.files, name)
+	for o.cfg.MaxFiles > 0 && len(o.files) > o.cfg.MaxFiles {
+		_ = os.Remove(o.files[0])
+		o.files = o.files[1:]
+	}
+}
+
+// Flush writes buffered packets out.
+func (o *pcapngOutput) Flush() error {
+	if o.w == nil || !o.dirty {
+		return nil
+	}
+	o.dirty = false
+	if err := o.w.Flush(); err != nil {
+		o.closeFile()
+		return err
+	}
+	return nil
+}
+
+// Close flushes and closes the current file.
+func (o *pcapngOutput) Close() error {
+	err := o.Flush()
+	o.closeFile()
+	return err
+}
+
+func (o *pcapngOutput) closeFile() {
+	if o.w != nil {
+		_ = o.w.Flush()
+		o.w = nil
+	}
+	if o.file != nil {
+		_ = o.file.Close()
+		o.file = nil
+	}
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// strftime expands the conversions tcpdump users put in -G file names.
+func strftime(s string, t time.Time) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	r := strings.NewReplacer(
+		"%Y", fmt.Sprintf("%04d", t.Year()), "%m", fmt.Sprintf("%02d", int(t.Month())),
+		"%d", fmt.Sprintf("%02d", t.Day()), "%H", fmt.Sprintf("%02d", t.Hour()),
+		"%M", fmt.Sprintf("%02d", t.Minute()), "%S", fmt.Sprintf("%02d", t.Second()),
+		"%s", fmt.Sprint(t.Unix()), "%%", "%")
+	return r.Replace(s)
+}

@@ -1,0 +1,525 @@
+package capture
+
+import (
+	"bufio"
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"flowzero/capture/wire"
+)
+
+// ServerDependencies are what the server needs from its caller.
+type ServerDependencies struct {
+	// Stdout receives the pcapng stream when output.path is "-".
+	Stdout io.Writer
+	Logger *slog.Logger
+}
+
+// Server accepts agents and writes their packets to pcapng.
+type Server struct {
+	cfg     ServerConfiguration
+	deps    ServerDependencies
+	log     *slog.Logger
+	metrics *serverMetrics
+	tls     *tls.Config
+
+	ln       net.Listener
+	stopping atomic.Bool
+	wg       sync.WaitGroup
+	done     chan struct{}
+
+	mu     sync.Mutex
+	agents map[string]*agentState
+	conns  map[*serverConn]struct{}
+
+	shared *output // single-file mode
+}
+
+// output is one pcapng output and its lock.
+type output struct {
+	mu sync.Mutex
+	w  *pcapngOutput
+}
+
+// agentState is what the server keeps about an agent name across its connections.
+type agentState struct {
+	name    string
+	m       agentMetrics
+	out     *output
+	conn    *serverConn // the active connection
+	connect int         // connections so far
+
+	// Guarded by out.mu (only the active connection updates them).
+	instance           uint64 // agent instance id of lastSeq and the drop baselines
+	lastSeq            uint64
+	lastKernel, lastAg uint64
+	stats              AgentStats
+}
+
+// AgentStats are the server's counters for one agent name.
+type AgentStats struct {
+	Packets, Bytes, Frames             uint64
+	DropKernel, DropAgent, DropServer  uint64
+	Connections                        int
+}
+
+type serverConn struct {
+	c      net.Conn
+	mu     sync.Mutex // orders deadline changes between the reader and Stop
+	closed bool
+	done   chan struct{}
+}
+
+// NewServer validates the configuration and returns a server; Start listens.
+func NewServer(r prometheus.Registerer, cfg ServerConfiguration, deps ServerDependencies) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	if deps.Stdout == nil {
+		deps.Stdout = os.Stdout
+	}
+	tlsConf, err := serverTLS(cfg.TLS)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg: cfg, deps: deps, log: deps.Logger.With("component", "capture-server"),
+		metrics: newServerMetrics(r), tls: tlsConf, done: make(chan struct{}),
+		agents: map[string]*agentState{}, conns: map[*serverConn]struct{}{},
+	}
+	if !cfg.Output.PerAgent {
+		s.shared = &output{w: newPcapngOutput(cfg.Output, "", deps.Stdout)}
+	}
+	return s, nil
+}
+
+// Start listens and accepts agents in the background.
+func (s *Server) Start() error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return err
+	}
+	s.ln = ln
+	s.wg.Add(2)
+	go s.acceptLoop()
+	go s.flushLoop()
+	return nil
+}
+
+// Addr returns the listening address (useful with port 0).
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Stop stops accepting, lets every connection finish the frame it is reading, flushes the
+// files, acknowledges what was written and closes the connections; agents resend the rest
+// to the next server.
+func (s *Server) Stop() error {
+	s.stopping.Store(true)
+	close(s.done)
+	err := s.ln.Close()
+	s.mu.Lock()
+	for sc := range s.conns {
+		sc.mu.Lock()
+		sc.closed = true
+		_ = sc.c.SetReadDeadline(time.Now())
+		sc.mu.Unlock()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	for _, o := range s.outputs() {
+		o.mu.Lock()
+		if cerr := o.w.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+		o.mu.Unlock()
+	}
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+// Stats returns the counters of an agent name.
+func (s *Server) Stats(agent string) AgentStats {
+	s.mu.Lock()
+	st := s.agents[agent]
+	s.mu.Unlock()
+	if st == nil {
+		return AgentStats{}
+	}
+	st.out.mu.Lock()
+	defer st.out.mu.Unlock()
+	stats := st.stats
+	s.mu.Lock()
+	stats.Connections = st.connect
+	s.mu.Unlock()
+	return stats
+}
+
+func (s *Server) outputs() []*output {
+	if s.shared != nil {
+		return []*output{s.shared}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	outs := make([]*output, 0, len(s.agents))
+	for _, st := range s.agents {
+		outs = append(outs, st.out)
+	}
+	return outs
+}
+
+func (s *Server) flushLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.Output.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		for _, o := range s.outputs() {
+			o.mu.Lock()
+			if err := o.w.Flush(); err != nil {
+				s.metrics.errors.WithLabelValues("output").Inc()
+				s.log.Warn("flushing capture output", "error", err)
+			}
+			o.mu.Unlock()
+		}
+	}
+}
+
+func (s *Server) acceptLoop() {
+	defer s.wg.Done()
+	backoff := 5 * time.Millisecond
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if s.stopping.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: wait a little, as net/http does.
+			s.log.Warn("accepting agent", "error", err)
+			time.Sleep(backoff)
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 5 * time.Millisecond
+		sc := &serverConn{c: c, done: make(chan struct{})}
+		s.mu.Lock()
+		if len(s.conns) >= s.cfg.MaxAgents || s.stopping.Load() {
+			s.mu.Unlock()
+			s.metrics.errors.WithLabelValues("too-many-agents").Inc()
+			_ = c.Close()
+			continue
+		}
+		s.conns[sc] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serve(sc)
+	}
+}
+
+func (s *Server) serve(sc *serverConn) {
+	defer s.wg.Done()
+	defer func() {
+		_ = sc.c.Close()
+		s.mu.Lock()
+		delete(s.conns, sc)
+		s.mu.Unlock()
+		close(sc.done)
+	}()
+	if s.tls != nil {
+		sc.c = tls.Server(sc.c, s.tls)
+	}
+	st, hello, err := s.handshake(sc)
+	if err != nil {
+		s.log.Info("agent refused", "remote", sc.c.RemoteAddr().String(), "error", err)
+		return
+	}
+	s.metrics.connections.Inc()
+	defer s.metrics.connections.Dec()
+	defer func() {
+		s.mu.Lock()
+		if st.conn == sc {
+			st.conn = nil
+		}
+		s.mu.Unlock()
+	}()
+	err = s.readFrames(sc, st, hello)
+	switch {
+	case err == nil, errors.Is(err, io.EOF):
+	default:
+		s.log.Info("agent stream ended", "agent", st.name, "error", err)
+	}
+}
+
+// handshake reads the Hello, authenticates the agent and answers. An agent name already
+// connected is taken over by the new connection (the old one is usually a dead peer whose
+// disconnection the server has not noticed yet).
+func (s *Server) handshake(sc *serverConn) (*agentState, wire.Hello, error) {
+	_ = sc.c.SetDeadline(time.Now().Add(10 * time.Second))
+	h, err := wire.ReadHello(sc.c)
+	if err != nil {
+		s.metrics.errors.WithLabelValues("bad-hello").Inc()
+		s.refuse(sc, wire.StatusMalformedHello)
+		return nil, h, fmt.Errorf("reading hello: %w", err)
+	}
+	if h.Version != wire.Version {
+		s.metrics.errors.WithLabelValues("version").Inc()
+		s.refuse(sc, wire.StatusUnsupportedVersion)
+		return nil, h, fmt.Errorf("agent %q: version %d", h.AgentName, h.Version)
+	}
+	if !s.authorized(h.Token) {
+		s.metrics.errors.WithLabelValues("unauthorized").Inc()
+		s.refuse(sc, wire.StatusUnauthorized)
+		return nil, h, fmt.Errorf("agent %q: bad token", h.AgentName)
+	}
+	if err := (&AgentConfiguration{Name: h.AgentName}).validateName(); err != nil {
+		s.metrics.errors.WithLabelValues("bad-hello").Inc()
+		s.refuse(sc, wire.StatusMalformedHello)
+		return nil, h, err
+	}
+	s.mu.Lock()
+	st := s.agents[h.AgentName]
+	if st == nil {
+		st = &agentState{name: h.AgentName, m: s.metrics.forAgent(h.AgentName), out: s.shared}
+		if st.out == nil {
+			st.out = &output{w: newPcapngOutput(s.cfg.Output, h.AgentName, s.deps.Stdout)}
+		}
+		s.agents[h.AgentName] = st
+	}
+	old := st.conn
+	st.conn = sc
+	st.connect++
+	if st.connect > 1 {
+		st.m.reconnects.Inc()
+	}
+	s.mu.Unlock()
+	if old != nil {
+		_ = old.c.Close()
+		<-old.done
+	}
+	st.out.mu.Lock()
+	if st.instance != h.AgentID {
+		st.instance, st.lastSeq, st.lastKernel, st.lastAg = h.AgentID, 0, 0, 0
+	}
+	wel := wire.Welcome{Version: wire.Version, Capabilities: h.Capabilities & wire.CapZstd, LastSeq: st.lastSeq}
+	st.out.mu.Unlock()
+	if _, err := sc.c.Write(wire.AppendWelcome(nil, &wel)); err != nil {
+		return nil, h, err
+	}
+	_ = sc.c.SetDeadline(time.Time{})
+	return st, h, nil
+}
+
+func (s *Server) refuse(sc *serverConn, status wire.Status) {
+	wel := wire.Welcome{Version: wire.Version, Status: status}
+	_, _ = sc.c.Write(wire.AppendWelcome(nil, &wel))
+}
+
+func (s *Server) authorized(token string) bool {
+	if len(s.cfg.Tokens) == 0 {
+		return true
+	}
+	ok := 0
+	for _, t := range s.cfg.Tokens {
+		ok |= subtle.ConstantTimeCompare([]byte(t), []byte(token))
+	}
+	return ok == 1
+}
+
+// readFrames is the per-connection loop: read a frame, write its packets, acknowledge.
+func (s *Server) readFrames(sc *serverConn, st *agentState, h wire.Hello) error {
+	var dec *wire.Decompressor
+	if h.Capabilities&wire.CapZstd != 0 {
+		var err error
+		if dec, err = wire.NewDecompressor(); err != nil {
+			return err
+		}
+		defer dec.Close()
+	}
+	br := bufio.NewReaderSize(sc.c, 1<<20)
+	fr := wire.NewFrameReader(br, dec)
+	conn := connInterfaces{}
+	ack := make([]byte, 0, wire.AckLen)
+	var unacked bool
+	for {
+		sc.mu.Lock()
+		if sc.closed {
+			sc.mu.Unlock()
+			return s.finish(sc, st)
+		}
+		_ = sc.c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+		sc.mu.Unlock()
+		fh, payload, err := fr.ReadFrame()
+		if err != nil {
+			if s.stopping.Load() {
+				return s.finish(sc, st)
+			}
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				s.metrics.errors.WithLabelValues("truncated-frame").Inc()
+			} else if !errors.Is(err, io.EOF) {
+				s.metrics.errors.WithLabelValues("bad-frame").Inc()
+			}
+			return err
+		}
+		st.out.mu.Lock()
+		err = s.writeFrame(st, &conn, fh, payload)
+		seq := st.lastSeq
+		st.out.mu.Unlock()
+		if err != nil {
+			s.metrics.errors.WithLabelValues("bad-frame").Inc()
+			return err
+		}
+		if fh.Seq != 0 {
+			unacked = true
+		}
+		// Acknowledge once the agent's burst is consumed rather than after every frame.
+		if unacked && br.Buffered() == 0 {
+			ack = wire.AppendAck(ack[:0], seq)
+			_ = sc.c.SetWriteDeadline(time.Now().Add(s.cfg.IdleTimeout))
+			if _, err := sc.c.Write(ack); err != nil {
+				return err
+			}
+			unacked = false
+		}
+	}
+}
+
+// finish flushes the output and acknowledges everything written before closing a connection
+// during Stop, so that the agent resends exactly the rest.
+func (s *Server) finish(sc *serverConn, st *agentState) error {
+	st.out.mu.Lock()
+	err := st.out.w.Flush()
+	seq := st.lastSeq
+	st.out.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	_ = sc.c.SetWriteDeadline(time.Now().Add(time.Second))
+	_, err = sc.c.Write(wire.AppendAck(nil, seq))
+	return err
+}
+
+// connInterfaces maps an agent's interface indexes to pcapng interface ids for one
+// connection (agents announce their interfaces again on every connection).
+type connInterfaces struct {
+	small [64]int32 // index+1 → id+1 for the common small indexes
+	large map[uint32]int
+}
+
+func (c *connInterfaces) set(index uint32, id int) {
+	if index < uint32(len(c.small)) {
+		c.small[index] = int32(id + 1)
+		return
+	}
+	if c.large == nil {
+		c.large = map[uint32]int{}
+	}
+	c.large[index] = id
+}
+
+func (c *connInterfaces) get(index uint32) (int, bool) {
+	if index < uint32(len(c.small)) {
+		id := int(c.small[index]) - 1
+		return id, id >= 0
+	}
+	id, ok := c.large[index]
+	return id, ok
+}
+
+// writeFrame writes the records of one frame; called with st.out.mu held. A frame already
+// written (resent after a reconnect whose acknowledgement was lost) is skipped.
+func (s *Server) writeFrame(st *agentState, conn *connInterfaces, fh wire.FrameHeader, payload []byte) error {
+	if fh.Seq != 0 && fh.Seq <= st.lastSeq {
+		return nil
+	}
+	st.m.frames.Inc()
+	st.stats.Frames++
+	var packets, bytes, dropped uint64
+	var p wire.Packet
+	var rec wire.Record
+	var err error
+	records := uint32(0)
+	for rest := payload; len(rest) > 0; records++ {
+		if rec, rest, err = wire.NextRecord(rest); err != nil {
+			return err
+		}
+		switch rec.Type {
+		case wire.RecordPacket:
+			if err := rec.Packet(&p); err != nil {
+				return err
+			}
+			id, ok := conn.get(p.Interface)
+			if !ok {
+				dropped++
+				continue
+			}
+			if err := st.out.w.WritePacket(id, p.Timestamp, p.Length, p.Data); err != nil {
+				dropped++
+				continue
+			}
+			packets++
+			bytes += uint64(len(p.Data))
+		case wire.RecordInterface:
+			in, err := rec.Interface()
+			if err != nil {
+				return err
+			}
+			id, err := st.out.w.Interface(st.name, in)
+			if err != nil {
+				return err
+			}
+			conn.set(in.Index, id)
+		case wire.RecordDropReport:
+			d, err := rec.DropReport()
+			if err != nil {
+				return err
+			}
+			if d.Interface == wire.AllInterfaces {
+				if d.Kernel > st.lastKernel {
+					st.m.dropKernel.Add(float64(d.Kernel - st.lastKernel))
+					st.stats.DropKernel += d.Kernel - st.lastKernel
+					st.lastKernel = d.Kernel
+				}
+				if d.Agent > st.lastAg {
+					st.m.dropAgent.Add(float64(d.Agent - st.lastAg))
+					st.stats.DropAgent += d.Agent - st.lastAg
+					st.lastAg = d.Agent
+				}
+			}
+		case wire.RecordHeartbeat:
+			// The read deadline was already pushed back by reading the frame.
+		}
+	}
+	if records != fh.Records {
+		return wire.ErrRecordCount
+	}
+	if fh.Seq != 0 {
+		st.lastSeq = fh.Seq
+	}
+	st.stats.Packets += packets
+	st.stats.Bytes += bytes
+	st.stats.DropServer += dropped
+	st.m.packets.Add(float64(packets))
+	st.m.bytes.Add(float64(bytes))
+	if dropped > 0 {
+		st.m.dropServer.Add(float64(dropped))
+	}
+	return nil
+}

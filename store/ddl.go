@@ -1,0 +1,416 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"flowzero/schema"
+)
+
+// Object kinds, as migrations treat them differently: data tables are altered in place, the
+// rest (views, dictionaries, Kafka tables) hold no data and are replaced when they change.
+const (
+	KindDatabase    = "database"
+	KindTable       = "table"       // holds data: flows, aggregated tables
+	KindDistributed = "distributed" // Distributed table in front of a cluster's local tables
+	KindView        = "view"        // materialized view
+	KindDictionary  = "dictionary"
+	KindKafka       = "kafka" // Kafka engine table
+)
+
+// Object is one thing the DDL creates. Create is the complete CREATE statement; it ends
+// with a COMMENT holding Fingerprint, a hash of the statement itself, which is how a migration
+// recognizes an object already up to date.
+type Object struct {
+	Kind        string
+	Name        string // without the database
+	Create      string
+	Fingerprint string
+	// Columns of a data table, for ALTER TABLE ADD COLUMN.
+	Columns []ColumnDef
+	// SortingKey is an aggregated table's ORDER BY: a new dimension column goes at its end.
+	SortingKey []string
+	// TTL is the table's TTL expression ("" for none).
+	TTL string
+	// Local names the local table a Distributed table stands for (cluster mode).
+	Local string
+}
+
+// ColumnDef is a column of a data table.
+type ColumnDef struct {
+	Name       string
+	Definition string // as in CREATE TABLE: name, type, expression, codec
+	Dimension  bool   // part of an aggregated table's sorting key
+}
+
+// DDL generates the statements for a schema and a configuration. It is pure: nothing here
+// talks to ClickHouse.
+type DDL struct {
+	cfg Configuration
+	s   *schema.Schema
+	// protoRef is the format schema ("file.proto:FlowMessage") for Protobuf input.
+	protoRef string
+}
+
+// NewDDL returns the DDL generator. protoDir is the directory ClickHouse reads the .proto
+// from, "" to reference the file by name only (relative to the server's format_schema_path).
+func NewDDL(cfg Configuration, s *schema.Schema, protoDir string) *DDL {
+	d := &DDL{cfg: cfg, s: s}
+	file := ProtoFileName(s)
+	if protoDir != "" {
+		file = filepath.Join(protoDir, file)
+	}
+	d.protoRef = file + ":FlowMessage"
+	return d
+}
+
+// ProtoFileName is the name of the schema's .proto file: flows-<hash>.proto.
+func ProtoFileName(s *schema.Schema) string { return "flows-" + s.Hash() + ".proto" }
+
+// FormatSchema returns the format_schema setting value for the schema's messages.
+func (d *DDL) FormatSchema() string { return d.protoRef }
+
+// Database returns the database name.
+func (d *DDL) Database() string { return d.cfg.Database }
+
+// Topic returns the Kafka topic the collector writes this schema's flows to.
+func (d *DDL) Topic() string { return d.cfg.Kafka.TopicPrefix + "-" + d.s.Hash() }
+
+// KafkaTableName returns the name of the Kafka engine table: flows_<hash>_raw.
+func (d *DDL) KafkaTableName() string { return "flows_" + d.s.Hash() + "_raw" }
+
+// FlowsTable is the table flows are inserted into and queried from (Distributed in cluster
+// mode).
+func (d *DDL) FlowsTable() string { return d.q("flows") }
+
+// q qualifies and quotes a table name.
+func (d *DDL) q(name string) string { return quoteIdent(d.cfg.Database) + "." + quoteIdent(name) }
+
+func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+func quoteString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+func (d *DDL) onCluster() string {
+	if d.cfg.Cluster == "" {
+		return ""
+	}
+	return " ON CLUSTER " + quoteIdent(d.cfg.Cluster)
+}
+
+// dataName is the name of the table that stores rows: the table itself, or its _local
+// twin in cluster mode.
+func (d *DDL) dataName(name string) string {
+	if d.cfg.Cluster != "" {
+		return name + "_local"
+	}
+	return name
+}
+
+// engine returns a MergeTree family engine, replicated in cluster mode.
+func (d *DDL) engine(family, args string) string {
+	if d.cfg.Cluster == "" {
+		if args == "" {
+			return family
+		}
+		return family + "(" + args + ")"
+	}
+	rargs := "'/clickhouse/tables/{shard}/{database}/{table}', '{replica}'"
+	if args != "" {
+		rargs += ", " + args
+	}
+	return "Replicated" + family + "(" + rargs + ")"
+}
+
+// finish stamps a CREATE statement with its fingerprint.
+func finish(o Object) Object {
+	sum := sha256.Sum256([]byte(o.Create))
+	o.Fingerprint = "flowzero:" + hex.EncodeToString(sum[:6])
+	o.Create += "\nCOMMENT " + quoteString(o.Fingerprint)
+	return o
+}
+
+func ttlExpr(ttl time.Duration) string {
+	if ttl <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("TimeReceived + toIntervalSecond(%d)", int64(ttl/time.Second))
+}
+
+// Objects returns every object of the configuration in creation order: database, flows
+// table, aggregated tables and their views, dictionaries, Kafka table and its view.
+func (d *DDL) Objects() []Object {
+	out := []Object{d.DatabaseObject()}
+	out = append(out, d.FlowsObjects()...)
+	for _, r := range d.cfg.Resolutions {
+		out = append(out, d.AggregatedObjects(r)...)
+	}
+	out = append(out, d.DictionaryObjects()...)
+	if d.cfg.Kafka.Enabled {
+		out = append(out, d.KafkaObjects()...)
+	}
+	return out
+}
+
+// Statements returns the CREATE statements of a fresh installation, in order.
+func (d *DDL) Statements() []string {
+	var out []string
+	for _, o := range d.Objects() {
+		out = append(out, o.Create)
+	}
+	return out
+}
+
+// DatabaseObject creates the database.
+func (d *DDL) DatabaseObject() Object {
+	return Object{Kind: KindDatabase, Name: d.cfg.Database,
+		Create: "CREATE DATABASE IF NOT EXISTS " + quoteIdent(d.cfg.Database) + d.onCluster()}
+}
+
+// createTable writes a CREATE TABLE with the given columns and trailer (ENGINE ...).
+func (d *DDL) createTable(name string, cols []ColumnDef, trailer string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s%s\n(\n", d.q(name), d.onCluster())
+	for i, c := range cols {
+		b.WriteString("    ")
+		b.WriteString(c.Definition)
+		if i < len(cols)-1 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString(")\n")
+	b.WriteString(trailer)
+	return b.String()
+}
+
+// distributed returns the Distributed table standing for a local table in cluster mode.
+func (d *DDL) distributed(name string, cols []ColumnDef) Object {
+	local := d.dataName(name)
+	return finish(Object{
+		Kind: KindDistributed, Name: name, Local: local, Columns: cols,
+		Create: d.createTable(name, cols, fmt.Sprintf("ENGINE = Distributed(%s, %s, %s, rand())",
+			quoteString(d.cfg.Cluster), quoteString(d.cfg.Database), quoteString(local))),
+	})
+}
+
+// flowsColumns are the flows table's columns: every enabled column of the schema.
+func (d *DDL) flowsColumns() []ColumnDef {
+	cs := d.s.Columns()
+	out := make([]ColumnDef, len(cs))
+	for i, c := range cs {
+		out[i] = ColumnDef{Name: c.Name, Definition: c.ClickHouseDefinition()}
+	}
+	return out
+}
+
+// FlowsObjects returns the flows table: a MergeTree partitioned by day, ordered like
+// Akvorado's for the usual filters (exporter, interfaces, AS), expiring whole parts at the TTL.
+func (d *DDL) FlowsObjects() []Object {
+	cols := d.flowsColumns()
+	ttl := ttlExpr(d.cfg.TTL)
+	var t strings.Builder
+	fmt.Fprintf(&t, "ENGINE = %s\n", d.engine("MergeTree", ""))
+	t.WriteString("PARTITION BY toYYYYMMDD(TimeReceived)\n")
+	fmt.Fprintf(&t, "ORDER BY (%s)\n", strings.Join(d.s.ClickHouseSortingKey(), ", "))
+	if ttl != "" {
+		fmt.Fprintf(&t, "TTL %s\n", ttl)
+	}
+	t.WriteString("SETTINGS ttl_only_drop_parts = 1")
+	name := d.dataName("flows")
+	out := []Object{finish(Object{Kind: KindTable, Name: name, Columns: cols, TTL: ttl,
+		Create: d.createTable(name, cols, t.String())})}
+	if d.cfg.Cluster != "" {
+		out = append(out, d.distributed("flows", cols))
+	}
+	return out
+}
+
+// notAggregated lists the columns left out of aggregated tables: per-flow values whose
+// cardinality defeats summing (addresses, ports, header fields, paths) or that only mean
+// something next to the address they describe.
+var notAggregated = map[schema.ColumnKey]bool{
+	schema.ColumnSrcAddr: true, schema.ColumnDstAddr: true, schema.ColumnNextHop: true,
+	schema.ColumnSrcPort: true, schema.ColumnDstPort: true,
+	schema.ColumnSrcNetMask: true, schema.ColumnDstNetMask: true,
+	schema.ColumnSrcNetPrefix: true, schema.ColumnDstNetPrefix: true,
+	schema.ColumnSrcAddrNAT: true, schema.ColumnDstAddrNAT: true,
+	schema.ColumnSrcPortNAT: true, schema.ColumnDstPortNAT: true,
+	schema.ColumnSrcMAC: true, schema.ColumnDstMAC: true,
+	schema.ColumnIPTTL: true, schema.ColumnIPTos: true, schema.ColumnIPFragmentID: true,
+	schema.ColumnIPFragmentOffset: true, schema.ColumnIPv6FlowLabel: true, schema.ColumnTCPFlags: true,
+	schema.ColumnICMPv4Type: true, schema.ColumnICMPv4Code: true, schema.ColumnICMPv6Type: true,
+	schema.ColumnICMPv6Code: true, schema.ColumnICMPv4: true, schema.ColumnICMPv6: true,
+	schema.ColumnTimeFlowStart: true, schema.ColumnTimeFlowEnd: true,
+	schema.ColumnTunnelSrcAddr: true, schema.ColumnTunnelDstAddr: true, schema.ColumnSRv6SIDs: true,
+	schema.ColumnVXLANVNI: true, schema.ColumnGREKey: true,
+	schema.ColumnMPLSLabels: true, schema.ColumnMPLS1stLabel: true, schema.ColumnMPLS2ndLabel: true,
+	schema.ColumnMPLS3rdLabel: true, schema.ColumnMPLS4thLabel: true,
+	schema.ColumnPacketSize: true, schema.ColumnPacketSizeBucket: true,
+}
+
+// aggregatedColumns returns the dimensions of the aggregated tables (stored columns that
+// are not arrays and not in notAggregated; MATERIALIZED derived columns become plain
+// columns) followed by Bytes and Packets, and the sorting key: the flows table's key, then
+// every other dimension, so that SummingMergeTree folds exactly the rows that agree on all of
+// them. The first primaryLen expressions of the key are the primary key.
+func (d *DDL) aggregatedColumns() (cols []ColumnDef, key []string, primaryLen int) {
+	for _, c := range d.s.Columns() {
+		if c.Key == schema.ColumnBytes || c.Key == schema.ColumnPackets {
+			continue
+		}
+		if notAggregated[c.Key] || strings.HasPrefix(c.ClickHouseType, "Array(") ||
+			(!c.OnWire() && !c.ClickHouseMaterialized) {
+			continue
+		}
+		def := c.Name + " " + c.ClickHouseType
+		if c.ClickHouseCodec != "" && c.OnWire() {
+			def += " CODEC(" + c.ClickHouseCodec + ")"
+		}
+		cols = append(cols, ColumnDef{Name: c.Name, Definition: def, Dimension: true})
+	}
+	inKey := map[string]bool{}
+	for _, e := range d.s.ClickHouseSortingKey() {
+		if strings.HasPrefix(e, "toStartOf") {
+			e = "TimeReceived" // already rounded in an aggregated table
+		}
+		for _, c := range cols {
+			if c.Name == e && !inKey[e] {
+				key = append(key, e)
+				inKey[e] = true
+			}
+		}
+	}
+	primaryLen = len(key)
+	for _, c := range cols {
+		if !inKey[c.Name] {
+			key = append(key, c.Name)
+		}
+	}
+	cols = append(cols,
+		ColumnDef{Name: "Bytes", Definition: "Bytes UInt64 CODEC(T64, LZ4)"},
+		ColumnDef{Name: "Packets", Definition: "Packets UInt64 CODEC(T64, LZ4)"})
+	return cols, key, primaryLen
+}
+
+// AggregatedTableName returns the name of a resolution's table, for example flows_5m.
+func AggregatedTableName(r Resolution) string { return "flows_" + r.suffix() }
+
+// AggregatedObjects returns a resolution's table (SummingMergeTree on Bytes and Packets,
+// its own TTL) and the materialized view that feeds it from the flows table, summing each
+// inserted block once more so fewer rows reach the table.
+func (d *DDL) AggregatedObjects(r Resolution) []Object {
+	name := AggregatedTableName(r)
+	cols, key, primaryLen := d.aggregatedColumns()
+	partition := "toYYYYMMDD(TimeReceived)"
+	if r.Interval >= time.Hour {
+		partition = "toYYYYMM(TimeReceived)"
+	}
+	ttl := ttlExpr(r.TTL)
+	var t strings.Builder
+	fmt.Fprintf(&t, "ENGINE = %s\n", d.engine("SummingMergeTree", "(Bytes, Packets)"))
+	fmt.Fprintf(&t, "PARTITION BY %s\n", partition)
+	fmt.Fprintf(&t, "PRIMARY KEY (%s)\n", strings.Join(key[:primaryLen], ", "))
+	fmt.Fprintf(&t, "ORDER BY (%s)\n", strings.Join(key, ", "))
+	if ttl != "" {
+		fmt.Fprintf(&t, "TTL %s\n", ttl)
+	}
+	t.WriteString("SETTINGS ttl_only_drop_parts = 1")
+	data := d.dataName(name)
+	out := []Object{finish(Object{Kind: KindTable, Name: data, Columns: cols, SortingKey: key, TTL: ttl,
+		Create: d.createTable(data, cols, t.String())})}
+	if d.cfg.Cluster != "" {
+		out = append(out, d.distributed(name, cols))
+	}
+	out = append(out, d.aggregatedView(r, cols))
+	return out
+}
+
+func (d *DDL) aggregatedView(r Resolution, cols []ColumnDef) Object {
+	name := AggregatedTableName(r)
+	var sel, group []string
+	for _, c := range cols {
+		switch c.Name {
+		case "TimeReceived":
+			sel = append(sel, fmt.Sprintf("toStartOfInterval(TimeReceived, toIntervalSecond(%d)) AS TimeReceived", int64(r.Interval/time.Second)))
+			group = append(group, "TimeReceived")
+		case "Bytes", "Packets":
+			sel = append(sel, fmt.Sprintf("sum(%s) AS %s", c.Name, c.Name))
+		default:
+			sel = append(sel, c.Name)
+			group = append(group, c.Name)
+		}
+	}
+	create := fmt.Sprintf("CREATE MATERIALIZED VIEW IF NOT EXISTS %s%s TO %s\nAS SELECT\n    %s\nFROM %s\nGROUP BY %s",
+		d.q(name+"_consumer"), d.onCluster(), d.q(d.dataName(name)),
+		strings.Join(sel, ",\n    "), d.q(d.dataName("flows")), strings.Join(group, ", "))
+	return finish(Object{Kind: KindView, Name: name + "_consumer", Create: create})
+}
+
+// DictionaryObjects returns the dictionaries: protocols (IANA protocol numbers, built in)
+// and asns when an AS names source is configured.
+func (d *DDL) DictionaryObjects() []Object {
+	var rows []string
+	for _, p := range protocols {
+		rows = append(rows, fmt.Sprintf("(%d, %s, %s)", p.num, quoteString(p.name), quoteString(p.desc)))
+	}
+	query := "SELECT proto, name, description FROM values('proto UInt8, name String, description String', " +
+		strings.Join(rows, ", ") + ")"
+	out := []Object{finish(Object{Kind: KindDictionary, Name: "protocols", Create: fmt.Sprintf(
+		"CREATE DICTIONARY IF NOT EXISTS %s%s\n(\n    proto UInt8,\n    name String,\n    description String\n)\n"+
+			"PRIMARY KEY proto\nSOURCE(CLICKHOUSE(QUERY %s))\nLIFETIME(0)\nLAYOUT(HASHED())",
+		d.q("protocols"), d.onCluster(), quoteString(query))})}
+	if d.cfg.ASNames.URL != "" {
+		refresh := int64(d.cfg.ASNames.Refresh / time.Second)
+		out = append(out, finish(Object{Kind: KindDictionary, Name: "asns", Create: fmt.Sprintf(
+			"CREATE DICTIONARY IF NOT EXISTS %s%s\n(\n    asn UInt32 INJECTIVE,\n    name String\n)\n"+
+				"PRIMARY KEY asn\nSOURCE(HTTP(URL %s FORMAT 'CSVWithNames'))\nLIFETIME(MIN %d MAX %d)\nLAYOUT(HASHED())",
+			d.q("asns"), d.onCluster(), quoteString(d.cfg.ASNames.URL), refresh, refresh+refresh/10)}))
+	}
+	return out
+}
+
+// KafkaObjects returns the Kafka engine table reading flows-<hash> (Protobuf, the schema's
+// .proto) and the materialized view moving its rows into the flows table. Malformed
+// messages are skipped (kafka_handle_error_mode = 'stream' and a filter on _error) instead
+// of stalling the consumer.
+func (d *DDL) KafkaObjects() []Object {
+	var cols []ColumnDef
+	var names []string
+	for _, c := range d.s.WireColumns() {
+		cols = append(cols, ColumnDef{Name: c.Name, Definition: c.ClickHouseInputDefinition()})
+		names = append(names, c.Name)
+	}
+	k := d.cfg.Kafka
+	raw := d.KafkaTableName()
+	settings := []string{
+		"kafka_broker_list = " + quoteString(strings.Join(k.Brokers, ",")),
+		"kafka_topic_list = " + quoteString(d.Topic()),
+		"kafka_group_name = " + quoteString(k.GroupName),
+		"kafka_format = 'Protobuf'",
+		"kafka_schema = " + quoteString(d.protoRef),
+		fmt.Sprintf("kafka_num_consumers = %d", k.Consumers),
+		"kafka_thread_per_consumer = 1",
+		fmt.Sprintf("kafka_max_block_size = %d", k.MaxBlockSize),
+		"kafka_handle_error_mode = 'stream'",
+	}
+	table := finish(Object{Kind: KindKafka, Name: raw, Columns: cols,
+		Create: d.createTable(raw, cols, "ENGINE = Kafka\nSETTINGS\n    "+strings.Join(settings, ",\n    "))})
+	view := finish(Object{Kind: KindView, Name: raw + "_consumer", Create: fmt.Sprintf(
+		"CREATE MATERIALIZED VIEW IF NOT EXISTS %s%s TO %s\nAS SELECT %s\nFROM %s\nWHERE length(_error) = 0",
+		d.q(raw+"_consumer"), d.onCluster(), d.q(d.dataName("flows")),
+		strings.Join(names, ", "), d.q(raw))})
+	return []Object{table, view}
+}
+
+// InsertPrefix is the statement the embedded sink puts before a batch of length-delimited
+// messages.
+func (d *DDL) InsertPrefix() string {
+	return fmt.Sprintf("INSERT INTO %s SETTINGS format_schema = %s, input_format_skip_unknown_fields = 1 FORMAT Protobuf\n",
+		d.FlowsTable(), quoteString(d.protoRef))
+}

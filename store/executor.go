@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"strings"
+
+	"flowzero/store/chdb"
+)
+
+// Executor runs statements on ClickHouse: a server over HTTP (HTTPClient) or the embedded
+// engine (Embedded). Query returns TabSeparated output.
+type Executor interface {
+	Exec(ctx context.Context, sql string) error
+	Query(ctx context.Context, sql string) ([]byte, error)
+}
+
+// Embedded runs statements in the in-process engine. Statements cannot be cancelled there:
+// ctx is only checked before each one.
+type Embedded struct {
+	Conn *chdb.Conn
+}
+
+// Exec runs a statement.
+func (e Embedded) Exec(ctx context.Context, sql string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return e.Conn.Exec(sql)
+}
+
+// Query runs a statement and returns its TabSeparated output.
+func (e Embedded) Query(ctx context.Context, sql string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return e.Conn.Query(sql, "TabSeparated")
+}
+
+// queryRows runs a query and splits its TabSeparated output into rows of fields. Values
+// are unescaped for the characters DDL names and comments can hold.
+func queryRows(ctx context.Context, e Executor, sql string) ([][]string, error) {
+	out, err := e.Query(ctx, sql)
+	if err != nil {
+		return nil, err
+	}
+	var rows [][]string
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		fields := strings.Split(line, "\t")
+		for i, f := range fields {
+			fields[i] = unescapeTSV(f)
+		}
+		rows = append(rows, fields)
+	}
+	return rows, nil
+}
+
+var tsvUnescaper = strings.NewReplacer(`\\`, `\`, `\t`, "\t", `\n`, "\n", `\'`, "'", `\0`, "\x00")
+
+func unescapeTSV(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	return tsvUnescaper.Replace(s)
+}

@@ -1,0 +1,260 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"flowzero/schema"
+	"flowzero/store/chdb"
+)
+
+// Sink stores encoded flows in the embedded engine: `INSERT INTO flows FORMAT Protobuf` with
+// the schema's .proto, in batches cut by size (embedded.batch-bytes) and age
+// (embedded.flush-interval), into a persistent data directory.
+//
+// Write copies each message into the current batch, whose buffer already starts with the
+// INSERT statement, so a full batch goes to the engine as it is: no second copy, no allocation
+// per flow. Full batches wait in a bounded queue for the single inserter goroutine; when the
+// queue is full the batch is dropped and its flows counted, so that a slow disk never stalls
+// the collector's workers.
+type Sink struct {
+	cfg    Configuration
+	schema *schema.Schema
+	log    *slog.Logger
+	m      *metrics
+
+	conn *chdb.Conn
+	ddl  *DDL
+
+	mu      sync.Mutex
+	cur     *batch
+	first   time.Time // when the first flow of cur was written
+	started bool
+	stopped bool
+	err     error // first insert error since the last Flush
+
+	queue chan *batch
+	free  chan *batch
+	done  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// batch is one INSERT: the statement, then length-delimited messages. A batch without
+// buffer is a flush marker: the inserter closes ack when it reaches it.
+type batch struct {
+	buf   []byte
+	flows int
+	ack   chan struct{}
+}
+
+// NewSink returns a sink for the schema's flows. Nothing is opened before Start.
+func NewSink(r prometheus.Registerer, cfg Configuration, s *schema.Schema, log *slog.Logger) (*Sink, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	m, err := newMetrics(r)
+	if err != nil {
+		return nil, fmt.Errorf("store: metrics: %w", err)
+	}
+	return &Sink{
+		cfg: cfg, schema: s, log: log, m: m,
+		queue: make(chan *batch, cfg.Embedded.QueueLength),
+		free:  make(chan *batch, cfg.Embedded.QueueLength+2),
+		done:  make(chan struct{}),
+	}, nil
+}
+
+// Start opens the engine, migrates the database and starts the inserter.
+func (s *Sink) Start() error {
+	if !chdb.Built {
+		return chdb.ErrNotBuilt
+	}
+	conn, ddl, err := OpenEmbedded(context.Background(), s.cfg, s.schema, s.log)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.conn, s.ddl = conn, ddl
+	s.cur = s.newBatch()
+	s.started = true
+	s.mu.Unlock()
+	s.wg.Add(2)
+	go s.insertLoop()
+	go s.tickLoop()
+	s.log.Info("store: embedded sink started", "path", s.cfg.Embedded.Path, "schema", s.schema.Hash())
+	return nil
+}
+
+// Conn returns the engine connection, for queries in the same process (the engine holds one
+// data directory per process). Valid between Start and Stop.
+func (s *Sink) Conn() *chdb.Conn { return s.conn }
+
+// DDL returns the DDL the sink created its tables with. Valid after Start.
+func (s *Sink) DDL() *DDL { return s.ddl }
+
+func (s *Sink) newBatch() *batch {
+	select {
+	case b := <-s.free:
+		return b
+	default:
+	}
+	prefix := s.ddl.InsertPrefix()
+	buf := make([]byte, 0, len(prefix)+s.cfg.Embedded.BatchBytes+64<<10)
+	return &batch{buf: append(buf, prefix...)}
+}
+
+// Write adds one length-delimited flow message (as returned by schema.FlowMessage.Finalize)
+// to the current batch. msg is copied: the caller may reuse it at once.
+func (s *Sink) Write(msg []byte) {
+	s.mu.Lock()
+	if !s.started || s.stopped {
+		s.mu.Unlock()
+		s.m.droppedStopped.Inc()
+		return
+	}
+	b := s.cur
+	if b.flows == 0 {
+		s.first = time.Now()
+	}
+	b.buf = append(b.buf, msg...)
+	b.flows++
+	if len(b.buf) >= s.cfg.Embedded.BatchBytes {
+		s.rotateLocked()
+	}
+	s.mu.Unlock()
+}
+
+// rotateLocked queues the current batch (or drops it when the queue is full) and starts a
+// new one.
+func (s *Sink) rotateLocked() {
+	b := s.cur
+	if b.flows == 0 {
+		return
+	}
+	select {
+	case s.queue <- b:
+		s.m.queued.Inc()
+		s.cur = s.newBatch()
+	default:
+		s.m.droppedFull.Add(float64(b.flows))
+		s.log.Warn("store: insert queue full, batch dropped", "flows", b.flows)
+		s.reset(b)
+	}
+}
+
+func (s *Sink) reset(b *batch) {
+	b.buf = b.buf[:len(s.ddl.InsertPrefix())]
+	b.flows = 0
+}
+
+// tickLoop cuts batches older than the flush interval.
+func (s *Sink) tickLoop() {
+	defer s.wg.Done()
+	every := s.cfg.Embedded.FlushInterval / 4
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case now := <-t.C:
+			s.mu.Lock()
+			if s.cur.flows > 0 && now.Sub(s.first) >= s.cfg.Embedded.FlushInterval {
+				s.rotateLocked()
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+func (s *Sink) insertLoop() {
+	defer s.wg.Done()
+	for b := range s.queue {
+		if b.ack != nil {
+			close(b.ack)
+			continue
+		}
+		s.m.queued.Dec()
+		start := time.Now()
+		_, err := s.conn.QueryBytes(b.buf, "TabSeparated")
+		s.m.insertSeconds.Observe(time.Since(start).Seconds())
+		if err != nil {
+			s.m.insertErrors.Inc()
+			s.m.droppedError.Add(float64(b.flows))
+			s.log.Error("store: insert failed", "flows", b.flows, "error", err)
+			s.mu.Lock()
+			if s.err == nil {
+				s.err = err
+			}
+			s.mu.Unlock()
+		} else {
+			s.m.flows.Add(float64(b.flows))
+			s.m.bytes.Add(float64(len(b.buf) - len(s.ddl.InsertPrefix())))
+			s.m.batches.Inc()
+		}
+		s.reset(b)
+		select {
+		case s.free <- b:
+		default:
+		}
+	}
+}
+
+// Flush inserts every flow written so far and waits until the engine has them. It returns
+// the first insert error since the previous Flush.
+func (s *Sink) Flush() error {
+	s.mu.Lock()
+	if !s.started || s.stopped {
+		s.mu.Unlock()
+		return errors.New("store: sink not running")
+	}
+	if s.cur.flows > 0 {
+		// A flush must not lose data: wait for room rather than drop.
+		b := s.cur
+		s.cur = s.newBatch()
+		s.m.queued.Inc()
+		s.mu.Unlock()
+		s.queue <- b
+	} else {
+		s.mu.Unlock()
+	}
+	ack := make(chan struct{})
+	s.queue <- &batch{ack: ack}
+	<-ack
+	s.mu.Lock()
+	err := s.err
+	s.err = nil
+	s.mu.Unlock()
+	return err
+}
+
+// Stop inserts what is buffered, stops the inserter and closes the engine connection.
+func (s *Sink) Stop() error {
+	s.mu.Lock()
+	if !s.started || s.stopped {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	err := s.Flush()
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	close(s.done)
+	close(s.queue)
+	s.wg.Wait()
+	if cerr := s.conn.Close(); err == nil {
+		err = cerr
+	}
+	s.log.Info("store: embedded sink stopped")
+	return err
+}
