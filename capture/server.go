@@ -64,11 +64,11 @@ type agentState struct {
 	instance           uint64 // agent instance id of lastSeq and the drop baselines
 	lastSeq            uint64
 	lastKernel, lastAg uint64
-	stats              AgentStats
+	stats              ServerAgentStats
 }
 
-// AgentStats are the server's counters for one agent name.
-type AgentStats struct {
+// ServerAgentStats are the server's counters for one agent name.
+type ServerAgentStats struct {
 	Packets, Bytes, Frames             uint64
 	DropKernel, DropAgent, DropServer  uint64
 	Connections                        int
@@ -153,12 +153,12 @@ func (s *Server) Stop() error {
 }
 
 // Stats returns the counters of an agent name.
-func (s *Server) Stats(agent string) AgentStats {
+func (s *Server) Stats(agent string) ServerAgentStats {
 	s.mu.Lock()
 	st := s.agents[agent]
 	s.mu.Unlock()
 	if st == nil {
-		return AgentStats{}
+		return ServerAgentStats{}
 	}
 	st.out.mu.Lock()
 	defer st.out.mu.Unlock()

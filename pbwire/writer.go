@@ -193,10 +193,12 @@ func appendVarintFieldSlow(dst []byte, t Tag, v uint64) []byte {
 const wideRoom = 16
 
 // spreadVarint lays out the 7-bit groups of v (below 2^56) in the bytes of a little-endian
-// word, with the continuation bit set on the sz-1 first bytes: the varint encoding of v.
+// word, with the continuation bit set on the sz-1 first bytes: the varint encoding of v. The
+// groups are spread by halving: two 28-bit halves, four 14-bit quarters, eight 7-bit groups.
 func spreadVarint(v uint64, sz int) uint64 {
-	x := v&0x7f | v<<1&0x7f00 | v<<2&0x7f0000 | v<<3&0x7f000000 | v<<4&0x7f00000000 |
-		v<<5&0x7f0000000000 | v<<6&0x7f000000000000 | v<<7&0x7f00000000000000
+	x := v&0x0fffffff | v&0x00fffffff0000000<<4
+	x = x&0x00003fff00003fff | x&0x0fffc0000fffc000<<2
+	x = x&0x007f007f007f007f | x&0x3f803f803f803f80<<1
 	return x | 0x8080808080808080>>(64-8*(uint(sz)-1))
 }
 

@@ -14,8 +14,7 @@ type AttrSet struct {
 	bgp.Attributes
 	hash uint64
 	next *AttrSet // next set with the same hash (collisions are chained)
-	refs int32
-	id   uint32 // index in interner.sets, what paths store
+	id   uint32 // index in interner.sets and interner.refs, what paths store
 }
 
 // interner maps the hash of an attribute set's canonical encoding to the interned copy.
@@ -24,6 +23,9 @@ type AttrSet struct {
 type interner struct {
 	m    map[uint64]*AttrSet
 	sets []*AttrSet
+	// refs counts the references of each set, in a dense array so that adding a path does
+	// not touch the set itself (a cache miss per route when loading a full table).
+	refs []int32
 	free []uint32
 	seed maphash.Seed
 	buf  []byte
@@ -76,18 +78,20 @@ func (in *interner) intern(a *bgp.Attributes) *AttrSet {
 	head := in.m[h]
 	for x := head; x != nil; x = x.next {
 		if x.Attributes.Equal(a) {
-			x.refs++
+			in.refs[x.id]++
 			return x
 		}
 	}
-	ia := &AttrSet{Attributes: *a.Clone(), hash: h, next: head, refs: 1}
+	ia := &AttrSet{Attributes: *a.Clone(), hash: h, next: head}
 	if n := len(in.free); n > 0 {
 		ia.id = in.free[n-1]
 		in.free = in.free[:n-1]
 		in.sets[ia.id] = ia
+		in.refs[ia.id] = 1
 	} else {
 		ia.id = uint32(len(in.sets))
 		in.sets = append(in.sets, ia)
+		in.refs = append(in.refs, 1)
 	}
 	in.m[h] = ia
 	return ia
@@ -96,10 +100,16 @@ func (in *interner) intern(a *bgp.Attributes) *AttrSet {
 // release drops one reference and forgets the set when it was the last one. Lookups that
 // returned it keep a valid pointer (the garbage collector frees it when they are done).
 func (in *interner) release(ia *AttrSet) {
-	ia.refs--
-	if ia.refs > 0 {
+	in.releaseID(ia.id)
+}
+
+// releaseID drops one reference on the set with that id.
+func (in *interner) releaseID(id uint32) {
+	in.refs[id]--
+	if in.refs[id] > 0 {
 		return
 	}
+	ia := in.sets[id]
 	in.sets[ia.id] = nil
 	in.free = append(in.free, ia.id)
 	head := in.m[ia.hash]

@@ -265,7 +265,9 @@ const cloneThreshold = 1 << 14
 // A Tx holds the writer lock: keep it short (one BMP message, a few thousand MRT records) and
 // always Commit.
 type Tx struct {
-	r       *RIB
+	r *RIB
+	// counted here and added to the RIB's atomic counters at Commit
+	adds, withdraws uint64
 	next    *bart.Fast[Route]
 	changes int
 	owned   bool
@@ -289,6 +291,8 @@ func (tx *Tx) Commit() {
 		return
 	}
 	tx.done = true
+	tx.r.stats.adds.Add(tx.adds)
+	tx.r.stats.withdraws.Add(tx.withdraws)
 	tx.r.cur.Store(tx.next)
 	tx.r.mu.Unlock()
 }
@@ -313,7 +317,7 @@ func (s *AttrSet) Attrs() *bgp.Attributes { return &s.Attributes }
 func (tx *Tx) Intern(a *bgp.Attributes) *AttrSet { return tx.r.interner.intern(a) }
 
 // Hold takes one more reference on s for the caller (to keep it in a cache).
-func (tx *Tx) Hold(s *AttrSet) { s.refs++ }
+func (tx *Tx) Hold(s *AttrSet) { tx.r.interner.refs[s.id]++ }
 
 // Release drops the caller's reference on s.
 func (tx *Tx) Release(s *AttrSet) { tx.r.interner.release(s) }
@@ -325,6 +329,7 @@ func (tx *Tx) AddSet(peer PeerID, p netip.Prefix, pathID uint32, s *AttrSet) {
 		return
 	}
 	ps, _ := r.paths.Get(p)
+	tx.adds++
 	if ps, changed := r.addPath(ps, peer, pathID, s); changed {
 		r.paths.Insert(p, ps)
 		tx.reselect(p, ps)
@@ -352,6 +357,7 @@ func (tx *Tx) AddPaths(p netip.Prefix, paths []NewPath) {
 		}
 		var changed bool
 		ps, changed = r.addPath(ps, np.Peer, np.PathID, np.Set)
+		tx.adds++
 		any = any || changed
 	}
 	if any {
@@ -362,19 +368,18 @@ func (tx *Tx) AddPaths(p netip.Prefix, paths []NewPath) {
 
 // addPath adds or replaces (peer, pathID) in ps with a new reference on s.
 func (r *RIB) addPath(ps []path, peer PeerID, pathID uint32, s *AttrSet) ([]path, bool) {
-	r.stats.adds.Add(1)
 	for i := range ps {
 		if ps[i].peer == peer && ps[i].pathID == pathID {
 			if ps[i].set == s.id {
 				return ps, false
 			}
-			s.refs++
-			r.interner.release(r.set(ps[i]))
+			r.interner.refs[s.id]++
+			r.interner.releaseID(ps[i].set)
 			ps[i].set = s.id
 			return ps, true
 		}
 	}
-	s.refs++
+	r.interner.refs[s.id]++
 	if len(ps) == cap(ps) {
 		// Grow by one: most prefixes have as many paths as peers, and each slot is 16 bytes.
 		ps = append(make([]path, 0, len(ps)+1), ps...)
@@ -394,11 +399,11 @@ func (tx *Tx) Withdraw(peer PeerID, p netip.Prefix, pathID uint32) {
 	}
 	for i := range ps {
 		if ps[i].peer == peer && ps[i].pathID == pathID {
-			r.interner.release(r.set(ps[i]))
+			r.interner.releaseID(ps[i].set)
 			ps = append(ps[:i], ps[i+1:]...)
 			r.routes--
 			r.peers[peer].info.Routes--
-			r.stats.withdraws.Add(1)
+			tx.withdraws++
 			if len(ps) == 0 {
 				r.paths.Delete(p)
 			} else {
@@ -434,7 +439,7 @@ func (tx *Tx) RemovePeer(peer PeerID) {
 		ps := c.ps[:0]
 		for _, x := range c.ps {
 			if x.peer == peer {
-				r.interner.release(r.set(x))
+				r.interner.releaseID(x.set)
 				r.routes--
 				continue
 			}
@@ -463,6 +468,12 @@ func (tx *Tx) reselect(p netip.Prefix, ps []path) {
 	}
 	best := r.selectPath(ps)
 	nr := Route{Attrs: &r.set(ps[best]).Attributes, Peer: ps[best].peer, Bits: uint8(p.Bits())}
+	if tx.owned {
+		// Private trie: overwrite without looking first.
+		tx.changes++
+		tx.next.Insert(p, nr)
+		return
+	}
 	if cur, ok := tx.next.Get(p); ok && cur == nr {
 		return
 	}

@@ -15,7 +15,7 @@ import (
 var columnTable = []Column{
 	{Key: ColumnTimeReceived, Field: 1, Kind: KindUint64, ClickHouseType: "DateTime", ClickHouseCodec: "DoubleDelta, LZ4", Default: true, NoDisable: true, Hot: true},
 	{Key: ColumnSamplingRate, Field: 2, Kind: KindUint64, ClickHouseType: "UInt64", Default: true, NoDisable: true, Hot: true},
-	{Key: ColumnExporterAddress, Field: 3, Kind: KindIP, ClickHouseType: "LowCardinality(IPv6)", Default: true, Hot: true},
+	{Key: ColumnExporterAddress, Field: 3, Kind: KindIP, ClickHouseType: "IPv6", ClickHouseCodec: "ZSTD(1)", Default: true, Hot: true},
 	{Key: ColumnSrcAddr, Field: 4, Kind: KindIP, ClickHouseType: "IPv6", ClickHouseCodec: "ZSTD(1)", Default: true, Hot: true},
 	{Key: ColumnDstAddr, Field: 5, Kind: KindIP, ClickHouseType: "IPv6", ClickHouseCodec: "ZSTD(1)", Default: true, Hot: true},
 	{Key: ColumnSrcAS, Field: 6, Kind: KindUint32, ClickHouseType: "UInt32", Default: true, Hot: true, Group: GroupRouting},
@@ -30,7 +30,7 @@ var columnTable = []Column{
 	{Key: ColumnDstPort, Field: 15, Kind: KindUint32, ClickHouseType: "UInt16", Default: true},
 	{Key: ColumnSrcNetMask, Field: 16, Kind: KindUint32, ClickHouseType: "UInt8", Default: true, Hot: true, Group: GroupRouting},
 	{Key: ColumnDstNetMask, Field: 17, Kind: KindUint32, ClickHouseType: "UInt8", Default: true, Hot: true, Group: GroupRouting},
-	{Key: ColumnNextHop, Field: 18, Kind: KindIP, ClickHouseType: "LowCardinality(IPv6)", ClickHouseCodec: "ZSTD(1)", Hot: true, Group: GroupRouting},
+	{Key: ColumnNextHop, Field: 18, Kind: KindIP, ClickHouseType: "IPv6", ClickHouseCodec: "ZSTD(1)", Hot: true, Group: GroupRouting},
 	{Key: ColumnSrcVlan, Field: 19, Kind: KindUint32, ClickHouseType: "UInt16", Hot: true, Group: GroupL2},
 	{Key: ColumnDstVlan, Field: 20, Kind: KindUint32, ClickHouseType: "UInt16", Hot: true, Group: GroupL2},
 	{Key: ColumnForwardingStatus, Field: 21, Kind: KindUint32, ClickHouseType: "UInt32", Default: true},

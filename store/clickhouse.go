@@ -85,9 +85,10 @@ func (c *HTTPClient) do(ctx context.Context, params url.Values, body io.Reader) 
 	return data, nil
 }
 
-// Exec runs a statement and discards its output.
+// Exec runs a statement and discards its output. It allows LowCardinality(IPv6), which the
+// schema uses (see EngineArgs).
 func (c *HTTPClient) Exec(ctx context.Context, sql string) error {
-	_, err := c.do(ctx, url.Values{"wait_end_of_query": {"1"}}, strings.NewReader(sql))
+	_, err := c.do(ctx, url.Values{"wait_end_of_query": {"1"}, "allow_suspicious_low_cardinality_types": {"1"}}, strings.NewReader(sql))
 	return err
 }
 

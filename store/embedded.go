@@ -41,6 +41,13 @@ func WriteProto(dir string, s *schema.Schema) (string, error) {
 	return path, nil
 }
 
+// EngineArgs are the settings every connection that runs flowzero's DDL needs: the schema
+// uses LowCardinality(IPv6) for addresses with few values (exporters, next hops), which
+// ClickHouse only creates when asked.
+func EngineArgs() []string {
+	return []string{"--allow_suspicious_low_cardinality_types=1"}
+}
+
 // OpenEmbedded opens the embedded engine on cfg.Embedded.Path, writes the .proto where the
 // engine reads it and migrates the database to the schema. The caller closes the connection.
 func OpenEmbedded(ctx context.Context, cfg Configuration, s *schema.Schema, log *slog.Logger) (*chdb.Conn, *DDL, error) {
@@ -54,7 +61,7 @@ func OpenEmbedded(ctx context.Context, cfg Configuration, s *schema.Schema, log 
 	if _, err := WriteProto(dir, s); err != nil {
 		return nil, nil, err
 	}
-	var args []string
+	args := EngineArgs()
 	if cfg.Embedded.MaxThreads > 0 {
 		args = append(args, fmt.Sprintf("--max_threads=%d", cfg.Embedded.MaxThreads))
 	}

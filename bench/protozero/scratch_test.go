@@ -58,3 +58,35 @@ func BenchmarkScratch(b *testing.B) {
 		c.stop(b)
 	})
 }
+
+func BenchmarkScratchHot(b *testing.B) {
+	buf := make([]byte, 0, 512)
+	b.Run("wide", func(b *testing.B) {
+		c := startCPU(b)
+		for i := 0; i < b.N; i++ {
+			writeSimplePbwire(buf)
+		}
+		c.stop(b)
+	})
+	b.Run("loop", func(b *testing.B) {
+		c := startCPU(b)
+		for i := 0; i < b.N; i++ {
+			loopFields(buf)
+		}
+		c.stop(b)
+	})
+	b.Run("vt", func(b *testing.B) {
+		c := startCPU(b)
+		for i := 0; i < b.N; i++ {
+			writeSimpleVT(buf)
+		}
+		c.stop(b)
+	})
+	b.Run("protowire", func(b *testing.B) {
+		c := startCPU(b)
+		for i := 0; i < b.N; i++ {
+			writeSimpleProtowire(buf)
+		}
+		c.stop(b)
+	})
+}

@@ -265,6 +265,7 @@ type FrameBuilder struct {
 	Records uint32
 	seq     uint64
 	zbuf    []byte
+	inZbuf  bool // the finished frame is in zbuf
 }
 
 // Reset starts a new frame with sequence number seq, keeping the buffer's capacity.
@@ -292,9 +293,30 @@ func (f *FrameBuilder) Finish(c *Compressor) ([]byte, error) {
 			h.Length = uint32(z)
 			h.Flags = FlagZstd
 			PutFrameHeader(f.zbuf, &h)
+			f.inZbuf = true
 			return f.zbuf, nil
 		}
 	}
 	PutFrameHeader(f.Buf, &h)
+	f.inZbuf = false
 	return f.Buf, nil
+}
+
+// Take hands over the buffer holding the frame Finish returned and puts fresh (an empty
+// buffer, possibly recycled) in its place, so that the frame can outlive the next Reset
+// without being copied.
+func (f *FrameBuilder) Take(fresh []byte) []byte {
+	if f.inZbuf {
+		out := f.zbuf
+		f.zbuf = fresh[:0]
+		return out
+	}
+	out := f.Buf
+	f.Buf = fresh[:0]
+	return out
+}
+
+// SetSeq overwrites the sequence number of a finished frame.
+func SetSeq(frame []byte, seq uint64) {
+	binary.LittleEndian.PutUint64(frame[8:16], seq)
 }

@@ -8,11 +8,11 @@ import "flowzero/schema"
 type action uint8
 
 const (
-	actSkip action = iota
-	actUint        // fm.AppendUint(col, value)
-	actMAC         // fm.AppendUint(col, 48-bit value)
-	actIP          // fm.AppendIP(col, address)
-	actPackets     // packet counter (also decides whether a reverse flow is empty)
+	actSkip    action = iota
+	actUint           // fm.AppendUint(col, value)
+	actMAC            // fm.AppendUint(col, 48-bit value)
+	actIP             // fm.AppendIP(col, address)
+	actPackets        // packet counter (also decides whether a reverse flow is empty)
 	actSrcAddr
 	actDstAddr
 	actNextHop    // IP next hop (IEs 15, 62): used when no BGP next hop is set
@@ -30,23 +30,23 @@ const (
 	actSrcPort
 	actDstPort
 	actProto
-	actIPVersion  // IE 60
-	actEtherType  // IE 256
-	actRate       // IEs 34, 50: sampling interval carried in the record
-	actSamplerID  // IEs 48, 302
-	actPktInterval // IE 305
-	actPktSpace    // IE 306
-	actSampSize    // IE 309
-	actSampPop     // IE 310
-	actFirstUptime // IE 22: flow start, ms of sysUptime
-	actLastUptime  // IE 21
-	actSysInit     // IE 160: systemInitTimeMilliseconds
-	actStartSec    // IE 150
-	actEndSec      // IE 151
-	actStartMs     // IE 152
-	actEndMs       // IE 153
-	actStartNTP    // IEs 154, 156 (dateTimeMicroseconds/Nanoseconds, NTP format)
-	actEndNTP      // IEs 155, 157
+	actIPVersion    // IE 60
+	actEtherType    // IE 256
+	actRate         // IEs 34, 50: sampling interval carried in the record
+	actSamplerID    // IEs 48, 302
+	actPktInterval  // IE 305
+	actPktSpace     // IE 306
+	actSampSize     // IE 309
+	actSampPop      // IE 310
+	actFirstUptime  // IE 22: flow start, ms of sysUptime
+	actLastUptime   // IE 21
+	actSysInit      // IE 160: systemInitTimeMilliseconds
+	actStartSec     // IE 150
+	actEndSec       // IE 151
+	actStartMs      // IE 152
+	actEndMs        // IE 153
+	actStartNTP     // IEs 154, 156 (dateTimeMicroseconds/Nanoseconds, NTP format)
+	actEndNTP       // IEs 155, 157
 	actStartDeltaUs // IE 158: microseconds before export time
 	actEndDeltaUs   // IE 159
 	actMPLS         // IEs 70-79: label stack entries, label = value >> 4
@@ -134,8 +134,8 @@ var ianaSpecs = map[uint16]spec{
 	228: {actUint, schema.ColumnDstPortNAT},
 	234: {actUint, schema.ColumnIngressVRFID},
 	235: {actUint, schema.ColumnEgressVRFID},
-	34:  {actRate, 0},  // samplingInterval
-	50:  {actRate, 0},  // samplerRandomInterval
+	34:  {actRate, 0}, // samplingInterval
+	50:  {actRate, 0}, // samplerRandomInterval
 	48:  {actSamplerID, 0},
 	302: {actSamplerID, 0}, // selectorId
 	305: {actPktInterval, 0},

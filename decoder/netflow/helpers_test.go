@@ -42,7 +42,13 @@ var testTime = time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)
 // payloads reads the UDP payloads of a capture of the shared netflow folder.
 func payloads(t testing.TB, name string) [][]byte {
 	t.Helper()
-	dgs, err := pcapfile.ReadUDP(testdata.Path(t, "netflow", name))
+	return payloadsOf(t, testdata.Path(t, "netflow", name))
+}
+
+// payloadsOf reads the UDP payloads of a capture.
+func payloadsOf(t testing.TB, path string) [][]byte {
+	t.Helper()
+	dgs, err := pcapfile.ReadUDP(path)
 	if err != nil {
 		t.Fatal(err)
 	}

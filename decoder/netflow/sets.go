@@ -63,6 +63,10 @@ func (c *decodeContext) decodeV9IPFIX(data []byte) error {
 			if c.version == 9 && id == 0 && length == 0 && allZero(p) {
 				break
 			}
+			if length > len(p) && id >= minDataSetID {
+				// A cut datagram: decode the complete records it still has.
+				_ = c.dataSet(id, p[4:])
+			}
 			keep(c.e.fail(reasonBadSet))
 			break
 		}

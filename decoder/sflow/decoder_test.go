@@ -77,7 +77,7 @@ func TestCaptures(t *testing.T) {
 				"NextHop": "31.14.69.110", "SrcNetMask": 27, "DstNetMask": 17,
 				"SrcAS": 39421, "DstAS": 26615, "DstASPath": []int{203698, 6762, 26615},
 				"DstCommunities": []int{2583495656, 2583495657, 4259880000, 4259880001, 4259900001},
-				"Bytes": 40, "Packets": 1,
+				"Bytes":          40, "Packets": 1,
 			},
 			sshFlow(),
 		}},
@@ -131,7 +131,7 @@ func TestCaptures(t *testing.T) {
 			"NextHop": "54.54.54.54", "SrcNetMask": 32, "DstNetMask": 22,
 			"SrcAS": 203476, "DstAS": 203361, "DstASPath": []int{8218, 29605, 203361},
 			"DstCommunities": []int{538574949, 1911619684, 1911669584, 1911671290},
-			"Bytes": 104, "Packets": 1,
+			"Bytes":          104, "Packets": 1,
 		}}},
 		// Expanded sample with raw header, sampled Ethernet, switch (output VLAN 3001) and
 		// sampled IPv4 records; input interface 0.

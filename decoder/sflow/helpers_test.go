@@ -29,6 +29,15 @@ func allColumns(t testing.TB) *schema.Schema {
 	return s
 }
 
+func defaultSchema(t testing.TB) *schema.Schema {
+	t.Helper()
+	s, err := schema.New(schema.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // payload reads the UDP payload of a one-datagram capture of the shared sflow folder.
 func payload(t testing.TB, name string) []byte {
 	t.Helper()

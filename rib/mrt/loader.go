@@ -29,6 +29,7 @@ type Stats struct {
 	Records       uint64 // MRT records read
 	RIBEntries    uint64 // TABLE_DUMP / TABLE_DUMP_V2 entries applied
 	Updates       uint64 // BGP4MP UPDATE messages applied
+	OtherMessages uint64 // BGP4MP messages other than UPDATE (OPEN, KEEPALIVE...), ignored
 	Announcements uint64 // prefixes announced by UPDATE messages
 	Withdrawals   uint64 // prefixes withdrawn by UPDATE messages
 	StateChanges  uint64 // BGP4MP state changes
@@ -480,7 +481,7 @@ func (l *Loader) message(b []byte, asLen int, addPath bool) error {
 		return err
 	}
 	if typ != bgp.MessageUpdate {
-		l.Stats.Unsupported++
+		l.Stats.OtherMessages++
 		return nil
 	}
 	opts := bgp.Options{ASN: bgp.ASN2}

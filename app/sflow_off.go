@@ -1,0 +1,8 @@
+package app
+
+import "flowzero/internal/pcapfile"
+
+// sflowReady tells the tests whether the sFlow decoder is wired in.
+const sflowReady = false
+
+var readUDP = pcapfile.ReadUDP

@@ -1,0 +1,139 @@
+//go:build linux
+
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/gopacket/gopacket/afpacket"
+	"github.com/gopacket/gopacket/layers"
+	"golang.org/x/net/bpf"
+)
+
+// openLive opens an AF_PACKET TPACKET_V3 ring per interface and returns the function that
+// captures on all of them until its context ends.
+func (a *Agent) openLive() (func(ctx context.Context) error, error) {
+	cfg := a.cfg.Live
+	filter := a.filter
+	if filter == nil {
+		// The snap length is applied by the filter's return value, as libpcap does.
+		var err error
+		if filter, err = bpf.Assemble([]bpf.Instruction{bpf.RetConstant{Val: uint32(cfg.SnapLength)}}); err != nil {
+			return nil, err
+		}
+	}
+	pageSize := os.Getpagesize()
+	frameSize := (cfg.SnapLength + 64 + pageSize - 1) / pageSize * pageSize
+	blockSize := max(frameSize, 1<<20)
+	numBlocks := max(cfg.RingSize/blockSize, 2)
+	type handle struct {
+		tp    *afpacket.TPacket
+		index uint32
+	}
+	var handles []handle
+	closeAll := func() {
+		for _, h := range handles {
+			h.tp.Close()
+		}
+	}
+	for _, name := range cfg.Interfaces {
+		ifi, err := net.InterfaceByName(name)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("live.interfaces: %w", err)
+		}
+		tp, err := afpacket.NewTPacket(afpacket.OptInterface(name), afpacket.OptFrameSize(frameSize),
+			afpacket.OptBlockSize(blockSize), afpacket.OptNumBlocks(numBlocks),
+			afpacket.OptPollTimeout(a.cfg.FlushInterval), afpacket.OptBlockTimeout(a.cfg.FlushInterval/2+time.Millisecond),
+			afpacket.TPacketVersion3)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("AF_PACKET on %s: %w", name, err)
+		}
+		handles = append(handles, handle{tp: tp})
+		if err := tp.SetBPF(filter); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("BPF filter on %s: %w", name, err)
+		}
+		if cfg.Promiscuous {
+			if err := tp.SetPromiscuous(true); err != nil {
+				closeAll()
+				return nil, fmt.Errorf("promiscuous mode on %s: %w", name, err)
+			}
+		}
+		// Devices without a hardware address (tun, wireguard) deliver raw IP.
+		linkType := layers.LinkTypeEthernet
+		if len(ifi.HardwareAddr) == 0 && ifi.Flags&net.FlagLoopback == 0 {
+			linkType = layers.LinkTypeRaw
+		}
+		handles[len(handles)-1].index = a.registerInterface(name, uint16(linkType), uint32(cfg.SnapLength))
+	}
+	return func(ctx context.Context) error {
+		defer closeAll()
+		var wg sync.WaitGroup
+		errs := make(chan error, len(handles))
+		for _, h := range handles {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- a.captureLoop(ctx, h.tp, h.index)
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil && !errors.Is(err, context.Canceled) {
+				return err
+			}
+		}
+		return ctx.Err()
+	}, nil
+}
+
+// captureLoop reads one ring until ctx ends; packets are copied into frames right away
+// (zero-copy read: the ring slot is reused by the next read).
+func (a *Agent) captureLoop(ctx context.Context, tp *afpacket.TPacket, index uint32) error {
+	e, err := a.newEmitter(false)
+	if err != nil {
+		return err
+	}
+	defer e.flush()
+	snap := a.cfg.Live.SnapLength
+	var lastDrops uint
+	lastStats := time.Now()
+	lastFlush := time.Now()
+	for {
+		data, ci, err := tp.ZeroCopyReadPacketData()
+		now := time.Now()
+		if err == nil {
+			if len(data) > snap {
+				data = data[:snap]
+			}
+			e.packet(index, ci.Timestamp.UnixNano(), uint32(ci.Length), data)
+		} else if !errors.Is(err, afpacket.ErrTimeout) && !errors.Is(err, afpacket.ErrPoll) {
+			return err
+		}
+		if err != nil || now.Sub(lastFlush) >= a.cfg.FlushInterval {
+			e.flush()
+			lastFlush = now
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+		if now.Sub(lastStats) >= time.Second || err != nil {
+			// TPACKET_V3 statistics are reset by each read: accumulate them.
+			if _, s3, serr := tp.SocketStats(); serr == nil && s3.Drops() != lastDrops {
+				a.kernelDrops.Add(uint64(s3.Drops() - lastDrops))
+				a.metrics.dropKernel.Add(float64(s3.Drops() - lastDrops))
+				lastDrops = s3.Drops()
+			}
+			lastStats = now
+		}
+	}
+}

@@ -1,0 +1,282 @@
+package netflow
+
+import (
+	"encoding/binary"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"flowzero/internal/config"
+	"flowzero/schema"
+)
+
+func session(t *testing.T, d *Decoder) *exporter {
+	t.Helper()
+	e := d.exporters[testExporter]
+	if e == nil {
+		t.Fatal("no session for the test exporter")
+	}
+	return e
+}
+
+// TestPendingDisabled: without pending data, the 11 records before the templates of the
+// data+templates capture are lost and counted; the 10 after them are decoded.
+func TestPendingDisabled(t *testing.T) {
+	s := allColumns(t)
+	cfg := DefaultConfiguration()
+	cfg.PendingSets = 0
+	d, _ := newTestDecoder(t, cfg, s)
+	fm := s.NewFlowMessage()
+	n := 0
+	err := d.Decode(Packet{Payload: payloads(t, "data+templates.pcap")[0], Exporter: testExporter, TimeReceived: testTime}, fm, func(*schema.FlowMessage) { n++ })
+	if !errors.Is(err, ErrTemplateNotFound) {
+		t.Errorf("Decode: %v, want ErrTemplateNotFound", err)
+	}
+	if n != 10 {
+		t.Errorf("%d flows, want 10", n)
+	}
+	if got := testutil.ToFloat64(session(t, d).m.errors[reasonTemplateNotFound]); got != 1 {
+		t.Errorf("template-not-found errors: %v, want 1", got)
+	}
+}
+
+// TestPendingAcrossDatagrams: data received before its template (another datagram) is
+// decoded when the template arrives; the sampling rate comes from options read after it.
+func TestPendingAcrossDatagrams(t *testing.T) {
+	s := allColumns(t)
+	d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+	got := decodeFiles(t, d, s, "options-template.pcap", "options-data.pcap", "data.pcap", "template.pcap")
+	if len(got[2]) != 0 || len(got[3]) != 4 {
+		t.Fatalf("got %d and %d flows, want 0 then 4", len(got[2]), len(got[3]))
+	}
+	for i, f := range got[3] {
+		if f != captureCases[0].flows[3][i] {
+			t.Errorf("flow %d:\n got  %s\n want %s", i, f, captureCases[0].flows[3][i])
+		}
+	}
+	e := session(t, d)
+	if len(e.pending) != 0 || e.pendingBytes != 0 {
+		t.Errorf("pending: %d sets, %d bytes left", len(e.pending), e.pendingBytes)
+	}
+	if got := testutil.ToFloat64(e.m.pending); got != 1 {
+		t.Errorf("pending sets: %v, want 1", got)
+	}
+}
+
+// TestPendingBound: the queue holds at most pending-sets data sets.
+func TestPendingBound(t *testing.T) {
+	s := allColumns(t)
+	cfg := DefaultConfiguration()
+	cfg.PendingSets = 2
+	d, _ := newTestDecoder(t, cfg, s)
+	data := payloads(t, "data.pcap")[0]
+	fm := s.NewFlowMessage()
+	var errs int
+	for range 5 {
+		if err := d.Decode(Packet{Payload: data, Exporter: testExporter, TimeReceived: testTime}, fm, func(*schema.FlowMessage) {}); err != nil {
+			errs++
+		}
+	}
+	if errs != 3 {
+		t.Errorf("%d errors, want 3", errs)
+	}
+	got := decodeFiles(t, d, s, "template.pcap")
+	if len(got[0]) != 8 {
+		t.Errorf("%d flows after the template, want 8", len(got[0]))
+	}
+	if got := testutil.ToFloat64(session(t, d).m.errors[reasonPendingFull]); got != 3 {
+		t.Errorf("pending-full: %v, want 3", got)
+	}
+}
+
+// ipfixWithdrawal builds an IPFIX datagram withdrawing template id of domain 1.
+func ipfixWithdrawal(id uint16) []byte {
+	b := make([]byte, 24)
+	binary.BigEndian.PutUint16(b, 10)
+	binary.BigEndian.PutUint16(b[2:], 24)
+	binary.BigEndian.PutUint32(b[12:], 1)
+	binary.BigEndian.PutUint16(b[16:], ipfixTemplateSetID)
+	binary.BigEndian.PutUint16(b[18:], 8)
+	binary.BigEndian.PutUint16(b[20:], id)
+	return b
+}
+
+// TestTemplateLifecycle: refresh with the same bytes, withdrawal (RFC 7011 §8.1), then the
+// data waits for the template to come back.
+func TestTemplateLifecycle(t *testing.T) {
+	s := allColumns(t)
+	d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+	decodeFiles(t, d, s, "ipfixprobe-templates.pcap", "ipfixprobe-templates.pcap")
+	e := session(t, d)
+	if got := testutil.ToFloat64(e.m.templates[tplData]); got != 2 {
+		t.Errorf("templates learned: %v, want 2 (a refresh is not counted)", got)
+	}
+	fm := s.NewFlowMessage()
+	if err := d.Decode(Packet{Payload: ipfixWithdrawal(258), Exporter: testExporter, TimeReceived: testTime}, fm, func(*schema.FlowMessage) {}); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.templates) != 1 {
+		t.Errorf("%d templates after the withdrawal, want 1", len(e.templates))
+	}
+	got := decodeFiles(t, d, s, "ipfixprobe-data.pcap", "ipfixprobe-templates.pcap")
+	if len(got[0]) != 0 || len(got[1]) != 6 {
+		t.Errorf("got %d then %d flows, want 0 then 6", len(got[0]), len(got[1]))
+	}
+	// Withdrawing all data templates of the domain (template ID = set ID).
+	if err := d.Decode(Packet{Payload: ipfixWithdrawal(ipfixTemplateSetID), Exporter: testExporter, TimeReceived: testTime}, fm, func(*schema.FlowMessage) {}); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.templates) != 0 {
+		t.Errorf("%d templates after withdrawing all, want 0", len(e.templates))
+	}
+}
+
+// TestTemplatesPerExporterBound: the template cache of a session is bounded.
+func TestTemplatesPerExporterBound(t *testing.T) {
+	s := allColumns(t)
+	cfg := DefaultConfiguration()
+	cfg.MaxTemplatesPerExporter = 2
+	d, _ := newTestDecoder(t, cfg, s)
+	fm := s.NewFlowMessage()
+	err := d.Decode(Packet{Payload: payloads(t, "nat.pcap")[0], Exporter: testExporter, TimeReceived: testTime}, fm, func(*schema.FlowMessage) {})
+	if !errors.Is(err, ErrBadTemplate) {
+		t.Errorf("Decode: %v, want ErrBadTemplate", err)
+	}
+	e := session(t, d)
+	if len(e.templates) != 2 {
+		t.Errorf("%d templates, want 2", len(e.templates))
+	}
+	if got := testutil.ToFloat64(e.m.errors[reasonTooManyTemplates]); got != 2 {
+		t.Errorf("too-many-templates: %v, want 2", got)
+	}
+}
+
+// TestTemplatesFile: templates and sampling rates saved by one decoder let another decode
+// the data at once.
+func TestTemplatesFile(t *testing.T) {
+	s := allColumns(t)
+	d1, _ := newTestDecoder(t, DefaultConfiguration(), s)
+	decodeFiles(t, d1, s, "options-template.pcap", "options-data.pcap", "template.pcap")
+	path := filepath.Join(t.TempDir(), "templates.json")
+	if err := d1.SaveTemplates(path); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfiguration()
+	cfg.TemplatesFile = path
+	d2, _ := newTestDecoder(t, cfg, s)
+	if err := d2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	got := decodeFiles(t, d2, s, "data.pcap")
+	if err := d2.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got[0], "\n") != strings.Join(captureCases[0].flows[3], "\n") {
+		t.Errorf("flows after loading templates:\n%s\nwant\n%s", strings.Join(got[0], "\n"), strings.Join(captureCases[0].flows[3], "\n"))
+	}
+}
+
+// TestSamplingRateConfig: per-exporter default and override.
+func TestSamplingRateConfig(t *testing.T) {
+	s := allColumns(t)
+	cfg := DefaultConfiguration()
+	if err := config.Decode([]byte(`
+sampling-rates:
+  - exporter: 192.0.2.0/24
+    override: 512
+  - exporter: 0.0.0.0/0
+    default: 64
+`), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := newTestDecoder(t, cfg, s)
+	got := decodeFiles(t, d, s, "nfv5.pcap")
+	if !strings.Contains(got[0][0], " SamplingRate=512 ") {
+		t.Errorf("override not applied: %s", got[0][0])
+	}
+	// ipfixprobe sends no rate: the default applies.
+	cfg.SamplingRates[0].Exporter = cfg.SamplingRates[1].Exporter
+	cfg.SamplingRates = cfg.SamplingRates[1:]
+	d, _ = newTestDecoder(t, cfg, s)
+	got = decodeFiles(t, d, s, "ipfixprobe-templates.pcap", "ipfixprobe-data.pcap")
+	if !strings.Contains(got[1][0], " SamplingRate=64 ") {
+		t.Errorf("default not applied: %s", got[1][0])
+	}
+}
+
+// TestDefaultSchema: disabled columns (MACs, VLANs, MPLS...) are not decoded.
+func TestDefaultSchema(t *testing.T) {
+	s, err := schema.New(schema.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+	got := decodeFiles(t, d, s, "ipfixprobe-templates.pcap", "ipfixprobe-data.pcap")
+	for _, f := range got[1] {
+		for _, col := range []string{"SrcMAC=", "DstMAC=", "TCPFlags="} {
+			if !s.Enabled(mustColumn(t, strings.TrimSuffix(col, "="))) && strings.Contains(f, col) {
+				t.Errorf("disabled column %s in %s", col, f)
+			}
+		}
+	}
+	if len(got[1]) != 6 {
+		t.Errorf("%d flows, want 6", len(got[1]))
+	}
+}
+
+func mustColumn(t *testing.T, name string) schema.ColumnKey {
+	k, ok := schema.ColumnByName(name)
+	if !ok {
+		t.Fatalf("no column %s", name)
+	}
+	return k
+}
+
+// TestMalformed: every prefix of every capture decodes without panicking; truncated
+// datagrams return an error, and the complete records before the cut are still emitted.
+func TestMalformed(t *testing.T) {
+	s := allColumns(t)
+	d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+	decodeFiles(t, d, s, "options-template.pcap", "options-data.pcap", "template.pcap")
+	data := payloads(t, "data.pcap")[0]
+	fm := s.NewFlowMessage()
+	for cut := range len(data) {
+		n := 0
+		err := d.Decode(Packet{Payload: data[:cut], Exporter: testExporter, TimeReceived: testTime}, fm, func(*schema.FlowMessage) { n++ })
+		if err == nil && cut != 20 { // a header without sets is valid
+			t.Errorf("cut at %d: no error", cut)
+		}
+		// Header 20 bytes, set header 4, records of 65 bytes.
+		if want := max(cut-24, 0) / 65; n != want {
+			t.Errorf("cut at %d: %d flows, want %d", cut, n, want)
+		}
+	}
+	if _, err := New(nil, DefaultConfiguration(), s); err != nil {
+		t.Fatal(err)
+	}
+	bad := DefaultConfiguration()
+	bad.TimestampSource = "flow"
+	if _, err := New(nil, bad, s); err == nil || !strings.Contains(err.Error(), "timestamp-source") {
+		t.Errorf("bad timestamp-source: %v", err)
+	}
+}
+
+// TestZeroAllocs: decoding and finalizing data.pcap allocates nothing in steady state.
+func TestZeroAllocs(t *testing.T) {
+	s, err := schema.New(schema.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+	decodeFiles(t, d, s, "options-template.pcap", "options-data.pcap", "template.pcap")
+	fm := s.NewFlowMessage()
+	pkt := Packet{Payload: payloads(t, "data.pcap")[0], Exporter: testExporter, TimeReceived: testTime}
+	size := 0
+	emit := func(fm *schema.FlowMessage) { size += len(fm.Finalize()) }
+	if allocs := testing.AllocsPerRun(100, func() { _ = d.Decode(pkt, fm, emit) }); allocs != 0 {
+		t.Errorf("%v allocations per datagram, want 0", allocs)
+	}
+}

@@ -1,0 +1,393 @@
+//go:build chdb
+
+package store
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"flowzero/schema"
+)
+
+// TestEveryStatementRuns creates every object of two configurations (the default columns,
+// then every column with an AS names dictionary served over HTTP) in the real engine, checks
+// the result, and that a second migration finds nothing to do.
+func TestEveryStatementRuns(t *testing.T) {
+	var all []string
+	for k := schema.ColumnKey(1); k < schema.ColumnLast; k++ {
+		all = append(all, k.String())
+	}
+	asns := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "asn,name\n64500,Example Transit\n3356,Level 3\n")
+	}))
+	defer asns.Close()
+
+	for _, tc := range []struct {
+		name   string
+		schema schema.Configuration
+		asns   string
+	}{
+		{"default", schema.DefaultConfiguration(), ""},
+		{"all columns", schema.Configuration{Enabled: all}, asns.URL + "/asns.csv"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, t.TempDir())
+			cfg.ASNames.URL = tc.asns
+			s := mustSchema(t, tc.schema)
+			c := openEngine(t, cfg)
+			defer c.Close()
+			ddl := NewDDL(cfg, s, t.TempDir())
+			steps := migrate(t, c, ddl, false)
+			if len(steps) != len(ddl.Objects()) {
+				t.Errorf("fresh database: %d steps for %d objects", len(steps), len(ddl.Objects()))
+			}
+			if again := migrate(t, c, ddl, false); len(again) != 0 {
+				t.Errorf("second migration not empty: %+v", again)
+			}
+			// Every enabled column is in the flows table, with its type.
+			got := query(t, c, "SELECT name, type FROM system.columns WHERE database = 'flowzero' AND table = 'flows' ORDER BY position")
+			var want []string
+			for _, col := range s.Columns() {
+				want = append(want, col.Name+"\t"+col.ClickHouseType)
+			}
+			if got != strings.Join(want, "\n") {
+				t.Errorf("flows columns:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+			}
+			tables := query(t, c, "SELECT name, engine FROM system.tables WHERE database = 'flowzero' ORDER BY name")
+			wantTables := "flows\tMergeTree\nflows_1h\tSummingMergeTree\nflows_1h_consumer\tMaterializedView\n" +
+				"flows_1m\tSummingMergeTree\nflows_1m_consumer\tMaterializedView\n" +
+				"flows_5m\tSummingMergeTree\nflows_5m_consumer\tMaterializedView\nprotocols\tDictionary"
+			if tc.asns != "" {
+				wantTables = "asns\tDictionary\n" + wantTables
+			}
+			if tables != wantTables {
+				t.Errorf("tables:\n%s\nwant:\n%s", tables, wantTables)
+			}
+			if got := query(t, c, "SELECT dictGet('flowzero.protocols', 'name', toUInt64(58)), dictGet('flowzero.protocols', 'name', toUInt64(6))"); got != "IPv6-ICMP\tTCP" {
+				t.Errorf("protocols dictionary: %q", got)
+			}
+			if tc.asns != "" {
+				if got := query(t, c, "SELECT dictGet('flowzero.asns', 'name', toUInt64(3356))"); got != "Level 3" {
+					t.Errorf("asns dictionary: %q", got)
+				}
+			}
+			ttl := query(t, c, "SELECT engine_full FROM system.tables WHERE database = 'flowzero' AND name = 'flows'")
+			if !strings.Contains(ttl, "TTL TimeReceived + toIntervalSecond(1296000)") {
+				t.Errorf("flows table has no 15-day TTL: %s", ttl)
+			}
+		})
+	}
+}
+
+// TestSinkRoundTrip writes flows through the sink and reads back exact values from the flows
+// table, its derived columns, the aggregated tables and the protocols dictionary.
+func TestSinkRoundTrip(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	s := mustSchema(t, schema.DefaultConfiguration())
+	reg := prometheus.NewRegistry()
+	sink, err := NewSink(reg, cfg, s, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Stop()
+	fm := s.NewFlowMessage()
+	for _, f := range testFlows {
+		sink.Write(f.encode(fm))
+	}
+	if err := sink.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c := sink.Conn()
+	got := query(t, c, `SELECT toUnixTimestamp(TimeReceived), SamplingRate, ExporterAddress, SrcAddr, DstAddr,
+		SrcPort, DstPort, Proto, EType, SrcAS, DstAS, SrcNetMask, DstNetMask, InIf, OutIf, Bytes, Packets,
+		DstASPath, FlowDirection, ExporterName, SrcCountry, SrcNetPrefix, DstNetPrefix, Dst1stAS, Dst2ndAS,
+		PacketSize, PacketSizeBucket, dictGet('flowzero.protocols', 'name', toUInt64(Proto))
+		FROM flowzero.flows ORDER BY TimeReceived`)
+	want := []string{
+		fmt.Sprintf("%d\t1000\t::ffff:192.0.2.1\t::ffff:198.51.100.7\t::ffff:203.0.113.9\t443\t51000\t6\t2048\t64500\t64501\t24\t16\t10\t20\t1500\t1\t[64501,3356]\tingress\tedge1\tFR\t198.51.100.0/24\t203.0.0.0/16\t64501\t3356\t1500\t1280-1500\tTCP", baseTime+5),
+		fmt.Sprintf("%d\t1000\t::ffff:192.0.2.1\t::ffff:198.51.100.8\t::ffff:203.0.113.9\t53\t40000\t17\t2048\t64500\t64501\t24\t16\t10\t20\t300\t3\t[64501]\tingress\tedge1\tFR\t198.51.100.0/24\t203.0.0.0/16\t64501\t0\t100\t64-127\tUDP", baseTime+35),
+		fmt.Sprintf("%d\t1000\t::ffff:192.0.2.1\t::ffff:198.51.100.7\t::ffff:203.0.113.10\t443\t51001\t6\t2048\t64500\t64502\t24\t24\t10\t21\t64000\t50\t[64502,174,2914]\tegress\tedge1\tDE\t198.51.100.0/24\t203.0.113.0/24\t64502\t174\t1280\t1280-1500\tTCP", baseTime+70),
+		fmt.Sprintf("%d\t512\t2001:db8::1\t2001:db8:1::5\t2001:db8:2::6\t22\t60022\t6\t34525\t0\t64510\t48\t32\t3\t4\t9000\t6\t[]\tingress\tedge2\tUS\t2001:db8:1::/48\t2001:db8::/32\t0\t0\t1500\t1280-1500\tTCP", baseTime+400),
+	}
+	if got != strings.Join(want, "\n") {
+		t.Errorf("flows read back:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+	// flows_1m: the first two flows share the minute and every dimension but Proto.
+	agg := query(t, c, `SELECT toUnixTimestamp(TimeReceived), Proto, DstAS, sum(Bytes), sum(Packets)
+		FROM flowzero.flows_1m GROUP BY ALL ORDER BY 1, 2, 3`)
+	wantAgg := fmt.Sprintf("%d\t6\t64501\t1500\t1\n%d\t17\t64501\t300\t3\n%d\t6\t64502\t64000\t50\n%d\t6\t64510\t9000\t6",
+		baseTime, baseTime, baseTime+60, baseTime+360)
+	if agg != wantAgg {
+		t.Errorf("flows_1m:\n%s\nwant:\n%s", agg, wantAgg)
+	}
+	agg = query(t, c, `SELECT toUnixTimestamp(TimeReceived), count(), sum(Bytes), sum(Packets) FROM flowzero.flows_1h GROUP BY 1`)
+	if want := fmt.Sprintf("%d\t4\t74800\t60", baseTime); agg != want {
+		t.Errorf("flows_1h: %q, want %q (rows differing in a dimension stay apart)", agg, want)
+	}
+	if n := testutil.ToFloat64(sink.m.flows); n != 4 {
+		t.Errorf("flows_inserted_total = %v, want 4", n)
+	}
+}
+
+// TestSinkBatchesBySizeAndTime checks that batches are cut by size and by age, and that
+// Stop inserts what is left.
+func TestSinkBatchesBySizeAndTime(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Embedded.BatchBytes = 1024
+	cfg.Embedded.FlushInterval = 200 * time.Millisecond
+	s := mustSchema(t, schema.DefaultConfiguration())
+	sink, err := NewSink(nil, cfg, s, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fm := s.NewFlowMessage()
+	const n = 1000
+	for i := 0; i < n; i++ {
+		f := testFlows[i%len(testFlows)]
+		f.srcPort = uint64(i)
+		sink.Write(f.encode(fm))
+	}
+	// Size: about 1 KiB per batch, so many batches before any timer.
+	waitFor(t, func() bool { return testutil.ToFloat64(sink.m.batches) >= 10 })
+	sink.Write(testFlows[0].encode(fm))
+	// Age: the last, small batch goes in without Flush.
+	waitFor(t, func() bool { return testutil.ToFloat64(sink.m.flows) == n+1 })
+	if got := query(t, sink.Conn(), "SELECT count(), uniqExact(SrcPort) FROM flowzero.flows"); got != fmt.Sprintf("%d\t%d", n+1, n) {
+		t.Errorf("count, distinct ports = %q", got)
+	}
+	if err := sink.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	sink.Write(testFlows[0].encode(fm)) // after Stop: counted, not stored
+	if d := testutil.ToFloat64(sink.m.droppedStopped); d != 1 {
+		t.Errorf("dropped after stop = %v", d)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestMigrateColumns adds and removes columns on a database holding flows: data stays, new
+// columns appear in the flows and aggregated tables (and the latter's sorting key), removed
+// columns stay unless asked, every migration is idempotent, and a dry run changes nothing.
+func TestMigrateColumns(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	c := openEngine(t, cfg)
+	defer c.Close()
+	protoDir := filepath.Join(dir, "proto")
+	s1 := mustSchema(t, schema.DefaultConfiguration())
+	ddl1 := NewDDL(cfg, s1, protoDir)
+	if _, err := WriteProto(protoDir, s1); err != nil {
+		t.Fatal(err)
+	}
+	migrate(t, c, ddl1, false)
+	fm := s1.NewFlowMessage()
+	var batch []byte
+	for _, f := range testFlows {
+		batch = append(batch, f.encode(fm)...)
+	}
+	if _, err := c.QueryBytes(append([]byte(ddl1.InsertPrefix()), batch...), ""); err != nil {
+		t.Fatal(err)
+	}
+
+	// Schema 2: VLANs and MACs on, cities off.
+	s2 := mustSchema(t, schema.Configuration{Enabled: []string{"SrcVlan", "DstVlan", "SrcMAC"}, Disabled: []string{"SrcGeoCity", "DstGeoCity"}})
+	ddl2 := NewDDL(cfg, s2, protoDir)
+	if _, err := WriteProto(protoDir, s2); err != nil {
+		t.Fatal(err)
+	}
+	dry := migrate(t, c, ddl2, true)
+	if len(dry) == 0 {
+		t.Fatal("dry run found nothing to do")
+	}
+	if again := migrate(t, c, ddl2, true); len(again) != len(dry) {
+		t.Fatalf("the dry run changed something: %d steps, then %d", len(dry), len(again))
+	}
+	steps := migrate(t, c, ddl2, false)
+	var actions []string
+	for _, st := range steps {
+		actions = append(actions, st.Object+": "+st.Action)
+	}
+	for _, want := range []string{"flows: add column SrcVlan", "flows: add column DstVlan", "flows: add column SrcMAC",
+		"flows_1m: add column SrcVlan", "flows_1m_consumer: create", "flows: mark migrated"} {
+		if !strings.Contains(strings.Join(actions, "\n"), want) {
+			t.Errorf("missing step %q in:\n%s", want, strings.Join(actions, "\n"))
+		}
+	}
+	for _, a := range actions {
+		if strings.Contains(a, "drop column") {
+			t.Errorf("column dropped without drop-removed-columns: %s", a)
+		}
+	}
+	if again := migrate(t, c, ddl2, false); len(again) != 0 {
+		t.Errorf("second migration not empty: %+v", again)
+	}
+	cols := query(t, c, "SELECT groupArray(name) FROM system.columns WHERE database = 'flowzero' AND table = 'flows' AND name IN ('SrcVlan', 'DstVlan', 'SrcMAC', 'SrcGeoCity', 'DstGeoCity')")
+	if cols != "['SrcVlan','DstVlan','SrcGeoCity','DstGeoCity','SrcMAC']" {
+		t.Errorf("columns after migration: %s", cols)
+	}
+	key := query(t, c, "SELECT sorting_key FROM system.tables WHERE database = 'flowzero' AND name = 'flows_1m'")
+	if !strings.HasSuffix(key, ", SrcVlan, DstVlan") {
+		t.Errorf("flows_1m sorting key does not end with the new dimensions: %s", key)
+	}
+	if strings.Contains(query(t, c, "SELECT groupArray(name) FROM system.columns WHERE database = 'flowzero' AND table = 'flows_1m'"), "SrcMAC") {
+		t.Error("SrcMAC is not an aggregated dimension")
+	}
+	// Old rows kept, new columns default; new flows carry VLANs into both tables.
+	fm2 := s2.NewFlowMessage()
+	f := testFlows[0]
+	f.encode(fm2)
+	fm2.SrcVlan, fm2.DstVlan = 100, 200
+	if _, err := c.QueryBytes(append([]byte(ddl2.InsertPrefix()), fm2.Finalize()...), ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := query(t, c, "SELECT count(), sum(SrcVlan), sum(DstVlan), countIf(SrcGeoCity = '') FROM flowzero.flows"); got != "5\t100\t200\t5" {
+		t.Errorf("after migration: %q", got)
+	}
+	if got := query(t, c, "SELECT SrcVlan, DstVlan, sum(Bytes) FROM flowzero.flows_1m GROUP BY ALL ORDER BY 1"); got != "0\t0\t74800\n100\t200\t1500" {
+		t.Errorf("flows_1m by VLAN: %q", got)
+	}
+
+	// Asking for removed columns to go drops them.
+	cfg.DropRemovedColumns = true
+	ddl3 := NewDDL(cfg, s2, protoDir)
+	steps = migrate(t, c, ddl3, false)
+	var drops []string
+	for _, st := range steps {
+		if strings.HasPrefix(st.Action, "drop column") {
+			drops = append(drops, st.Object+": "+st.Action)
+		}
+	}
+	if got := strings.Join(drops, ", "); got != "flows: drop column SrcGeoCity, flows: drop column DstGeoCity" {
+		t.Errorf("drops = %s", got)
+	}
+	if got := query(t, c, "SELECT count() FROM system.columns WHERE database = 'flowzero' AND name LIKE '%GeoCity'"); got != "0" {
+		t.Errorf("GeoCity columns left: %s", got)
+	}
+	if again := migrate(t, c, ddl3, false); len(again) != 0 {
+		t.Errorf("migration after drop not empty: %+v", again)
+	}
+
+	// A TTL change is applied in place.
+	cfg.TTL = 48 * time.Hour
+	steps = migrate(t, c, NewDDL(cfg, s2, protoDir), false)
+	if len(steps) != 2 || steps[0].Action != "modify ttl" {
+		t.Errorf("TTL change steps: %+v", steps)
+	}
+	if e := query(t, c, "SELECT engine_full FROM system.tables WHERE database = 'flowzero' AND name = 'flows'"); !strings.Contains(e, "toIntervalSecond(172800)") {
+		t.Errorf("TTL not changed: %s", e)
+	}
+}
+
+// TestTTLEmbedded checks that retention applies in the embedded engine: expired flows go at
+// the next merge, in the flows table and in an aggregated table.
+func TestTTLEmbedded(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.TTL = time.Hour
+	cfg.Resolutions = []Resolution{{Interval: time.Minute, TTL: time.Hour}}
+	s := mustSchema(t, schema.DefaultConfiguration())
+	sink, err := NewSink(nil, cfg, s, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Stop()
+	fm := s.NewFlowMessage()
+	now := uint64(time.Now().Unix())
+	for _, age := range []uint64{3 * 3600, 2 * 3600, 60} {
+		f := testFlows[0]
+		f.time = now - age
+		sink.Write(f.encode(fm))
+	}
+	if err := sink.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c := sink.Conn()
+	for _, table := range []string{"flows", "flows_1m"} {
+		query(t, c, "OPTIMIZE TABLE flowzero."+table+" FINAL")
+		if got := query(t, c, "SELECT count() FROM flowzero."+table); got != "1" {
+			t.Errorf("%s after TTL merge: %s rows, want 1", table, got)
+		}
+	}
+}
+
+// TestPersistenceAcrossProcesses writes flows in one process and reads them in another.
+func TestPersistenceAcrossProcesses(t *testing.T) {
+	if os.Getenv("FLOWZERO_STORE_CHILD") != "" {
+		t.Skip("child process")
+	}
+	dir := t.TempDir()
+	run := func(phase string) string {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestPersistenceChild$", "-test.v", "-test.count=1")
+		cmd.Env = append(os.Environ(), "FLOWZERO_STORE_CHILD="+phase, "FLOWZERO_STORE_DIR="+dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s process: %v\n%s", phase, err, out)
+		}
+		return string(out)
+	}
+	run("write")
+	out := run("read")
+	want := fmt.Sprintf("RESULT %d\t%d\t%d", len(testFlows), 74800, baseTime+400)
+	if !strings.Contains(out, want) {
+		t.Fatalf("read process output lacks %q:\n%s", want, out)
+	}
+}
+
+func TestPersistenceChild(t *testing.T) {
+	phase := os.Getenv("FLOWZERO_STORE_CHILD")
+	if phase == "" {
+		t.Skip("run by TestPersistenceAcrossProcesses")
+	}
+	cfg := testConfig(t, os.Getenv("FLOWZERO_STORE_DIR"))
+	s := mustSchema(t, schema.DefaultConfiguration())
+	sink, err := NewSink(nil, cfg, s, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Start(); err != nil {
+		t.Fatal(err)
+	}
+	switch phase {
+	case "write":
+		fm := s.NewFlowMessage()
+		for _, f := range testFlows {
+			sink.Write(f.encode(fm))
+		}
+	case "read":
+		fmt.Printf("RESULT %s\n", query(t, sink.Conn(), "SELECT count(), sum(Bytes), max(toUnixTimestamp(TimeReceived)) FROM flowzero.flows"))
+	}
+	if err := sink.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var _ = context.Background
