@@ -57,6 +57,10 @@ $(CACHE)/gobin/benchstat:
 clean:
 	rm -rf $(BIN) $(VAR)
 
-## run: the main job with embedded defaults (see README).
+## run: the collector with embedded defaults, fed by the built-in demo exporters; flows are
+## archived under var/flows, a summary is printed every 5 s, metrics and the exporters API
+## are on http://127.0.0.1:8080 (/metrics, /api/v0/exporters). Ctrl-C stops it cleanly.
+RUN_FLAGS ?= --demo --summary 5s
 run: build
-	$(BIN)/flowzero version
+	@mkdir -p $(VAR)
+	cd $(VAR) && $(BIN)/flowzero collect $(RUN_FLAGS)

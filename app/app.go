@@ -1,17 +1,22 @@
 package app
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
 	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"flowzero/collector"
+	"flowzero/demo"
 	"flowzero/decoder/netflow"
+	"flowzero/decoder/sflow"
 	"flowzero/output"
 	"flowzero/output/file"
 	"flowzero/output/jsonl"
@@ -26,6 +31,7 @@ type App struct {
 	registry  *prometheus.Registry
 	schema    *schema.Schema
 	netflow   *netflow.Decoder
+	sflow     *sflow.Decoder
 	sinks     []output.Sink
 	collector *collector.Collector
 	// ConfigPath is re-read by Reload.
@@ -33,8 +39,16 @@ type App struct {
 	// Stdout receives the stdout sink's lines (os.Stdout by default).
 	Stdout io.Writer
 
-	kafka *kafka.Sink
-	file  *file.Sink
+	// Summary, when set, receives a live summary of the traffic every SummaryInterval.
+	Summary         io.Writer
+	SummaryInterval time.Duration
+	// Demo starts the built-in demo exporters, sending to the collector's own listeners.
+	Demo *demo.Configuration
+
+	kafka      *kafka.Sink
+	file       *file.Sink
+	demoCancel context.CancelFunc
+	demoDone   chan struct{}
 }
 
 // New builds every component from the configuration; nothing runs before Start.
@@ -57,6 +71,11 @@ func New(cfg Configuration, log *slog.Logger) (*App, error) {
 		return nil, fmt.Errorf("netflow: %w", err)
 	}
 	a.netflow = nf
+	sf, err := sflow.New(a.registry, cfg.SFlow, s)
+	if err != nil {
+		return nil, fmt.Errorf("sflow: %w", err)
+	}
+	a.sflow = sf
 	if cfg.Outputs.Kafka.Enabled {
 		k, err := kafka.New(a.registry, log, cfg.Outputs.Kafka.Configuration, s.Hash())
 		if err != nil {
@@ -81,12 +100,18 @@ func (a *App) Start() error {
 	if a.cfg.Outputs.Stdout.Enabled {
 		a.sinks = append(a.sinks, jsonl.NewSink(a.Stdout, a.schema, a.log))
 	}
+	if a.Summary != nil {
+		a.sinks = append(a.sinks, NewSummarySink(a.schema, a.Summary, cmp.Or(a.SummaryInterval, 5*time.Second)))
+	}
 	if err := a.netflow.Start(); err != nil {
 		return fmt.Errorf("netflow: %w", err)
 	}
 	c, err := collector.New(a.cfg.Collector, collector.Dependencies{
 		Schema:   a.schema,
-		Decoders: map[string]collector.Decoder{"netflow": collector.NetFlowDecoder{D: a.netflow}},
+		Decoders: map[string]collector.Decoder{
+			"netflow": collector.NetFlowDecoder{D: a.netflow},
+			"sflow":   collector.SFlowDecoder{D: a.sflow},
+		},
 		Sinks:    a.sinks,
 		Registry: a.registry,
 		Logger:   a.log,
@@ -103,12 +128,59 @@ func (a *App) Start() error {
 		return err
 	}
 	a.log.Info("flowzero collector started", "schema", a.schema.Hash(), "summary", a.cfg.summary())
+	if a.Demo != nil {
+		a.startDemo(*a.Demo)
+	}
 	return nil
+}
+
+// startDemo points the demo exporters at the collector's listeners: NetFlow v9 to the first
+// netflow listener, IPFIX to the second (or the first), sFlow to the first sflow listener.
+func (a *App) startDemo(cfg demo.Configuration) {
+	cfg.NetFlow, cfg.IPFIX, cfg.SFlow = netip.AddrPort{}, netip.AddrPort{}, netip.AddrPort{}
+	loopback := func(ap netip.AddrPort) netip.AddrPort {
+		if ap.Addr().IsUnspecified() {
+			if ap.Addr().Is4() {
+				return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ap.Port())
+			}
+			return netip.AddrPortFrom(netip.IPv6Loopback(), ap.Port())
+		}
+		return ap
+	}
+	addrs := a.collector.ListenAddrs()
+	for i, l := range a.cfg.Collector.Listeners {
+		to := loopback(addrs[i])
+		switch {
+		case l.Protocol == "netflow" && !cfg.NetFlow.IsValid():
+			cfg.NetFlow = to
+		case l.Protocol == "netflow" && !cfg.IPFIX.IsValid():
+			cfg.IPFIX = to
+		case l.Protocol == "sflow" && !cfg.SFlow.IsValid():
+			cfg.SFlow = to
+		}
+	}
+	if !cfg.IPFIX.IsValid() {
+		cfg.IPFIX = cfg.NetFlow
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.demoCancel, a.demoDone = cancel, make(chan struct{})
+	go func() {
+		defer close(a.demoDone)
+		if _, err := demo.Run(ctx, cfg); err != nil {
+			a.log.Error("demo exporter stopped", "error", err)
+		}
+	}()
+	a.log.Info("demo exporters started", "netflow-v9", cfg.NetFlow, "ipfix", cfg.IPFIX, "sflow", cfg.SFlow,
+		"flows-per-second-each", cfg.FlowsPerSecond)
 }
 
 // Stop stops the collector (which drains into the sinks and stops them), then the decoders
 // (which save their templates).
 func (a *App) Stop() error {
+	if a.demoCancel != nil {
+		a.demoCancel()
+		<-a.demoDone
+	}
 	err := a.collector.Stop()
 	if e := a.netflow.Stop(); e != nil && err == nil {
 		err = e

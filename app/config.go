@@ -10,6 +10,7 @@ import (
 
 	"flowzero/collector"
 	"flowzero/decoder/netflow"
+	"flowzero/decoder/sflow"
 	"flowzero/internal/config"
 	"flowzero/output/file"
 	"flowzero/output/kafka"
@@ -22,6 +23,7 @@ type Configuration struct {
 	Collector collector.Configuration `yaml:"collector"`
 	Schema    schema.Configuration    `yaml:"schema"`
 	NetFlow   netflow.Configuration   `yaml:"netflow"`
+	SFlow     sflow.Configuration     `yaml:"sflow"`
 	Outputs   OutputsConfiguration    `yaml:"outputs"`
 }
 
@@ -65,6 +67,7 @@ func DefaultConfiguration() Configuration {
 		Collector: collector.DefaultConfiguration(),
 		Schema:    schema.DefaultConfiguration(),
 		NetFlow:   netflow.DefaultConfiguration(),
+		SFlow:     sflow.DefaultConfiguration(),
 		Outputs: OutputsConfiguration{
 			Kafka: KafkaOutput{Configuration: kafka.DefaultConfiguration()},
 			File:  FileOutput{Enabled: true, Configuration: file.DefaultConfiguration()},
@@ -92,6 +95,9 @@ func (c *Configuration) Validate() error {
 	}
 	if err := c.NetFlow.Validate(); err != nil {
 		return config.Prefix("netflow", err)
+	}
+	if err := c.SFlow.Validate(); err != nil {
+		return config.Prefix("sflow", err)
 	}
 	if c.Outputs.Kafka.Enabled {
 		if err := c.Outputs.Kafka.Validate(); err != nil {

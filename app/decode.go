@@ -10,6 +10,7 @@ import (
 
 	"flowzero/collector"
 	"flowzero/decoder/netflow"
+	"flowzero/decoder/sflow"
 	"flowzero/internal/pcapfile"
 	"flowzero/output/jsonl"
 	"flowzero/schema"
@@ -48,7 +49,14 @@ func DecodeFiles(cfg Configuration, files []string, opts DecodeOptions, out io.W
 	if err != nil {
 		return sum, err
 	}
-	decoders := map[string]collector.Decoder{"netflow": collector.NetFlowDecoder{D: nf}}
+	sf, err := sflow.New(prometheus.NewRegistry(), cfg.SFlow, s)
+	if err != nil {
+		return sum, err
+	}
+	decoders := map[string]collector.Decoder{
+		"netflow": collector.NetFlowDecoder{D: nf},
+		"sflow":   collector.SFlowDecoder{D: sf},
+	}
 	f, err := jsonl.New(s, opts.Columns)
 	if err != nil {
 		return sum, err

@@ -3,6 +3,6 @@ package app
 import "flowzero/internal/pcapfile"
 
 // sflowReady tells the tests whether the sFlow decoder is wired in.
-const sflowReady = false
+const sflowReady = true
 
 var readUDP = pcapfile.ReadUDP

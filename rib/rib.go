@@ -40,6 +40,7 @@
 package rib
 
 import (
+	"iter"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -147,6 +148,12 @@ func (r *RIB) Lookup(a netip.Addr) (Route, bool) {
 // LookupPrefix returns the selected route of the longest prefix containing p.
 func (r *RIB) LookupPrefix(p netip.Prefix) (Route, bool) {
 	return r.cur.Load().LookupPrefix(p)
+}
+
+// All iterates over the prefixes and selected routes of the table as published when All is
+// called (a consistent view; updates made meanwhile are not seen).
+func (r *RIB) All() iter.Seq2[netip.Prefix, Route] {
+	return r.cur.Load().All()
 }
 
 // PathInfo is one path of a prefix, as returned by Paths.

@@ -141,21 +141,21 @@ func (m *FlowMessage) IsSet(k ColumnKey) bool {
 	return false
 }
 
-// The Append methods share one shape: a bounds check the compiler uses to drop the others,
-// one bit test that rejects disabled columns and columns already written, one load of the
-// column's encoding, then the append. Methods that do not match the column's kind return
-// before marking the column, so that the right method still works.
+// The Append methods share one shape: an inlined front (a bounds check and one bit test that
+// rejects disabled columns and columns already written: all a disabled column costs), then a
+// call that loads the column's encoding and appends. A method that does not match the column's
+// kind returns before marking the column, so that the right method still works.
 
 // AppendUint sets a KindUint64, KindUint32 (truncated to 32 bits), KindEnum or KindMAC
 // column, or a hot scalar column. It is a no-op when the column is disabled or already set.
 func (m *FlowMessage) AppendUint(k ColumnKey, v uint64) {
-	if k >= ColumnLast {
-		return
+	if k < ColumnLast && m.skip[k>>6]&(1<<(k&63)) == 0 {
+		m.appendUint(k, v)
 	}
+}
+
+func (m *FlowMessage) appendUint(k ColumnKey, v uint64) {
 	w, bit := k>>6, uint64(1)<<(k&63)
-	if m.skip[w]&bit != 0 {
-		return
-	}
 	e := &m.schema.enc[k]
 	if e.op != opVarint {
 		if e.op == opHot {
@@ -197,13 +197,13 @@ func (m *FlowMessage) setHotUint(k ColumnKey, v uint64) {
 
 // AppendString sets a KindString or KindBytes column.
 func (m *FlowMessage) AppendString(k ColumnKey, s string) {
-	if k >= ColumnLast {
-		return
+	if k < ColumnLast && m.skip[k>>6]&(1<<(k&63)) == 0 {
+		m.appendString(k, s)
 	}
+}
+
+func (m *FlowMessage) appendString(k ColumnKey, s string) {
 	w, bit := k>>6, uint64(1)<<(k&63)
-	if m.skip[w]&bit != 0 {
-		return
-	}
 	e := &m.schema.enc[k]
 	if e.op != opBytes {
 		return
@@ -217,13 +217,13 @@ func (m *FlowMessage) AppendString(k ColumnKey, s string) {
 // AppendBytes sets a KindBytes or KindString column, or a KindMAC column from the 6 bytes
 // of the address (other lengths are ignored).
 func (m *FlowMessage) AppendBytes(k ColumnKey, b []byte) {
-	if k >= ColumnLast {
-		return
+	if k < ColumnLast && m.skip[k>>6]&(1<<(k&63)) == 0 {
+		m.appendBytes(k, b)
 	}
+}
+
+func (m *FlowMessage) appendBytes(k ColumnKey, b []byte) {
 	w, bit := k>>6, uint64(1)<<(k&63)
-	if m.skip[w]&bit != 0 {
-		return
-	}
 	e := &m.schema.enc[k]
 	switch {
 	case e.op == opBytes:
@@ -243,11 +243,14 @@ func (m *FlowMessage) AppendBytes(k ColumnKey, b []byte) {
 // AppendIP sets a KindIP column (16 bytes, IPv4 mapped into IPv6) or a hot address column, or
 // adds one address to a KindArrayIP column. Invalid (zero) addresses are ignored.
 func (m *FlowMessage) AppendIP(k ColumnKey, a netip.Addr) {
-	if k >= ColumnLast {
-		return
+	if k < ColumnLast && m.skip[k>>6]&(1<<(k&63)) == 0 {
+		m.appendIP(k, a)
 	}
+}
+
+func (m *FlowMessage) appendIP(k ColumnKey, a netip.Addr) {
 	w, bit := k>>6, uint64(1)<<(k&63)
-	if m.skip[w]&bit != 0 || !a.IsValid() {
+	if !a.IsValid() {
 		return
 	}
 	e := &m.schema.enc[k]
@@ -282,11 +285,14 @@ func appendIPField(dst []byte, t pbwire.Tag, a netip.Addr) []byte {
 // For the hot array columns (DstASPath, SrcCommunities, DstCommunities), the field is set to vs
 // (not copied) if it was not set by an Append yet.
 func (m *FlowMessage) AppendArrayUint32(k ColumnKey, vs []uint32) {
-	if k >= ColumnLast {
-		return
+	if k < ColumnLast && m.skip[k>>6]&(1<<(k&63)) == 0 {
+		m.appendArrayUint32(k, vs)
 	}
+}
+
+func (m *FlowMessage) appendArrayUint32(k ColumnKey, vs []uint32) {
 	w, bit := k>>6, uint64(1)<<(k&63)
-	if m.skip[w]&bit != 0 || len(vs) == 0 {
+	if len(vs) == 0 {
 		return
 	}
 	e := &m.schema.enc[k]
@@ -309,11 +315,14 @@ func (m *FlowMessage) AppendArrayUint32(k ColumnKey, vs []uint32) {
 
 // AppendArrayUint64 adds values to a KindArrayUint64 column; each call appends to the array.
 func (m *FlowMessage) AppendArrayUint64(k ColumnKey, vs []uint64) {
-	if k >= ColumnLast {
-		return
+	if k < ColumnLast && m.skip[k>>6]&(1<<(k&63)) == 0 {
+		m.appendArrayUint64(k, vs)
 	}
+}
+
+func (m *FlowMessage) appendArrayUint64(k ColumnKey, vs []uint64) {
 	w, bit := k>>6, uint64(1)<<(k&63)
-	if m.skip[w]&bit != 0 || len(vs) == 0 {
+	if len(vs) == 0 {
 		return
 	}
 	if e := &m.schema.enc[k]; e.op == opArrayUint64 {

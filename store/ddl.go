@@ -189,13 +189,17 @@ func (d *DDL) createTable(name string, cols []ColumnDef, trailer string) string 
 	return b.String()
 }
 
-// distributed returns the Distributed table standing for a local table in cluster mode.
-func (d *DDL) distributed(name string, cols []ColumnDef) Object {
+// distributed returns the Distributed table standing for a local table in cluster mode,
+// with the local table's structure. cols is the structure to reach when migrating.
+func (d *DDL) distributed(name string, cols []ColumnDef, localCreate string) Object {
 	local := d.dataName(name)
 	return finish(Object{
 		Kind: KindDistributed, Name: name, Local: local, Columns: cols,
-		Create: d.createTable(name, cols, fmt.Sprintf("ENGINE = Distributed(%s, %s, %s, rand())",
-			quoteString(d.cfg.Cluster), quoteString(d.cfg.Database), quoteString(local))),
+		// The local table's fingerprint is part of the statement, so the Distributed table is
+		// migrated whenever its local table is.
+		Create: fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s%s AS %s\nENGINE = Distributed(%s, %s, %s, rand())\n-- local table %x",
+			d.q(name), d.onCluster(), d.q(local), quoteString(d.cfg.Cluster), quoteString(d.cfg.Database), quoteString(local),
+			sha256.Sum256([]byte(localCreate))),
 	})
 }
 
@@ -226,7 +230,7 @@ func (d *DDL) FlowsObjects() []Object {
 	out := []Object{finish(Object{Kind: KindTable, Name: name, Columns: cols, TTL: ttl,
 		Create: d.createTable(name, cols, t.String())})}
 	if d.cfg.Cluster != "" {
-		out = append(out, d.distributed("flows", cols))
+		out = append(out, d.distributed("flows", cols, out[0].Create))
 	}
 	return out
 }
@@ -325,7 +329,7 @@ func (d *DDL) AggregatedObjects(r Resolution) []Object {
 	out := []Object{finish(Object{Kind: KindTable, Name: data, Columns: cols, SortingKey: key, TTL: ttl,
 		Create: d.createTable(data, cols, t.String())})}
 	if d.cfg.Cluster != "" {
-		out = append(out, d.distributed(name, cols))
+		out = append(out, d.distributed(name, cols, out[0].Create))
 	}
 	out = append(out, d.aggregatedView(r, cols))
 	return out

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"flowzero/schema"
 	"flowzero/store/chdb"
 )
@@ -51,11 +53,25 @@ func openEngine(t testing.TB, cfg Configuration) *chdb.Conn {
 
 func query(t testing.TB, c *chdb.Conn, sql string) string {
 	t.Helper()
-	out, err := c.Query(sql, "TSV")
+	out, err := c.Query(sql, "TSVRaw")
 	if err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return strings.TrimRight(string(out), "\n")
+}
+
+// startSink starts a sink stopped at the end of the test, even when it fails.
+func startSink(t testing.TB, cfg Configuration, s *schema.Schema) *Sink {
+	t.Helper()
+	sink, err := NewSink(prometheus.NewRegistry(), cfg, s, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sink.Stop() })
+	return sink
 }
 
 func migrate(t testing.TB, c *chdb.Conn, ddl *DDL, dryRun bool) []Step {
@@ -84,15 +100,16 @@ type testFlow struct {
 	direction        uint64
 	exporterName     string
 	srcCountry       string
+	srcVlan, dstVlan uint16
 }
 
 var baseTime = uint64(time.Now().Truncate(time.Hour).Add(-time.Hour).Unix())
 
 var testFlows = []testFlow{
-	{baseTime + 5, 1000, "192.0.2.1", "198.51.100.7", "203.0.113.9", 443, 51000, 6, 0x800, 64500, 64501, 24, 16, 10, 20, 1500, 1, []uint32{64501, 3356}, 1, "edge1", "FR"},
-	{baseTime + 35, 1000, "192.0.2.1", "198.51.100.8", "203.0.113.9", 53, 40000, 17, 0x800, 64500, 64501, 24, 16, 10, 20, 300, 3, []uint32{64501}, 1, "edge1", "FR"},
-	{baseTime + 70, 1000, "192.0.2.1", "198.51.100.7", "203.0.113.10", 443, 51001, 6, 0x800, 64500, 64502, 24, 24, 10, 21, 64000, 50, []uint32{64502, 174, 2914}, 2, "edge1", "DE"},
-	{baseTime + 400, 512, "2001:db8::1", "2001:db8:1::5", "2001:db8:2::6", 22, 60022, 6, 0x86dd, 0, 64510, 48, 32, 3, 4, 9000, 6, nil, 1, "edge2", "US"},
+	{baseTime + 5, 1000, "192.0.2.1", "198.51.100.7", "203.0.113.9", 443, 51000, 6, 0x800, 64500, 64501, 24, 16, 10, 20, 1500, 1, []uint32{64501, 3356}, 1, "edge1", "FR", 0, 0},
+	{baseTime + 35, 1000, "192.0.2.1", "198.51.100.8", "203.0.113.9", 53, 40000, 17, 0x800, 64500, 64501, 24, 16, 10, 20, 300, 3, []uint32{64501}, 1, "edge1", "FR", 0, 0},
+	{baseTime + 70, 1000, "192.0.2.1", "198.51.100.7", "203.0.113.10", 443, 51001, 6, 0x800, 64500, 64502, 24, 24, 10, 21, 64000, 50, []uint32{64502, 174, 2914}, 2, "edge1", "DE", 0, 0},
+	{baseTime + 400, 512, "2001:db8::1", "2001:db8:1::5", "2001:db8:2::6", 22, 60022, 6, 0x86dd, 0, 64510, 48, 32, 3, 4, 9000, 6, nil, 1, "edge2", "US", 0, 0},
 }
 
 func (f testFlow) encode(fm *schema.FlowMessage) []byte {
@@ -106,6 +123,7 @@ func (f testFlow) encode(fm *schema.FlowMessage) []byte {
 	fm.SrcNetMask, fm.DstNetMask = f.srcMask, f.dstMask
 	fm.InIf, fm.OutIf = f.inIf, f.outIf
 	fm.DstASPath = f.asPath
+	fm.SrcVlan, fm.DstVlan = f.srcVlan, f.dstVlan
 	fm.AppendUint(schema.ColumnBytes, f.bytes)
 	fm.AppendUint(schema.ColumnPackets, f.packets)
 	fm.AppendUint(schema.ColumnSrcPort, f.srcPort)

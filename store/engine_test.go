@@ -3,7 +3,6 @@
 package store
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"flowzero/schema"
@@ -95,15 +93,7 @@ func TestEveryStatementRuns(t *testing.T) {
 func TestSinkRoundTrip(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	s := mustSchema(t, schema.DefaultConfiguration())
-	reg := prometheus.NewRegistry()
-	sink, err := NewSink(reg, cfg, s, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sink.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Stop()
+	sink := startSink(t, cfg, s)
 	fm := s.NewFlowMessage()
 	for _, f := range testFlows {
 		sink.Write(f.encode(fm))
@@ -149,27 +139,22 @@ func TestSinkBatchesBySizeAndTime(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.Embedded.BatchBytes = 1024
 	cfg.Embedded.FlushInterval = 200 * time.Millisecond
+	cfg.Embedded.QueueLength = 1000
 	s := mustSchema(t, schema.DefaultConfiguration())
-	sink, err := NewSink(nil, cfg, s, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sink.Start(); err != nil {
-		t.Fatal(err)
-	}
+	sink := startSink(t, cfg, s)
 	fm := s.NewFlowMessage()
-	const n = 1000
+	const n = 100 // about ten batches: each INSERT writes a part per table, keep them few
 	for i := 0; i < n; i++ {
 		f := testFlows[i%len(testFlows)]
 		f.srcPort = uint64(i)
 		sink.Write(f.encode(fm))
 	}
-	// Size: about 1 KiB per batch, so many batches before any timer.
-	waitFor(t, func() bool { return testutil.ToFloat64(sink.m.batches) >= 10 })
+	// Size: about 1 KiB per batch, so several batches before any timer.
+	waitFor(t, func() bool { return testutil.ToFloat64(sink.m.batches) >= 5 })
 	sink.Write(testFlows[0].encode(fm))
 	// Age: the last, small batch goes in without Flush.
 	waitFor(t, func() bool { return testutil.ToFloat64(sink.m.flows) == n+1 })
-	if got := query(t, sink.Conn(), "SELECT count(), uniqExact(SrcPort) FROM flowzero.flows"); got != fmt.Sprintf("%d\t%d", n+1, n) {
+	if got := query(t, sink.Conn(), "SELECT count(), uniqExact(SrcPort) FROM flowzero.flows"); got != fmt.Sprintf("%d\t%d", n+1, n+1) {
 		t.Errorf("count, distinct ports = %q", got)
 	}
 	if err := sink.Stop(); err != nil {
@@ -262,9 +247,8 @@ func TestMigrateColumns(t *testing.T) {
 	// Old rows kept, new columns default; new flows carry VLANs into both tables.
 	fm2 := s2.NewFlowMessage()
 	f := testFlows[0]
-	f.encode(fm2)
-	fm2.SrcVlan, fm2.DstVlan = 100, 200
-	if _, err := c.QueryBytes(append([]byte(ddl2.InsertPrefix()), fm2.Finalize()...), ""); err != nil {
+	f.srcVlan, f.dstVlan = 100, 200
+	if _, err := c.QueryBytes(append([]byte(ddl2.InsertPrefix()), f.encode(fm2)...), ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := query(t, c, "SELECT count(), sum(SrcVlan), sum(DstVlan), countIf(SrcGeoCity = '') FROM flowzero.flows"); got != "5\t100\t200\t5" {
@@ -287,7 +271,7 @@ func TestMigrateColumns(t *testing.T) {
 	if got := strings.Join(drops, ", "); got != "flows: drop column SrcGeoCity, flows: drop column DstGeoCity" {
 		t.Errorf("drops = %s", got)
 	}
-	if got := query(t, c, "SELECT count() FROM system.columns WHERE database = 'flowzero' AND name LIKE '%GeoCity'"); got != "0" {
+	if got := query(t, c, "SELECT count() FROM system.columns WHERE database = 'flowzero' AND table = 'flows' AND name LIKE '%GeoCity'"); got != "0" {
 		t.Errorf("GeoCity columns left: %s", got)
 	}
 	if again := migrate(t, c, ddl3, false); len(again) != 0 {
@@ -312,14 +296,7 @@ func TestTTLEmbedded(t *testing.T) {
 	cfg.TTL = time.Hour
 	cfg.Resolutions = []Resolution{{Interval: time.Minute, TTL: time.Hour}}
 	s := mustSchema(t, schema.DefaultConfiguration())
-	sink, err := NewSink(nil, cfg, s, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sink.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Stop()
+	sink := startSink(t, cfg, s)
 	fm := s.NewFlowMessage()
 	now := uint64(time.Now().Unix())
 	for _, age := range []uint64{3 * 3600, 2 * 3600, 60} {
@@ -369,13 +346,7 @@ func TestPersistenceChild(t *testing.T) {
 	}
 	cfg := testConfig(t, os.Getenv("FLOWZERO_STORE_DIR"))
 	s := mustSchema(t, schema.DefaultConfiguration())
-	sink, err := NewSink(nil, cfg, s, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sink.Start(); err != nil {
-		t.Fatal(err)
-	}
+	sink := startSink(t, cfg, s)
 	switch phase {
 	case "write":
 		fm := s.NewFlowMessage()
@@ -390,4 +361,28 @@ func TestPersistenceChild(t *testing.T) {
 	}
 }
 
-var _ = context.Background
+// TestSinkDropsWhenQueueFull fills a one-batch queue faster than the engine inserts: every
+// flow is either stored or counted as dropped.
+func TestSinkDropsWhenQueueFull(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Embedded.BatchBytes = 1024
+	cfg.Embedded.QueueLength = 1
+	s := mustSchema(t, schema.DefaultConfiguration())
+	sink := startSink(t, cfg, s)
+	fm := s.NewFlowMessage()
+	const n = 2000
+	for i := 0; i < n; i++ {
+		sink.Write(testFlows[i%len(testFlows)].encode(fm))
+	}
+	if err := sink.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	stored := testutil.ToFloat64(sink.m.flows)
+	dropped := testutil.ToFloat64(sink.m.droppedFull)
+	if dropped == 0 || stored+dropped != n {
+		t.Errorf("stored %v + dropped %v != %d written (and some must be dropped)", stored, dropped, n)
+	}
+	if got := query(t, sink.Conn(), "SELECT count() FROM flowzero.flows"); got != fmt.Sprint(stored) {
+		t.Errorf("table holds %s flows, metrics say %v", got, stored)
+	}
+}

@@ -137,10 +137,14 @@ func (m *Migrator) Plan(ctx context.Context) ([]Step, error) {
 				steps = append(steps, Step{Object: o.Name, Action: "create", SQL: o.Create})
 				continue
 			}
-			if t.comment == o.Fingerprint {
-				continue
+			// The column diff runs even when the fingerprint is current: drop-removed-columns
+			// changes what is wanted without changing the statement.
+			alter := m.alterTable(o, t)
+			if len(alter) > 0 || t.comment != o.Fingerprint {
+				steps = append(steps, alter...)
+				steps = append(steps, Step{Object: o.Name, Action: "mark migrated",
+					SQL: fmt.Sprintf("ALTER TABLE %s%s MODIFY COMMENT %s", d.q(o.Name), d.onCluster(), quoteString(o.Fingerprint))})
 			}
-			steps = append(steps, m.alterTable(o, t)...)
 		case KindKafka:
 			// The Kafka table and its view are replaced together.
 			view := objects[i+1]
@@ -171,7 +175,7 @@ func (m *Migrator) Plan(ctx context.Context) ([]Step, error) {
 	return append(drops, steps...), nil
 }
 
-// alterTable returns the steps that bring an existing data table to o.
+// alterTable returns the steps that bring an existing data table's columns and TTL to o.
 func (m *Migrator) alterTable(o Object, t *tableState) []Step {
 	d := m.DDL
 	have := map[string]bool{}
@@ -210,8 +214,10 @@ func (m *Migrator) alterTable(o Object, t *tableState) []Step {
 			continue
 		}
 		if !m.DDL.cfg.DropRemovedColumns || inKey[c] {
-			m.logger().Info("column kept: no longer in the schema", "table", o.Name, "column", c,
-				"reason", map[bool]string{true: "part of the sorting key", false: "drop-removed-columns is off"}[inKey[c]])
+			if t.comment != o.Fingerprint {
+				m.logger().Info("store: column kept, no longer in the schema", "table", o.Name, "column", c,
+					"reason", map[bool]string{true: "part of the sorting key", false: "drop-removed-columns is off"}[inKey[c]])
+			}
 			continue
 		}
 		steps = append(steps, Step{Object: o.Name, Action: "drop column " + c,
@@ -228,8 +234,6 @@ func (m *Migrator) alterTable(o Object, t *tableState) []Step {
 				SQL: fmt.Sprintf("ALTER TABLE %s%s MODIFY TTL %s", d.q(o.Name), d.onCluster(), o.TTL)})
 		}
 	}
-	steps = append(steps, Step{Object: o.Name, Action: "mark migrated",
-		SQL: fmt.Sprintf("ALTER TABLE %s%s MODIFY COMMENT %s", d.q(o.Name), d.onCluster(), quoteString(o.Fingerprint))})
 	return steps
 }
 

@@ -90,3 +90,38 @@ func BenchmarkScratchHot(b *testing.B) {
 		c.stop(b)
 	})
 }
+
+func BenchmarkScratchParts(b *testing.B) {
+	buf := make([]byte, 0, 512)
+	b.Run("varints", func(b *testing.B) {
+		c := startCPU(b)
+		for i := 0; i < b.N; i++ {
+			dst := buf
+			dst = pbwire.AppendVarintField(dst, tagInt32, uint64(int64(int32(input[0]))))
+			dst = pbwire.AppendVarintField(dst, tagUint32, uint64(uint32(input[1])))
+			dst = pbwire.AppendVarintField(dst, tagInt64, uint64(int64(input[2])))
+			dst = pbwire.AppendVarintField(dst, tagUint64, input[3])
+		}
+		c.stop(b)
+	})
+	b.Run("string", func(b *testing.B) {
+		c := startCPU(b)
+		for i := 0; i < b.N; i++ {
+			pbwire.AppendStringField(buf, tagString, inputString)
+		}
+		c.stop(b)
+	})
+	b.Run("copy", func(b *testing.B) {
+		c := startCPU(b)
+		for i := 0; i < b.N; i++ {
+			copy(buf[:31], inputString)
+		}
+		c.stop(b)
+	})
+	b.Run("empty", func(b *testing.B) {
+		c := startCPU(b)
+		for i := 0; i < b.N; i++ {
+		}
+		c.stop(b)
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"flowzero/app"
+	"flowzero/demo"
 )
 
 func init() {
@@ -18,6 +19,9 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("collect", stderr)
 	configPath := fs.String("config", "", "configuration file (YAML); without it, the defaults of docs/configuration.md")
 	check := fs.Bool("check", false, "validate the configuration and exit")
+	withDemo := fs.Bool("demo", false, "also run the built-in demo exporters, sending to this collector's listeners")
+	demoRate := fs.Int("demo-rate", 500, "flows per second of each demo exporter")
+	summary := fs.Duration("summary", 0, "print a summary of top exporters, protocols and AS every interval (0: off)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -36,6 +40,15 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 	}
 	a.ConfigPath = *configPath
 	a.Stdout = stdout
+	if *summary > 0 {
+		a.Summary, a.SummaryInterval = stdout, *summary
+	}
+	if *withDemo {
+		d := demo.DefaultConfiguration()
+		d.FlowsPerSecond = *demoRate
+		d.Diurnal = true
+		a.Demo = &d
+	}
 	if err := a.Start(); err != nil {
 		return err
 	}

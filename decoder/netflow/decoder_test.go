@@ -3,6 +3,7 @@ package netflow
 import (
 	"encoding/binary"
 	"errors"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -278,5 +279,68 @@ func TestZeroAllocs(t *testing.T) {
 	emit := func(fm *schema.FlowMessage) { size += len(fm.Finalize()) }
 	if allocs := testing.AllocsPerRun(100, func() { _ = d.Decode(pkt, fm, emit) }); allocs != 0 {
 		t.Errorf("%v allocations per datagram, want 0", allocs)
+	}
+}
+
+// TestMetrics: packets, flows and templates per exporter, as exported to Prometheus.
+func TestMetrics(t *testing.T) {
+	s := allColumns(t)
+	d, reg := newTestDecoder(t, DefaultConfiguration(), s)
+	decodeFiles(t, d, s, "options-template.pcap", "options-data.pcap", "template.pcap", "data.pcap", "nfv5.pcap")
+	want := `
+# HELP flowzero_netflow_flows_total Flows decoded and emitted, by exporter.
+# TYPE flowzero_netflow_flows_total counter
+flowzero_netflow_flows_total{exporter="192.0.2.10"} 33
+# HELP flowzero_netflow_packets_total NetFlow/IPFIX datagrams received, by exporter and version.
+# TYPE flowzero_netflow_packets_total counter
+flowzero_netflow_packets_total{exporter="192.0.2.10",version="10"} 0
+flowzero_netflow_packets_total{exporter="192.0.2.10",version="5"} 1
+flowzero_netflow_packets_total{exporter="192.0.2.10",version="9"} 4
+# HELP flowzero_netflow_sampling_rates_total Sampling rates learned or changed from options records, by exporter.
+# TYPE flowzero_netflow_sampling_rates_total counter
+flowzero_netflow_sampling_rates_total{exporter="192.0.2.10"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"flowzero_netflow_flows_total", "flowzero_netflow_packets_total", "flowzero_netflow_sampling_rates_total"); err != nil {
+		t.Error(err)
+	}
+	if got := testutil.ToFloat64(session(t, d).m.templates[tplOptions]); got != 1 {
+		t.Errorf("options templates: %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(session(t, d).m.templates[tplData]); got != 1 {
+		t.Errorf("data templates: %v, want 1", got)
+	}
+}
+
+// TestConcurrent decodes from several goroutines, on shared and separate sessions (run
+// with -race).
+func TestConcurrent(t *testing.T) {
+	s := allColumns(t)
+	d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+	var inputs [][]byte
+	for _, f := range []string{"options-template.pcap", "options-data.pcap", "template.pcap", "data.pcap", "ipfixprobe-templates.pcap", "ipfixprobe-data.pcap", "nfv5.pcap"} {
+		inputs = append(inputs, payloads(t, f)...)
+	}
+	done := make(chan int)
+	for g := range 4 {
+		go func() {
+			fm := s.NewFlowMessage()
+			n := 0
+			ap := netip.AddrPortFrom(testExporter.Addr(), uint16(2055+g%2))
+			for range 20 {
+				for _, p := range inputs {
+					_ = d.Decode(Packet{Payload: p, Exporter: ap, TimeReceived: testTime}, fm, func(fm *schema.FlowMessage) { fm.Finalize(); n++ })
+				}
+			}
+			done <- n
+		}()
+	}
+	total := 0
+	for range 4 {
+		total += <-done
+	}
+	// Per round: 4 (v9) + 6 (IPFIX biflows) + 29 (v5).
+	if total != 4*20*(4+6+29) {
+		t.Errorf("%d flows, want %d", total, 4*20*(4+6+29))
 	}
 }

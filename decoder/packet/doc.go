@@ -18,8 +18,12 @@
 //
 // Decapsulation (Configuration.Decapsulation) reports the inner packet instead of the outer
 // one: the outer L2/L3 headers are walked but not recorded, and the flow describes the
-// tunnelled traffic (addresses, ports, L3 length of the inner packet). The tunnel's own
-// identifier (the VXLAN VNI, the GRE key) is recorded when its column is enabled.
+// tunnelled traffic (addresses, ports, L3 length of the inner packet). Once the tunnel is
+// found, the tunnel columns (off by default) get the outer IP addresses (TunnelSrcAddr,
+// TunnelDstAddr), the outer IP protocol or next header (TunnelProto: 47 GRE, 4 or 41
+// IP-in-IP, 17 VXLAN, 43 SRv6 with a segment routing header), the VXLAN VNI, the GRE key and
+// the SRv6 segment list (SRv6SIDs: the SRH's segments in header order, or the outer
+// destination when there is no SRH).
 //
 // MPLS payload detection (no EtherType follows a label stack): label 0 (IPv4 explicit null)
 // means IPv4 and label 2 (IPv6 explicit null) IPv6; otherwise the first nibble of the payload

@@ -294,15 +294,77 @@ func TestConfiguration(t *testing.T) {
 }
 
 func BenchmarkParseEthernet(b *testing.B) {
-	s, _ := schema.New(schema.DefaultConfiguration())
+	defaults, _ := schema.New(schema.DefaultConfiguration())
+	all := allColumns(b)
+	for _, tc := range []struct {
+		name   string
+		file   string
+		decap  Decapsulation
+		schema *schema.Schema
+	}{
+		{"mpls-ipv4/default", "mpls-ipv4.pcap", DecapNone, defaults},
+		{"mpls-ipv4/all-columns", "mpls-ipv4.pcap", DecapNone, all},
+		{"srv6/all-columns", "srv6-end-dt6.pcap", DecapSRv6, all},
+		{"gre-v4-key/all-columns", "gre-v4-key.pcap", DecapGRE, all},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg := DefaultConfiguration()
+			cfg.Decapsulation = tc.decap
+			p, _ := New(cfg)
+			frame := readFrames(b, tc.file)[0]
+			fm := tc.schema.NewFlowMessage()
+			b.ReportAllocs()
+			for b.Loop() {
+				fm.Reset()
+				if _, err := p.ParseEthernet(frame, fm); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestIPv4OptionsAndFragments builds IPv4 packets with a 4-byte option (IHL 6), first as a
+// first fragment (more fragments set) carrying TCP, then as a later fragment.
+func TestIPv4OptionsAndFragments(t *testing.T) {
+	s := allColumns(t)
 	p, _ := New(DefaultConfiguration())
-	frame := readFrames(b, "mpls-ipv4.pcap")[0]
+	pkt := []byte{
+		0x46, 0x10, 0x00, 0x3c, 0x12, 0x34, 0x20, 0x00, 0x40, 6, 0, 0, // IHL 6, ToS 0x10, length 60, id 0x1234, MF
+		192, 0, 2, 1, 198, 51, 100, 2,
+		0x94, 0x04, 0x00, 0x00, // router alert option
+		0x30, 0x39, 0x01, 0xbb, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x12, 0xff, 0xff, // TCP 12345 -> 443, SYN ACK
+	}
 	fm := s.NewFlowMessage()
-	b.ReportAllocs()
-	for b.Loop() {
-		fm.Reset()
-		if _, err := p.ParseEthernet(frame, fm); err != nil {
-			b.Fatal(err)
-		}
+	if l3, err := p.ParseIPv4(pkt, fm); err != nil || l3 != 60 {
+		t.Fatalf("ParseIPv4() = %d, %v", l3, err)
+	}
+	got, _ := flowtest.Decode(s, fm.Finalize())
+	want := flowtest.Flow{
+		"EType": 0x0800, "SrcAddr": "192.0.2.1", "DstAddr": "198.51.100.2", "Proto": 6,
+		"IPTos": 0x10, "IPTTL": 64, "IPFragmentID": 0x1234,
+		"SrcPort": 12345, "DstPort": 443, "TCPFlags": 0x12,
+	}
+	if diff := flowtest.Diff(got, want); diff != "" {
+		t.Errorf("first fragment:\n%s", diff)
+	}
+	// Offset 0x0b9 (1480 bytes): what follows the header is data, not TCP.
+	pkt[6], pkt[7] = 0x00, 0xb9
+	fm.Reset()
+	if _, err := p.ParseIPv4(pkt, fm); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = flowtest.Decode(s, fm.Finalize())
+	for _, k := range []string{"SrcPort", "DstPort", "TCPFlags"} {
+		delete(want, k)
+	}
+	want["IPFragmentOffset"] = 0xb9
+	if diff := flowtest.Diff(got, want); diff != "" {
+		t.Errorf("later fragment:\n%s", diff)
+	}
+	// The header announces options the sampler cut: no transport header, no error.
+	fm.Reset()
+	if l3, err := p.ParseIPv4(pkt[:22], fm); err != nil || l3 != 60 {
+		t.Errorf("ParseIPv4(cut options) = %d, %v", l3, err)
 	}
 }

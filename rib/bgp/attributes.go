@@ -385,10 +385,10 @@ func pathLength(v []byte, w int) uint16 {
 	for len(v) >= 2 {
 		t, n := v[0], int(v[1])
 		switch t {
-		case 1:
-			l += n
-		case 2:
+		case 1: // AS_SET
 			l++
+		case 2: // AS_SEQUENCE
+			l += n
 		}
 		if len(v) < 2+n*w {
 			break

@@ -21,6 +21,7 @@ type metrics struct {
 	withdrawn      *prometheus.CounterVec
 	endOfRIB       *prometheus.CounterVec
 	adjRIBIn       *prometheus.GaugeVec
+	rejected       *prometheus.GaugeVec
 	ignoredNLRI    *prometheus.CounterVec
 	ignoredUpdates *prometheus.CounterVec
 	removedPeers   *prometheus.CounterVec
@@ -47,12 +48,13 @@ func newMetrics(reg prometheus.Registerer, table *rib.RIB) (*metrics, error) {
 		withdrawn:      counter("withdrawn_prefixes_total", "Prefixes withdrawn by the peer.", "router", "peer"),
 		endOfRIB:       counter("end_of_rib_total", "End-of-RIB markers received (RFC 4724), one per family.", "router", "peer"),
 		adjRIBIn:       gauge("stats_adj_rib_in_routes", "Routes in the peer's Adj-RIB-In as reported by the router's statistics (type 7).", "router", "peer"),
+		rejected:       gauge("stats_rejected_prefixes", "Prefixes rejected by the peer's inbound policy as reported by the router's statistics (type 0).", "router", "peer"),
 		ignoredNLRI:    counter("ignored_nlri_total", "NLRI skipped because their family is not decoded.", "router", "family"),
 		ignoredUpdates: counter("ignored_updates_total", "Route monitoring messages skipped, by reason.", "router", "reason"),
 		removedPeers:   counter("removed_peers_total", "Peers whose routes were removed, by reason.", "router", "reason"),
 	}
 	for _, c := range []prometheus.Collector{m.opened, m.closed, m.messages, m.errors, m.peers, m.routes,
-		m.announced, m.withdrawn, m.endOfRIB, m.adjRIBIn, m.ignoredNLRI, m.ignoredUpdates, m.removedPeers} {
+		m.announced, m.withdrawn, m.endOfRIB, m.adjRIBIn, m.rejected, m.ignoredNLRI, m.ignoredUpdates, m.removedPeers} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -92,6 +94,7 @@ type peerMetrics struct {
 	withdrawn prometheus.Counter
 	endOfRIB  prometheus.Counter
 	adjRIBIn  prometheus.Gauge
+	rejected  prometheus.Gauge
 }
 
 func (m *metrics) forPeer(router, peer string) peerMetrics {
@@ -100,6 +103,7 @@ func (m *metrics) forPeer(router, peer string) peerMetrics {
 		withdrawn: m.withdrawn.WithLabelValues(router, peer),
 		endOfRIB:  m.endOfRIB.WithLabelValues(router, peer),
 		adjRIBIn:  m.adjRIBIn.WithLabelValues(router, peer),
+		rejected:  m.rejected.WithLabelValues(router, peer),
 	}
 }
 

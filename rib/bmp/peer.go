@@ -174,7 +174,7 @@ func (c *session) forgetPeerLocked(k peerKey, p *peer) {
 	c.metrics.peers.Dec()
 	for _, v := range []interface {
 		DeleteLabelValues(...string) bool
-	}{c.srv.metrics.announced, c.srv.metrics.withdrawn, c.srv.metrics.endOfRIB, c.srv.metrics.adjRIBIn} {
+	}{c.srv.metrics.announced, c.srv.metrics.withdrawn, c.srv.metrics.endOfRIB, c.srv.metrics.adjRIBIn, c.srv.metrics.rejected} {
 		v.DeleteLabelValues(c.routerStr, p.label)
 	}
 }
@@ -279,10 +279,12 @@ func (c *session) applyMP(tx *rib.Tx, h *PeerHeader, p *peer, afi uint16, safi u
 	s := c.srv
 	fam := NewFamily(afi, safi)
 	vrfPeer := h.Type == PeerTypeRD
+	n := 0
 	apply := func(pfx bgp.Prefix, rd RD) {
 		if !vrfPeer && !s.acceptRD(rd) {
 			return
 		}
+		n++
 		if vrfPeer {
 			// A VRF peer's routes belong to its VRF whatever the NLRI says.
 			rd = h.Distinguisher
@@ -294,7 +296,6 @@ func (c *session) applyMP(tx *rib.Tx, h *PeerHeader, p *peer, afi uint16, safi u
 			tx.Withdraw(id, pfx.Prefix, pfx.PathID)
 		}
 	}
-	n := 0
 	if rf, ok := bgp.FamilyOf(afi, safi); ok && rf != bgp.FamilyIPv4Multicast && rf != bgp.FamilyIPv6Multicast {
 		vpn := rf == bgp.FamilyIPv4VPN || rf == bgp.FamilyIPv6VPN
 		r := bgp.NewNLRIReader(nlri, rf, p.addPath.Has(rf))
@@ -304,7 +305,6 @@ func (c *session) applyMP(tx *rib.Tx, h *PeerHeader, p *peer, afi uint16, safi u
 				rd = RD(pfx.RD)
 			}
 			apply(pfx, rd)
-			n++
 		}
 		return n, r.Err()
 	}
@@ -312,7 +312,6 @@ func (c *session) applyMP(tx *rib.Tx, h *PeerHeader, p *peer, afi uint16, safi u
 		r := evpnReader{b: nlri}
 		for pfx, ok := r.Next(); ok; pfx, ok = r.Next() {
 			apply(pfx, RD(pfx.RD))
-			n++
 		}
 		if r.skipped > 0 {
 			s.metrics.ignoredNLRI.WithLabelValues(c.routerStr, "l2vpn-evpn-non-ip").Add(float64(r.skipped))

@@ -337,8 +337,11 @@ func (c *session) handle(h CommonHeader, body []byte) (stop bool, err error) {
 			return false, nil
 		}
 		return false, WalkStatistics(body, func(st Statistic) {
-			if st.Type == StatAdjRIBIn {
+			switch st.Type {
+			case StatAdjRIBIn:
 				p.metrics.adjRIBIn.Set(float64(st.Value))
+			case StatRejectedPrefixes:
+				p.metrics.rejected.Set(float64(st.Value))
 			}
 		})
 	case MsgRouteMonitoring:

@@ -1,0 +1,142 @@
+package demo
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"flowzero/decoder/netflow"
+	"flowzero/schema"
+)
+
+type decoded struct {
+	src, dst         netip.Addr
+	srcPort, dstPort uint64
+	bytes, packets   uint64
+	srcAS, dstAS     uint32
+	rate             uint64
+	proto            uint64
+}
+
+func decodeAll(t *testing.T, s *schema.Schema, fn func(emit func(*schema.FlowMessage))) []decoded {
+	var out []decoded
+	fn(func(fm *schema.FlowMessage) {
+		d := decoded{src: fm.SrcAddr, dst: fm.DstAddr, srcAS: fm.SrcAS, dstAS: fm.DstAS, rate: fm.SamplingRate}
+		msg := fm.Finalize()
+		_, n := uvarint(msg)
+		err := s.DecodeMessage(msg[n:], func(c *schema.Column, v any) {
+			switch c.Key {
+			case schema.ColumnSrcPort:
+				d.srcPort = v.(uint64)
+			case schema.ColumnDstPort:
+				d.dstPort = v.(uint64)
+			case schema.ColumnBytes:
+				d.bytes = v.(uint64)
+			case schema.ColumnPackets:
+				d.packets = v.(uint64)
+			case schema.ColumnProto:
+				d.proto = v.(uint64)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d)
+	})
+	return out
+}
+
+func uvarint(b []byte) (uint64, int) {
+	var v uint64
+	for i, c := range b {
+		v |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return v, i + 1
+		}
+	}
+	return 0, 0
+}
+
+// TestNetFlowRoundTrip encodes generated traffic as NetFlow v9 and IPFIX and decodes it with
+// flowzero's decoder: every flow comes back with its addresses, ports, counters, AS numbers
+// and the sampling rate announced in the options records.
+func TestNetFlowRoundTrip(t *testing.T) {
+	s, err := schema.New(schema.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ipfix := range []bool{false, true} {
+		name := map[bool]string{false: "netflow-v9", true: "ipfix"}[ipfix]
+		t.Run(name, func(t *testing.T) {
+			dec, err := netflow.New(prometheus.NewRegistry(), netflow.DefaultConfiguration(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+			enc := &NetFlowEncoder{IPFIX: ipfix, SourceID: 7, SamplingRate: 512, TemplateRefresh: 3, Boot: now.Add(-time.Hour)}
+			g := NewGenerator(42)
+			var flows []Flow
+			for range 400 {
+				flows = append(flows, g.Next(now))
+			}
+			fm := s.NewFlowMessage()
+			exporter := netip.MustParseAddrPort("192.0.2.1:50000")
+			got := decodeAll(t, s, func(emit func(*schema.FlowMessage)) {
+				rest := flows
+				for len(rest) > 0 {
+					pkt, n := enc.Encode(nil, rest, now, 1400)
+					if len(pkt) > 1400 || n == 0 {
+						t.Fatalf("datagram of %d bytes with %d flows", len(pkt), n)
+					}
+					rest = rest[n:]
+					if err := dec.Decode(netflow.Packet{Payload: pkt, Exporter: exporter, TimeReceived: now}, fm, emit); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+			if len(got) != len(flows) {
+				t.Fatalf("decoded %d flows, want %d", len(got), len(flows))
+			}
+			for i, f := range flows {
+				want := decoded{f.Src, f.Dst, uint64(f.SrcPort), uint64(f.DstPort), f.Bytes, f.Packets, f.SrcAS, f.DstAS, 512, uint64(f.Proto)}
+				if got[i] != want {
+					t.Fatalf("flow %d: got %+v, want %+v", i, got[i], want)
+				}
+			}
+		})
+	}
+}
+
+func TestGeneratorMix(t *testing.T) {
+	g := NewGenerator(1)
+	now := time.Now()
+	hosts := map[netip.Addr]bool{}
+	ases := map[uint32]int{}
+	v6 := 0
+	for range 5000 {
+		f := g.Next(now)
+		hosts[f.Src] = true
+		hosts[f.Dst] = true
+		ases[f.SrcAS]++
+		if f.Src.Is6() {
+			v6++
+		}
+		if f.Bytes == 0 || f.Packets == 0 || f.Bytes < f.Packets*40 {
+			t.Fatalf("implausible counters %+v", f)
+		}
+	}
+	if len(ases) < 8 || v6 < 500 || v6 > 1500 {
+		t.Fatalf("poor mix: %d ASes, %d IPv6 flows of 5000", len(ases), v6)
+	}
+	if _, ok := ases[LocalAS]; !ok {
+		t.Fatal("no upload flows")
+	}
+	g.Diurnal = true
+	night := g.Scale(time.Date(2026, 1, 1, 3, 0, 0, 0, time.UTC))
+	evening := g.Scale(time.Date(2026, 1, 1, 21, 0, 0, 0, time.UTC))
+	if night >= evening || night < 0.2 {
+		t.Fatalf("diurnal shape: 03:00 %.2f, 21:00 %.2f", night, evening)
+	}
+}
