@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"flowzero/collector"
+	"flowzero/internal/pcapfile"
 	"flowzero/output/file"
 	"flowzero/output/jsonl"
 )
@@ -20,10 +20,8 @@ func testConfig(t testing.TB) Configuration {
 	cfg.Collector.Listeners = []collector.ListenerConfiguration{
 		{Protocol: "netflow", Address: "127.0.0.1:0", Workers: 2},
 	}
-	if sflowReady {
-		cfg.Collector.Listeners = append(cfg.Collector.Listeners,
-			collector.ListenerConfiguration{Protocol: "sflow", Address: "127.0.0.1:0", Workers: 1})
-	}
+	cfg.Collector.Listeners = append(cfg.Collector.Listeners,
+		collector.ListenerConfiguration{Protocol: "sflow", Address: "127.0.0.1:0", Workers: 1})
 	cfg.Collector.HTTP.Listen = "127.0.0.1:0"
 	cfg.Collector.BatchInterval = 20 * time.Millisecond
 	cfg.Outputs.File.Directory = t.TempDir()
@@ -115,9 +113,7 @@ func TestEndToEndFile(t *testing.T) {
 }
 
 func sniffGroup(t testing.TB, g []string) string {
-	var buf bytes.Buffer
-	_ = buf
-	dgs, err := readUDP(g[0])
+	dgs, err := pcapfile.ReadUDP(g[0])
 	if err != nil || len(dgs) == 0 {
 		t.Fatalf("%s: %v", g[0], err)
 	}

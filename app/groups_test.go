@@ -37,10 +37,8 @@ func captureGroups(t testing.TB) [][]string {
 		nf("mpls"),
 		nf("physicalinterfaces"),
 	}
-	if sflowReady {
-		for _, p := range testdata.Glob(t, filepath.Join("sflow", "*.pcap")) {
-			groups = append(groups, []string{p})
-		}
+	for _, p := range testdata.Glob(t, filepath.Join("sflow", "*.pcap")) {
+		groups = append(groups, []string{p})
 	}
 	return groups
 }

@@ -47,7 +47,10 @@ type Agent struct {
 	lastErr     atomic.Pointer[error]
 
 	cancelSources context.CancelFunc
-	sourcesDone   chan error
+	sourcesDone   chan struct{} // closed when the sources end
+	sourcesErr    error
+	stopOnce      sync.Once
+	stopErr       error
 	stopSender    chan struct{}
 	senderDone    chan struct{}
 }
@@ -78,7 +81,7 @@ func NewAgent(r prometheus.Registerer, cfg AgentConfiguration, logger *slog.Logg
 	a := &Agent{
 		cfg: cfg, log: logger.With("component", "capture-agent", "agent", cfg.Name),
 		metrics: newAgentMetrics(r), tls: tlsConf, id: binary.LittleEndian.Uint64(id[:]) | 1,
-		stopSender: make(chan struct{}), senderDone: make(chan struct{}), sourcesDone: make(chan error, 1),
+		stopSender: make(chan struct{}), senderDone: make(chan struct{}), sourcesDone: make(chan struct{}),
 	}
 	a.q = newFrameQueue(cfg.BufferSize, cfg.FrameSize)
 	if len(cfg.Live.Interfaces) > 0 {
@@ -105,22 +108,44 @@ func (a *Agent) Start() error {
 		run = live
 	}
 	go a.sendLoop()
-	go func() { a.sourcesDone <- run(ctx) }()
+	go func() {
+		a.sourcesErr = run(ctx)
+		close(a.sourcesDone)
+	}()
 	return nil
 }
 
-// Done returns a channel that receives the sources' result once they end
-// (replay finished, or a capture error).
-func (a *Agent) Done() <-chan error { return a.sourcesDone }
+// Done returns a channel closed once the sources end (replay finished, or a capture error
+// that Err returns).
+func (a *Agent) Done() <-chan struct{} { return a.sourcesDone }
+
+// Err returns the error that ended the sources, once Done is closed.
+func (a *Agent) Err() error {
+	select {
+	case <-a.sourcesDone:
+		if errors.Is(a.sourcesErr, context.Canceled) {
+			return nil
+		}
+		return a.sourcesErr
+	default:
+		return nil
+	}
+}
 
 // Stop stops the sources, waits up to DrainTimeout for the server to acknowledge the
 // buffered frames, then closes the connection. Packets never acknowledged are counted as
 // agent drops.
 func (a *Agent) Stop() error {
+	a.stopOnce.Do(func() { a.stopErr = a.stop() })
+	return a.stopErr
+}
+
+func (a *Agent) stop() error {
 	a.cancelSources()
 	var err error
 	select {
-	case err = <-a.sourcesDone:
+	case <-a.sourcesDone:
+		err = a.Err()
 	case <-time.After(a.cfg.DrainTimeout):
 		err = errors.New("capture agent: sources did not stop")
 	}
@@ -130,9 +155,6 @@ func (a *Agent) Stop() error {
 	<-a.senderDone
 	a.q.dropAll()
 	a.publishQueueStats()
-	if errors.Is(err, context.Canceled) {
-		err = nil
-	}
 	return err
 }
 
@@ -157,12 +179,11 @@ func (a *Agent) LastError() error {
 // publishQueueStats moves the queue's counters to the metrics.
 func (a *Agent) publishQueueStats() {
 	a.q.mu.Lock()
-	acked, dropped, bytes := a.q.acked, a.q.dropped, a.q.bytes
-	a.q.mu.Unlock()
-	a.metrics.sent.Add(float64(acked - a.q.pubAcked))
-	a.metrics.dropAgent.Add(float64(dropped - a.q.pubDropped))
-	a.q.pubAcked, a.q.pubDropped = acked, dropped
-	a.metrics.buffered.Set(float64(bytes))
+	defer a.q.mu.Unlock()
+	a.metrics.sent.Add(float64(a.q.acked - a.q.pubAcked))
+	a.metrics.dropAgent.Add(float64(a.q.dropped - a.q.pubDropped))
+	a.q.pubAcked, a.q.pubDropped = a.q.acked, a.q.dropped
+	a.metrics.buffered.Set(float64(a.q.bytes))
 }
 
 // registerInterface returns the agent-wide index of a capture interface.

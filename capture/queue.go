@@ -28,7 +28,7 @@ type frameQueue struct {
 	acked     uint64
 	dropped   uint64
 
-	pubAcked, pubDropped uint64 // already added to the metrics (sender goroutine only)
+	pubAcked, pubDropped uint64 // already added to the metrics
 
 	free      chan []byte
 	frameSize int

@@ -127,7 +127,9 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // files, acknowledges what was written and closes the connections; agents resend the rest
 // to the next server.
 func (s *Server) Stop() error {
-	s.stopping.Store(true)
+	if s.stopping.Swap(true) {
+		return nil
+	}
 	close(s.done)
 	err := s.ln.Close()
 	s.mu.Lock()

@@ -28,9 +28,10 @@ func (a *Agent) runReplay(ctx context.Context) error {
 		return err
 	}
 	defer e.flush()
+	br := bufio.NewReaderSize(nil, 256<<10)
 	for range a.cfg.Replay.Loop {
 		for _, path := range a.cfg.Replay.Files {
-			if err := a.replayFile(ctx, e, path); err != nil {
+			if err := a.replayFile(ctx, e, br, path); err != nil {
 				return err
 			}
 		}
@@ -38,13 +39,13 @@ func (a *Agent) runReplay(ctx context.Context) error {
 	return nil
 }
 
-func (a *Agent) replayFile(ctx context.Context, e *emitter, path string) error {
+func (a *Agent) replayFile(ctx context.Context, e *emitter, br *bufio.Reader, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
+	br.Reset(f)
 	magic, err := br.Peek(4)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)

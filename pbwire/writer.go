@@ -423,3 +423,35 @@ func FinishDelimited(buf []byte, start int) []byte {
 	b[s-1] = byte(n)
 	return buf[p-s:]
 }
+
+// Writer appends one message to Buf and keeps the stack of open nested messages itself, for
+// callers that do not want to carry the marks of BeginNested. Reuse it: Reset keeps both
+// buffers, so a warm Writer allocates nothing.
+type Writer struct {
+	Buf   []byte
+	marks []int
+}
+
+// Reset empties the buffer and the stack, keeping their memory.
+func (w *Writer) Reset() {
+	w.Buf = w.Buf[:0]
+	w.marks = w.marks[:0]
+}
+
+// Depth is the number of nested messages begun and not yet ended.
+func (w *Writer) Depth() int { return len(w.marks) }
+
+// BeginNested starts a nested message field t.
+func (w *Writer) BeginNested(t Tag) {
+	var mark int
+	w.Buf, mark = BeginNested(w.Buf, t)
+	w.marks = append(w.marks, mark)
+}
+
+// EndNested ends the innermost open nested message. It panics when none is open: that is a
+// bug in the caller's writing code, not bad input.
+func (w *Writer) EndNested() {
+	top := len(w.marks) - 1
+	w.Buf = EndNested(w.Buf, w.marks[top])
+	w.marks = w.marks[:top]
+}

@@ -264,3 +264,38 @@ func TestPooledDelegateReuse(t *testing.T) {
 		t.Fatal("PooledDelegate did not reuse a released chunk")
 	}
 }
+
+func TestWriterStack(t *testing.T) {
+	s := conformanceSamples()["deep"]
+	want := appendSample(nil, s)
+	var w Writer
+	for range 2 { // the second round reuses the buffers
+		w.Reset()
+		writeSample(&w, s)
+		if w.Depth() != 0 || !bytes.Equal(w.Buf, want) {
+			t.Fatalf("Writer wrote %x..., want %x... (depth %d)", head(w.Buf), head(want), w.Depth())
+		}
+	}
+}
+
+// writeSample is appendSample with the Writer's own stack for the nested messages.
+func writeSample(w *Writer, s *sample) {
+	flat := *s
+	flat.child, flat.children, flat.str2000, flat.u100000 = nil, nil, "", 0
+	// The fields before the nested ones, then the nested ones, then the last two.
+	before := appendSample(nil, &flat)
+	before = before[:len(before)-len(AppendStringField(nil, tagStr2000, ""))-len(AppendVarintField(nil, tagU100000, 0))]
+	w.Buf = append(w.Buf, before...)
+	if s.child != nil {
+		w.BeginNested(tagChild)
+		writeSample(w, s.child)
+		w.EndNested()
+	}
+	for i := range s.children {
+		w.BeginNested(tagChildren)
+		writeSample(w, &s.children[i])
+		w.EndNested()
+	}
+	w.Buf = AppendStringField(w.Buf, tagStr2000, s.str2000)
+	w.Buf = AppendVarintField(w.Buf, tagU100000, s.u100000)
+}

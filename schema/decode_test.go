@@ -3,10 +3,27 @@ package schema
 import (
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"flowzero/pbwire"
 )
+
+// validUTF8 replaces each byte of s that is not part of a valid UTF-8 sequence by U+FFFD.
+func validUTF8(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
 
 // hotMask is the width of the FlowMessage field of narrow hot columns (wider on the wire).
 func hotMask(k ColumnKey) uint64 {
@@ -103,11 +120,17 @@ func FuzzSchemaDecodeMessage(f *testing.F) {
 				}
 				if _, dup := want[e.k]; !dup {
 					want[e.k] = v & hotMask(e.k)
+					if c.Kind == KindEnum && v >= uint64(len(c.Enum)) {
+						want[e.k] = uint64(0)
+					}
 				}
 				m.AppendUint(e.k, v)
 			case string:
 				if _, dup := want[e.k]; !dup {
-					want[e.k] = v
+					want[e.k] = validUTF8(v)
+					if len(v) > fixedStringSize(c.ClickHouseType) {
+						want[e.k] = ""
+					}
 				}
 				m.AppendString(e.k, v)
 			case netip.Addr:

@@ -2,6 +2,8 @@ package schema
 
 import (
 	"net/netip"
+	"unicode/utf8"
+	"unsafe"
 
 	"flowzero/pbwire"
 )
@@ -36,19 +38,25 @@ type LargeCommunity struct {
 // bit test; a non-repeated column is written once (later appends are ignored, so a decoder can
 // append the most precise source first); zero numbers and empty strings are not written
 // (protobuf and ClickHouse default them to zero) but count as set. An Append with a method
-// that does not match the column's Kind is ignored.
+// that does not match the column's Kind is ignored. Values that would make ClickHouse refuse a
+// whole batch, or a proto3 parser a whole message, are fixed on the way in: an enum value
+// outside the enum becomes 0, a string longer than a FixedString(N) column is dropped, and
+// invalid UTF-8 is replaced by U+FFFD.
 type FlowMessage struct {
+	// Set by the decoder; read by the exporter classifier and the sinks (Kafka key).
 	TimeReceived    uint64 // unix seconds
 	SamplingRate    uint64
 	ExporterAddress netip.Addr
+	InIf, OutIf     uint32 // SNMP indexes; the interface classifier looks them up
 
-	InIf, OutIf uint32
-
-	SrcAddr, DstAddr, NextHop netip.Addr
+	// Set by the decoder; the RIB looks the addresses up and overwrites the routing fields
+	// when it knows better (AS numbers, masks, next hop).
+	SrcAddr, DstAddr, NextHop netip.Addr // encoded as 16 bytes, IPv4 as ::ffff:a.b.c.d
 	SrcAS, DstAS              uint32
 	SrcNetMask, DstNetMask    uint8
 	SrcVlan, DstVlan          uint16
 
+	// Set by the RIB (or by a decoder that carries them, such as sFlow's extended gateway).
 	DstASPath           []uint32
 	SrcCommunities      []uint32 // standard communities, ASN<<16 | value
 	DstCommunities      []uint32
@@ -146,8 +154,9 @@ func (m *FlowMessage) IsSet(k ColumnKey) bool {
 // call that loads the column's encoding and appends. A method that does not match the column's
 // kind returns before marking the column, so that the right method still works.
 
-// AppendUint sets a KindUint64, KindUint32 (truncated to 32 bits), KindEnum or KindMAC
-// column, or a hot scalar column. It is a no-op when the column is disabled or already set.
+// AppendUint sets a KindUint64, KindUint32 (truncated to 32 bits), KindEnum (a value outside
+// the enum becomes 0, undefined: ClickHouse would refuse the whole batch) or KindMAC column, or
+// a hot scalar column. It is a no-op when the column is disabled or already set.
 func (m *FlowMessage) AppendUint(k ColumnKey, v uint64) {
 	if k < ColumnLast && m.skip[k>>6]&(1<<(k&63)) == 0 {
 		m.appendUint(k, v)
@@ -157,15 +166,22 @@ func (m *FlowMessage) AppendUint(k ColumnKey, v uint64) {
 func (m *FlowMessage) appendUint(k ColumnKey, v uint64) {
 	w, bit := k>>6, uint64(1)<<(k&63)
 	e := &m.schema.enc[k]
-	if e.op != opVarint {
-		if e.op == opHot {
-			m.skip[w] |= bit
-			m.setHotUint(k, v)
+	switch e.op {
+	case opVarint:
+		v &= e.mask
+	case opEnum:
+		if v >= uint64(e.limit) {
+			v = 0 // undefined
 		}
+	case opHot:
+		m.skip[w] |= bit
+		m.setHotUint(k, v)
+		return
+	default:
 		return
 	}
 	m.skip[w] |= bit
-	if v &= e.mask; v != 0 {
+	if v != 0 {
 		m.buf = pbwire.AppendVarintField(m.buf, e.tag, v)
 	}
 }
@@ -195,7 +211,9 @@ func (m *FlowMessage) setHotUint(k ColumnKey, v uint64) {
 	}
 }
 
-// AppendString sets a KindString or KindBytes column.
+// AppendString sets a KindString or KindBytes column. Strings longer than a FixedString(N)
+// column are dropped (ClickHouse would refuse the whole batch); invalid UTF-8 in a KindString
+// column is replaced by U+FFFD.
 func (m *FlowMessage) AppendString(k ColumnKey, s string) {
 	if k < ColumnLast && m.skip[k>>6]&(1<<(k&63)) == 0 {
 		m.appendString(k, s)
@@ -205,13 +223,51 @@ func (m *FlowMessage) AppendString(k ColumnKey, s string) {
 func (m *FlowMessage) appendString(k ColumnKey, s string) {
 	w, bit := k>>6, uint64(1)<<(k&63)
 	e := &m.schema.enc[k]
-	if e.op != opBytes {
-		return
-	}
-	m.skip[w] |= bit
-	if len(s) != 0 {
+	switch e.op {
+	case opString:
+		m.skip[w] |= bit
+		if len(s) == 0 || len(s) > e.limit {
+			return
+		}
+		if !utf8.ValidString(s) {
+			m.buf = appendValidUTF8Field(m.buf, e.tag, s)
+			return
+		}
 		m.buf = pbwire.AppendStringField(m.buf, e.tag, s)
+	case opBytes:
+		m.skip[w] |= bit
+		if len(s) != 0 {
+			m.buf = pbwire.AppendStringField(m.buf, e.tag, s)
+		}
 	}
+}
+
+// appendValidUTF8Field writes s with each invalid byte replaced by U+FFFD: proto3 parsers
+// such as Go's refuse a message whose string field is not UTF-8, and exporters send interface
+// descriptions in any encoding. It does not allocate: the size is computed first.
+func appendValidUTF8Field(dst []byte, t pbwire.Tag, s string) []byte {
+	n := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			n += utf8.RuneLen(utf8.RuneError)
+		} else {
+			n += size
+		}
+		i += size
+	}
+	dst = pbwire.AppendTag(dst, t)
+	dst = pbwire.AppendVarint(dst, uint64(n))
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = utf8.AppendRune(dst, utf8.RuneError)
+		} else {
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return dst
 }
 
 // AppendBytes sets a KindBytes or KindString column, or a KindMAC column from the 6 bytes
@@ -231,6 +287,9 @@ func (m *FlowMessage) appendBytes(k ColumnKey, b []byte) {
 		if len(b) != 0 {
 			m.buf = pbwire.AppendBytesField(m.buf, e.tag, b)
 		}
+	case e.op == opString:
+		// Same checks as AppendString; the conversion does not allocate.
+		m.appendString(k, unsafe.String(unsafe.SliceData(b), len(b)))
 	case e.kind == KindMAC && len(b) == 6:
 		m.skip[w] |= bit
 		v := uint64(b[0])<<40 | uint64(b[1])<<32 | uint64(b[2])<<24 | uint64(b[3])<<16 | uint64(b[4])<<8 | uint64(b[5])

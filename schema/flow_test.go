@@ -560,3 +560,26 @@ func TestFlowMessageAllocations(t *testing.T) {
 		}
 	}
 }
+
+// TestFlowMessageBadValues checks the values that ClickHouse would refuse (failing the whole
+// batch) or that proto3 parsers would refuse (failing the whole message).
+func TestFlowMessageBadValues(t *testing.T) {
+	s := mustNew(t, DefaultConfiguration())
+	md := compile(t, s)
+	m := s.NewFlowMessage()
+	m.AppendUint(ColumnFlowDirection, 7)                            // not in the enum: undefined (0)
+	m.AppendUint(ColumnInIfBoundary, BoundaryInternal)              // in the enum
+	m.AppendString(ColumnSrcCountry, "FRA")                         // longer than FixedString(2): dropped
+	m.AppendString(ColumnDstCountry, "D")                           // shorter: kept (ClickHouse pads)
+	m.AppendString(ColumnInIfName, "ge-0/0/0 \xff\xfe caf\xc3\xa9") // invalid UTF-8 replaced
+	m.AppendBytes(ColumnOutIfName, []byte("Gi0/1 \x80"))
+	if !m.IsSet(ColumnFlowDirection) || !m.IsSet(ColumnSrcCountry) {
+		t.Error("dropped values must still count as set")
+	}
+	checkDynamic(t, md, unframe(t, m.Finalize()), map[ColumnKey]any{
+		ColumnInIfBoundary: uint64(BoundaryInternal),
+		ColumnDstCountry:   "D",
+		ColumnInIfName:     "ge-0/0/0 \uFFFD\uFFFD café",
+		ColumnOutIfName:    "Gi0/1 \uFFFD",
+	})
+}

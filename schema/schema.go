@@ -25,6 +25,8 @@ package schema
 import (
 	"crypto/sha256"
 	"encoding/base32"
+	"fmt"
+	"math"
 	"strings"
 
 	"flowzero/pbwire"
@@ -48,7 +50,9 @@ type op uint8
 const (
 	opNone        op = iota // derived or disabled: nothing to write
 	opVarint                // varint (masked with encInfo.mask)
-	opBytes                 // string or bytes
+	opEnum                  // varint, values at or above encInfo.limit written as 0
+	opString                // UTF-8 string, at most encInfo.limit bytes
+	opBytes                 // bytes
 	opIP                    // 16-byte address
 	opArrayUint32           // packed uint32
 	opArrayUint64           // packed uint64
@@ -61,8 +65,12 @@ const (
 type encInfo struct {
 	tag  pbwire.Tag
 	mask uint64 // applied to varints: 32-bit columns drop the high bits
-	op   op
-	kind Kind
+	// limit is, for enums, one past the largest value (ClickHouse refuses a whole insert
+	// on an unknown Enum8 value) and, for strings, the longest accepted string
+	// (FixedString(N) refuses longer ones).
+	limit int
+	op    op
+	kind  Kind
 }
 
 // Indexes of hot columns in Schema.hotTags.
@@ -161,11 +169,15 @@ func New(cfg Configuration) (*Schema, error) {
 			e.op = opHot
 		default:
 			switch c.Kind {
-			case KindUint64, KindEnum, KindMAC:
+			case KindUint64, KindMAC:
 				e.op = opVarint
 			case KindUint32:
 				e.op, e.mask = opVarint, 0xffff_ffff
-			case KindString, KindBytes:
+			case KindEnum:
+				e.op, e.limit = opEnum, len(c.Enum)
+			case KindString:
+				e.op, e.limit = opString, fixedStringSize(c.ClickHouseType)
+			case KindBytes:
 				e.op = opBytes
 			case KindIP:
 				e.op = opIP
@@ -185,6 +197,15 @@ func New(cfg Configuration) (*Schema, error) {
 	s.proto = s.protoDefinition()
 	s.hash = s.computeHash()
 	return s, nil
+}
+
+// fixedStringSize is N for a FixedString(N) type, and no limit for other types.
+func fixedStringSize(chType string) int {
+	var n int
+	if _, err := fmt.Sscanf(chType, "FixedString(%d)", &n); err == nil && n > 0 {
+		return n
+	}
+	return math.MaxInt
 }
 
 // Enabled tells if column k is enabled: one bit test, for decoders to skip work.

@@ -187,6 +187,14 @@ func buildColumns() (columns [ColumnLast]Column, columnsByName map[string]Column
 		} else if c.Field != 0 || c.ClickHouseExpr == "" || c.Hot {
 			panic(fmt.Sprintf("schema: derived column %s needs an expression and no field", c.Name))
 		}
+		for i, v := range c.Enum {
+			if v.Value != i {
+				panic(fmt.Sprintf("schema: enum values of %s must be 0, 1, 2...", c.Name))
+			}
+		}
+		if (c.Kind == KindEnum) != (len(c.Enum) > 0) {
+			panic(fmt.Sprintf("schema: %s: enum values without enum kind or the reverse", c.Name))
+		}
 		columns[c.Key] = c
 		columnsByName[c.Name] = c.Key
 	}

@@ -3,8 +3,11 @@ package store
 import (
 	"fmt"
 	"net/url"
+	"os"
 	"regexp"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"flowzero/internal/config"
 )
@@ -232,4 +235,31 @@ func (r Resolution) suffix() string {
 		return fmt.Sprintf("%dm", s/60)
 	}
 	return fmt.Sprintf("%ds", s)
+}
+
+// LoadFile reads the `store:` section of a YAML configuration file (other sections are
+// left to their owners) over the defaults, and validates it. An empty path gives the defaults.
+func LoadFile(path string) (Configuration, error) {
+	cfg := DefaultConfiguration()
+	if path == "" {
+		return cfg, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("configuration: %w", err)
+	}
+	var top map[string]yaml.Node
+	if err := yaml.Unmarshal(data, &top); err != nil {
+		return cfg, fmt.Errorf("%s: configuration: %w", path, err)
+	}
+	var section []byte
+	if node, ok := top["store"]; ok {
+		if section, err = yaml.Marshal(&node); err != nil {
+			return cfg, fmt.Errorf("%s: configuration: store: %w", path, err)
+		}
+	}
+	if err := config.Decode(section, &cfg); err != nil {
+		return cfg, fmt.Errorf("%s: store: %w", path, err)
+	}
+	return cfg, nil
 }

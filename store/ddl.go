@@ -193,13 +193,14 @@ func (d *DDL) createTable(name string, cols []ColumnDef, trailer string) string 
 // with the local table's structure. cols is the structure to reach when migrating.
 func (d *DDL) distributed(name string, cols []ColumnDef, localCreate string) Object {
 	local := d.dataName(name)
+	sum := sha256.Sum256([]byte(localCreate))
 	return finish(Object{
 		Kind: KindDistributed, Name: name, Local: local, Columns: cols,
 		// The local table's fingerprint is part of the statement, so the Distributed table is
 		// migrated whenever its local table is.
 		Create: fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s%s AS %s\nENGINE = Distributed(%s, %s, %s, rand())\n-- local table %x",
 			d.q(name), d.onCluster(), d.q(local), quoteString(d.cfg.Cluster), quoteString(d.cfg.Database), quoteString(local),
-			sha256.Sum256([]byte(localCreate))),
+			sum[:6]),
 	})
 }
 

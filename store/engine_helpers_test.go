@@ -4,7 +4,6 @@ package store
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/netip"
 	"path/filepath"
@@ -21,7 +20,7 @@ import (
 // The engine holds one data directory per process: tests using it never run in parallel and
 // close what they open.
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func quietLogger() *slog.Logger { return quietTestLogger() }
 
 func mustSchema(t testing.TB, cfg schema.Configuration) *schema.Schema {
 	t.Helper()

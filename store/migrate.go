@@ -300,3 +300,19 @@ func (m *Migrator) Migrate(ctx context.Context, dryRun bool) ([]Step, error) {
 func isShutdownQuirk(err error) bool {
 	return strings.Contains(err.Error(), "Code: 49") && strings.Contains(err.Error(), "Shutdown was called")
 }
+
+// DropKafka drops the Kafka engine table and its view, for example before closing an embedded
+// engine (chDB cannot reopen a data directory that holds a Kafka table) or to stop consuming.
+func (m *Migrator) DropKafka(ctx context.Context) error {
+	d := m.DDL
+	raw := d.KafkaTableName()
+	for _, q := range []string{
+		fmt.Sprintf("DROP VIEW IF EXISTS %s%s SYNC", d.q(raw+"_consumer"), d.onCluster()),
+		fmt.Sprintf("DROP TABLE IF EXISTS %s%s SYNC", d.q(raw), d.onCluster()),
+	} {
+		if err := m.Exec.Exec(ctx, q); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,13 +1,15 @@
 package netflow
 
-// Code generated from the decoder's output, then checked field by field against tshark 4
+// Expectations recorded from the decoder's output, then checked field by field against tshark 4
 // (installed with apt-get install tshark, templates merged with mergecap -a) for every field
 // tshark decodes: addresses, ports, counters, interfaces, AS numbers, masks, next hops,
 // protocol, ToS, TCP flags, VRFs, NAT fields, MACs, VLANs, flow label, TTL, direction,
 // ICMPv6 type/code, absolute flow times and sampling intervals; no mismatch. Fields derived
 // by decoder rules (sampling rates from options, RFC 5103 reverse flows, ICMP from ports,
 // EType, data-link sections parsed by decoder/packet) were checked by hand against the
-// capture bytes. TimeReceived is the tests' receive time.
+// capture bytes, and agree with Akvorado's tests of the same captures where they overlap
+// (EoMPLS, datalink, SRv6, ipfixprobe, juniper-cpid, icmp). TimeReceived is the tests'
+// receive time.
 
 // captureCases are the captures of ../shared/testdata/netflow, decoded in the order the
 // testdata README gives, with every flow of every file.

@@ -74,11 +74,11 @@ func DefaultConfiguration() Configuration {
 	return Configuration{
 		TimestampSource:         TimestampReceive,
 		MaxExporters:            4096,
-		MaxTemplatesPerExporter: 512,
+		MaxTemplatesPerExporter: 128,
 		MaxFieldsPerTemplate:    256,
 		MaxSamplersPerExporter:  256,
 		PendingSets:             32,
-		PendingBytes:            256 << 10,
+		PendingBytes:            64 << 10,
 		PendingMaxAge:           5 * time.Minute,
 		TemplatesSaveInterval:   time.Minute,
 		Packet:                  packet.DefaultConfiguration(),

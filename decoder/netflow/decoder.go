@@ -173,7 +173,7 @@ func (d *Decoder) Decode(pkt Packet, fm *schema.FlowMessage, emit func(*schema.F
 	if len(data) < 2 {
 		return e.fail(reasonTruncatedHeader)
 	}
-	ctx := decodeContext{d: d, e: e, fm: fm, emit: emit, recv: pkt.TimeReceived}
+	ctx := decodeContext{d: d, e: e, fm: fm, emit: emit, recv: pkt.TimeReceived, recvSec: uint64(pkt.TimeReceived.Unix())}
 	switch binary.BigEndian.Uint16(data) {
 	case 5:
 		e.m.packets[verV5].Inc()
@@ -200,12 +200,24 @@ type decodeContext struct {
 	fm   *schema.FlowMessage
 	emit func(*schema.FlowMessage)
 	recv time.Time
+	// recvSec is recv in unix seconds, computed once per datagram.
+	recvSec uint64
 
 	version   uint16
 	domain    uint32
 	exportSec uint32 // header export time, unix seconds
 	sysUptime uint32 // NetFlow v9 header, ms
 	flows     int
+
+	// rateCache remembers the last sampler lookup of this datagram: records of one
+	// datagram nearly always share their sampler.
+	rateCache struct {
+		valid      bool
+		hasSampler bool
+		domain     uint32
+		sampler    uint64
+		rate       uint64
+	}
 }
 
 // begin resets the flow message and sets the per-datagram fields.
@@ -215,7 +227,7 @@ func (c *decodeContext) begin() {
 	fm.ExporterAddress = c.e.addr.Addr()
 	switch c.d.tsSource {
 	case TimestampReceive:
-		fm.TimeReceived = uint64(c.recv.Unix())
+		fm.TimeReceived = c.recvSec
 	default:
 		fm.TimeReceived = uint64(c.exportSec)
 	}

@@ -344,3 +344,45 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("%d flows, want %d", total, 4*20*(4+6+29))
 	}
 }
+
+// TestTimestampSource: TimeReceived from the receive time, the export time or the flow.
+func TestTimestampSource(t *testing.T) {
+	s := allColumns(t)
+	for _, tc := range []struct {
+		src  TimestampSource
+		want string
+	}{
+		{TimestampReceive, " TimeReceived=1795327200"},
+		{TimestampPacket, " TimeReceived=1647285928"}, // data.pcap header: unix secs
+		{TimestampFlowStart, " TimeReceived=1647285925"},
+		{TimestampFlowEnd, " TimeReceived=1647285925"},
+	} {
+		cfg := DefaultConfiguration()
+		cfg.TimestampSource = tc.src
+		d, _ := newTestDecoder(t, cfg, s)
+		got := decodeFiles(t, d, s, "options-template.pcap", "options-data.pcap", "template.pcap", "data.pcap")
+		if !strings.HasSuffix(got[3][0], tc.want) {
+			t.Errorf("%s: %s, want %s", tc.src, got[3][0], tc.want)
+		}
+	}
+}
+
+// TestMaxExporters: sessions beyond the bound are refused and counted.
+func TestMaxExporters(t *testing.T) {
+	s := allColumns(t)
+	cfg := DefaultConfiguration()
+	cfg.MaxExporters = 1
+	d, _ := newTestDecoder(t, cfg, s)
+	fm := s.NewFlowMessage()
+	p := payloads(t, "nfv5.pcap")[0]
+	if err := d.Decode(Packet{Payload: p, Exporter: testExporter}, fm, func(*schema.FlowMessage) {}); err != nil {
+		t.Fatal(err)
+	}
+	other := netip.MustParseAddrPort("192.0.2.11:2055")
+	if err := d.Decode(Packet{Payload: p, Exporter: other}, fm, func(*schema.FlowMessage) {}); !errors.Is(err, ErrTooManyExporters) {
+		t.Errorf("second exporter: %v, want ErrTooManyExporters", err)
+	}
+	if got := testutil.ToFloat64(d.metrics.sessionsDropped); got != 1 {
+		t.Errorf("sessions dropped: %v, want 1", got)
+	}
+}

@@ -56,6 +56,8 @@ func (c *decodeContext) replayPending() {
 			e.m.errors[reasonPendingExpired].Inc()
 		} else {
 			c.version, c.domain, c.exportSec, c.sysUptime, c.recv = p.key.version, p.key.domain, p.exportSec, p.sysUptime, p.recv
+			c.recvSec = uint64(p.recv.Unix())
+			c.rateCache.valid = false
 			_ = c.decodeDataSet(t, p.data) // errors are counted
 		}
 		free = append(free, p)
@@ -66,4 +68,5 @@ func (c *decodeContext) replayPending() {
 	flows := c.flows
 	*c = saved
 	c.flows = flows
+	c.rateCache.valid = false // options data may have been replayed
 }

@@ -382,11 +382,17 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 	// observation domain's (sampler ID 0), else the configured default (in finish).
 	rate := sampling.value()
 	if rate == 0 && len(e.samplers) > 0 {
-		if sampling.hasSampler {
-			rate = e.samplers[samplerKey{c.version, c.domain, sampling.samplerID}]
-		}
-		if rate == 0 {
-			rate = e.samplers[samplerKey{c.version, c.domain, 0}]
+		rc := &c.rateCache
+		if rc.valid && rc.hasSampler == sampling.hasSampler && rc.sampler == sampling.samplerID && rc.domain == c.domain {
+			rate = rc.rate
+		} else {
+			if sampling.hasSampler {
+				rate = e.samplers[samplerKey{c.version, c.domain, sampling.samplerID}]
+			}
+			if rate == 0 {
+				rate = e.samplers[samplerKey{c.version, c.domain, 0}]
+			}
+			rc.valid, rc.hasSampler, rc.sampler, rc.domain, rc.rate = true, sampling.hasSampler, sampling.samplerID, c.domain, rate
 		}
 	}
 	c.finish(rate)
@@ -451,6 +457,7 @@ func (c *decodeContext) optionsRecord(t *template, rec []byte) (int, reason) {
 		if old, ok := e.samplers[k]; !ok || old != rate {
 			if ok || len(e.samplers) < c.d.cfg.MaxSamplersPerExporter {
 				e.samplers[k] = rate
+				c.rateCache.valid = false
 				e.dirty = true
 				e.m.samplers.Inc()
 			}

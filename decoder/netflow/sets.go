@@ -126,6 +126,9 @@ func (c *decodeContext) templateSet(setID uint16, body []byte, options bool) err
 	e.newTemplates = e.newTemplates[:0]
 	var err error
 	for len(body) >= 4 {
+		if allZero(body) {
+			break // padding longer than the usual alignment
+		}
 		id := binary.BigEndian.Uint16(body)
 		var count, scope, hdr int
 		switch {

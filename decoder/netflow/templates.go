@@ -47,18 +47,11 @@ const variableLength = 0xFFFF
 // part: for NetFlow v9 (RFC 3954 §5.2/§6.1) pairs of type/length; for IPFIX (RFC 7011
 // §3.4.1/§3.4.2) type/length with the enterprise bit followed by a 4-byte PEN. scopeFields
 // is the number of scope fields at the start (options templates), which are skipped.
-func (d *Decoder) compileTemplate(version uint16, fieldSpecs []byte, count int, scopeFields int, options bool, wire []byte, reuse *template) (*template, reason, bool) {
+func (d *Decoder) compileTemplate(version uint16, fieldSpecs []byte, count int, scopeFields int, options bool, wire []byte) (*template, reason, bool) {
 	if count > d.cfg.MaxFieldsPerTemplate {
 		return nil, reasonTooManyFields, false
 	}
-	t := reuse
-	if t == nil {
-		t = &template{}
-	}
-	t.fields = t.fields[:0]
-	t.minRecord = 0
-	t.options = options
-	t.biflow, t.reversePackets = false, false
+	t := &template{options: options, fields: make([]field, 0, count)}
 	var reverseIEs [8]uint64 // bitset of reverse IEs < 512 seen in this template
 	p := fieldSpecs
 	for i := 0; i < count; i++ {
@@ -136,7 +129,7 @@ func (d *Decoder) compileTemplate(version uint16, fieldSpecs []byte, count int, 
 	if t.minRecord == 0 && !options {
 		return nil, reasonBadTemplate, false
 	}
-	t.wire = append(t.wire[:0], wire...)
+	t.wire = append([]byte(nil), wire...)
 	return t, 0, true
 }
 
@@ -162,7 +155,7 @@ func (d *Decoder) storeTemplate(e *exporter, key templateKey, version uint16, fi
 		e.m.errors[reasonTooManyTemplates].Inc()
 		return false
 	}
-	t, r, ok := d.compileTemplate(version, fieldSpecs, count, scopeFields, options, wire, nil)
+	t, r, ok := d.compileTemplate(version, fieldSpecs, count, scopeFields, options, wire)
 	if !ok {
 		e.m.errors[r].Inc()
 		return false

@@ -198,10 +198,13 @@ func (d *Decoder) Decode(pkt Packet, fm *schema.FlowMessage, emit func(*schema.F
 			switch format {
 			case 1:
 				t = sampleFlow
-				g.flowSample(sample, false)
+				g.flowSample(sample, kindCompact)
 			case 3:
 				t = sampleExpandedFlow
-				g.flowSample(sample, true)
+				g.flowSample(sample, kindExpanded)
+			case 5:
+				t = sampleDiscard
+				g.flowSample(sample, kindDiscard)
 			case 2:
 				t = sampleCounters
 			case 4:
@@ -226,11 +229,34 @@ func (d *Decoder) Decode(pkt Packet, fm *schema.FlowMessage, emit func(*schema.F
 	return nil
 }
 
-// flowSample decodes a flow_sample (§5, format 1) or flow_sample_expanded (format 3) and emits
-// its flow. A malformed sample emits nothing.
-func (g *datagram) flowSample(s []byte, expanded bool) {
-	var rate, inFormat, inValue, outFormat, outValue, records uint32
-	if expanded {
+// Kinds of samples that carry a flow.
+const (
+	kindCompact  = iota // flow_sample, format 1
+	kindExpanded        // flow_sample_expanded, format 3
+	kindDiscard         // discarded_packet, format 5 (sflow.org/sflow_drops.txt)
+)
+
+// flowSample decodes a flow_sample (§5, format 1), a flow_sample_expanded (format 3) or a
+// discarded_packet event (format 5) and emits its flow. A malformed sample emits nothing.
+func (g *datagram) flowSample(s []byte, kind int) {
+	var (
+		rate, inFormat, inValue, outFormat, outValue, records uint32
+		forwardingStatus                                      uint64
+	)
+	switch kind {
+	case kindDiscard:
+		// sequence, source id type, source id index, drops, input ifIndex, output ifIndex,
+		// reason, record count. Discard events are not sampled: each one is one packet.
+		if len(s) < 32 {
+			g.fail(reasonTruncatedSample)
+			return
+		}
+		rate = 1
+		inValue, outValue = be32(s[16:]), be32(s[20:])
+		forwardingStatus = discardStatus(be32(s[24:]))
+		records = be32(s[28:])
+		s = s[32:]
+	case kindExpanded:
 		// sequence, source id type, source id index, sampling rate, sample pool, drops,
 		// input format, input value, output format, output value, record count.
 		if len(s) < 44 {
@@ -242,7 +268,7 @@ func (g *datagram) flowSample(s []byte, expanded bool) {
 		outFormat, outValue = be32(s[32:]), be32(s[36:])
 		records = be32(s[40:])
 		s = s[44:]
-	} else {
+	default:
 		// sequence, source id, sampling rate, sample pool, drops, input, output, record count.
 		if len(s) < 32 {
 			g.fail(reasonTruncatedSample)
@@ -264,7 +290,6 @@ func (g *datagram) flowSample(s []byte, expanded bool) {
 	if inFormat == ifFormatIndex && inValue != ifLocal {
 		fm.InIf = inValue
 	}
-	var forwardingStatus uint64
 	switch outFormat {
 	case ifFormatIndex:
 		if outValue != ifLocal {

@@ -2,7 +2,9 @@
 // into flows, writing each one straight into a schema.FlowMessage.
 //
 // What is decoded: flow samples and expanded flow samples (one flow each, Packets = 1, the
-// sample's sampling rate), with their raw packet header (Ethernet, IPv4 or IPv6, parsed by
+// sample's sampling rate), discarded-packet events (format 5 of sflow.org/sflow_drops.txt:
+// one flow each, sampling rate 1, the drop reason in ForwardingStatus), with their raw packet
+// header (Ethernet, IPv4 or IPv6, parsed by
 // decoder/packet, with its decapsulation setting), sampled Ethernet, sampled IPv4 and IPv6,
 // extended switch (VLANs), extended router (next hop, masks) and extended gateway (AS numbers,
 // AS path, communities, next hop) records. Other flow records (user, URL, MPLS, NAT...) and

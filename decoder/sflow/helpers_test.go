@@ -76,3 +76,25 @@ func decodeAll(t testing.TB, d *Decoder, s *schema.Schema, data []byte) ([]flowt
 		})
 	return flows, err
 }
+
+// testutilCount returns the value of a counter with the given type label.
+func testutilCount(t testing.TB, reg *prometheus.Registry, name, typ string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "type" && l.GetValue() == typ {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}

@@ -47,11 +47,12 @@ const (
 	sampleExpandedFlow
 	sampleCounters
 	sampleExpandedCounters
+	sampleDiscard
 	sampleOther
 	sampleTypeCount
 )
 
-var sampleTypeNames = [sampleTypeCount]string{"flow", "expanded-flow", "counters", "expanded-counters", "other"}
+var sampleTypeNames = [sampleTypeCount]string{"flow", "expanded-flow", "counters", "expanded-counters", "discard", "other"}
 
 // metrics are the decoder's Prometheus vectors.
 type metrics struct {
@@ -80,7 +81,7 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 		}, append(labels, "type")),
 		skippedRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "flowzero", Subsystem: "sflow", Name: "skipped_records_total",
-			Help: "Flow and counter records not decoded (unsupported or enterprise formats, counters), by exporter and agent.",
+			Help: "Flow records not decoded (unsupported or enterprise formats, other header protocols), by exporter and agent.",
 		}, labels),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "flowzero", Subsystem: "sflow", Name: "errors_total",

@@ -238,10 +238,15 @@ func (c *session) routeMonitoring(h *PeerHeader, body []byte) error {
 		if err := r.Err(); err != nil {
 			return c.applied(p, announced, withdrawn, err)
 		}
-		r = u.NLRIReader()
-		for pfx, ok := r.Next(); ok; pfx, ok = r.Next() {
-			tx.Add(id, pfx.Prefix, pfx.PathID, &u.Attrs)
-			announced++
+		if len(u.NLRI) > 0 {
+			// One UPDATE, one attribute set: interned once for all its prefixes.
+			set := tx.Intern(&u.Attrs)
+			r = u.NLRIReader()
+			for pfx, ok := r.Next(); ok; pfx, ok = r.Next() {
+				tx.AddSet(id, pfx.Prefix, pfx.PathID, set)
+				announced++
+			}
+			tx.Release(set)
 		}
 		if err := r.Err(); err != nil {
 			return c.applied(p, announced, withdrawn, err)
@@ -276,26 +281,9 @@ func (c *session) applied(p *peer, announced, withdrawn int, err error) error {
 // Families the RIB does not hold (VPLS, flowspec...) are counted and skipped; EVPN IP prefix
 // routes (RFC 9136) are kept like Akvorado does.
 func (c *session) applyMP(tx *rib.Tx, h *PeerHeader, p *peer, afi uint16, safi uint8, nlri []byte, attrs *bgp.Attributes) (int, error) {
-	s := c.srv
-	fam := NewFamily(afi, safi)
-	vrfPeer := h.Type == PeerTypeRD
-	n := 0
-	apply := func(pfx bgp.Prefix, rd RD) {
-		if !vrfPeer && !s.acceptRD(rd) {
-			return
-		}
-		n++
-		if vrfPeer {
-			// A VRF peer's routes belong to its VRF whatever the NLRI says.
-			rd = h.Distinguisher
-		}
-		id := c.ribPeer(tx, p, rd)
-		if attrs != nil {
-			tx.Add(id, pfx.Prefix, pfx.PathID, attrs)
-		} else {
-			tx.Withdraw(id, pfx.Prefix, pfx.PathID)
-		}
-	}
+	var ap mpApply
+	ap.init(c, tx, h, p, attrs)
+	defer ap.done()
 	if rf, ok := bgp.FamilyOf(afi, safi); ok && rf != bgp.FamilyIPv4Multicast && rf != bgp.FamilyIPv6Multicast {
 		vpn := rf == bgp.FamilyIPv4VPN || rf == bgp.FamilyIPv6VPN
 		r := bgp.NewNLRIReader(nlri, rf, p.addPath.Has(rf))
@@ -304,22 +292,64 @@ func (c *session) applyMP(tx *rib.Tx, h *PeerHeader, p *peer, afi uint16, safi u
 			if vpn {
 				rd = RD(pfx.RD)
 			}
-			apply(pfx, rd)
+			ap.apply(pfx, rd)
 		}
-		return n, r.Err()
+		return ap.n, r.Err()
 	}
-	if fam == FamilyL2VPNEVPN {
+	if NewFamily(afi, safi) == FamilyL2VPNEVPN {
 		r := evpnReader{b: nlri}
 		for pfx, ok := r.Next(); ok; pfx, ok = r.Next() {
-			apply(pfx, RD(pfx.RD))
+			ap.apply(pfx, RD(pfx.RD))
 		}
 		if r.skipped > 0 {
-			s.metrics.ignoredNLRI.WithLabelValues(c.routerStr, "l2vpn-evpn-non-ip").Add(float64(r.skipped))
+			c.srv.metrics.ignoredNLRI.WithLabelValues(c.routerStr, "l2vpn-evpn-non-ip").Add(float64(r.skipped))
 		}
-		return n, r.err
+		return ap.n, r.err
 	}
-	s.metrics.ignoredNLRI.WithLabelValues(c.routerStr, fam.String()).Inc()
+	c.srv.metrics.ignoredNLRI.WithLabelValues(c.routerStr, NewFamily(afi, safi).String()).Inc()
 	return 0, nil
+}
+
+// mpApply applies multiprotocol NLRI one by one, interning the attributes once.
+type mpApply struct {
+	c     *session
+	tx    *rib.Tx
+	h     *PeerHeader
+	p     *peer
+	attrs *bgp.Attributes // nil for withdrawals
+	set   *rib.AttrSet
+	n     int
+}
+
+func (a *mpApply) init(c *session, tx *rib.Tx, h *PeerHeader, p *peer, attrs *bgp.Attributes) {
+	*a = mpApply{c: c, tx: tx, h: h, p: p, attrs: attrs}
+}
+
+func (a *mpApply) apply(pfx bgp.Prefix, rd RD) {
+	vrfPeer := a.h.Type == PeerTypeRD
+	if !vrfPeer && !a.c.srv.acceptRD(rd) {
+		return
+	}
+	a.n++
+	if vrfPeer {
+		// A VRF peer's routes belong to its VRF whatever the NLRI says.
+		rd = a.h.Distinguisher
+	}
+	id := a.c.ribPeer(a.tx, a.p, rd)
+	if a.attrs == nil {
+		a.tx.Withdraw(id, pfx.Prefix, pfx.PathID)
+		return
+	}
+	if a.set == nil {
+		a.set = a.tx.Intern(a.attrs)
+	}
+	a.tx.AddSet(id, pfx.Prefix, pfx.PathID, a.set)
+}
+
+func (a *mpApply) done() {
+	if a.set != nil {
+		a.tx.Release(a.set)
+	}
 }
 
 // trimAttributes drops what the configuration does not collect, which also lets the RIB

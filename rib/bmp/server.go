@@ -255,7 +255,13 @@ func (c *session) serve() {
 		c.srv.sessionClosed(c)
 	}()
 	c.srv.log.Info("BMP session up", "router", c.router.String())
-	r := NewReader(c.conn)
+	c.run(c.conn)
+	c.srv.log.Info("BMP session down", "router", c.router.String(), "sysname", c.sysName)
+}
+
+// run reads and applies messages from r until the stream ends, breaks or terminates.
+func (c *session) run(rd io.Reader) {
+	r := NewReader(rd)
 	first := true
 	for {
 		h, msg, err := r.Next()
@@ -280,7 +286,6 @@ func (c *session) serve() {
 			break
 		}
 	}
-	c.srv.log.Info("BMP session down", "router", c.router.String(), "sysname", c.sysName)
 }
 
 // fail counts an error and logs it at most every 30 seconds per session.

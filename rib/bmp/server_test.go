@@ -293,8 +293,8 @@ func TestServer(t *testing.T) {
 		h.send(h.dial(), "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-eor.pcap", "bmp-reach.pcap", "bmp-unreach.pcap")
 		h.waitMessages(1 + 7 + 9 + 17 + 8)
 		h.expectRIB(nil)
-		if v := h.metric("flowzero_bmp_withdrawn_prefixes_total"); v != 10 {
-			t.Errorf("withdrawn prefixes = %v, want 10", v)
+		if v := h.metric("flowzero_bmp_withdrawn_prefixes_total"); v != 11 {
+			t.Errorf("withdrawn prefixes = %v, want 11", v)
 		}
 	})
 
@@ -362,8 +362,11 @@ func TestServer(t *testing.T) {
 		if v := h.metric("flowzero_bmp_ignored_nlri_total", `family="l2vpn-vpls"`); v != 1 {
 			t.Errorf("ignored VPLS NLRI = %v, want 1", v)
 		}
-		if v := h.metric("flowzero_bmp_ignored_nlri_total") + h.metric("flowzero_bmp_errors_total"); v != 2 {
-			t.Errorf("ignored NLRI + errors = %v, want 2 (unknown family and VPLS)", v)
+		if v := h.metric("flowzero_bmp_ignored_nlri_total", `family="afi57-safi65"`); v != 1 {
+			t.Errorf("ignored NLRI of AFI 57 = %v, want 1", v)
+		}
+		if v := h.metric("flowzero_bmp_errors_total"); v != 0 {
+			t.Errorf("errors = %v, want 0", v)
 		}
 	})
 

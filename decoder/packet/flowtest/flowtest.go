@@ -103,7 +103,11 @@ func Diff(got, want Flow) string {
 	return strings.Join(out, "\n")
 }
 
-// normalize converts a short-hand expected value to the type of the decoded one.
+// Normalize converts a short-hand expected value (see Diff) to the type of the decoded one.
+func Normalize(w, g any) any {
+	return normalize(w, g)
+}
+
 func normalize(w, g any) any {
 	switch g.(type) {
 	case uint64:

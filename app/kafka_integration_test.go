@@ -1,0 +1,206 @@
+//go:build integration
+
+package app
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/bufbuild/protocompile"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"flowzero/demo"
+	"flowzero/internal/kafkatest"
+	"flowzero/output/jsonl"
+	"flowzero/schema"
+)
+
+func kafkaConfig(t *testing.T, prefix string) Configuration {
+	cfg := testConfig(t)
+	cfg.Outputs.File.Enabled = false
+	cfg.Outputs.Kafka.Enabled = true
+	cfg.Outputs.Kafka.Brokers = kafkatest.Brokers(t)
+	cfg.Outputs.Kafka.TopicPrefix = fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+	cfg.Outputs.Kafka.Partitions = 4
+	cfg.Outputs.Kafka.Linger = 5 * time.Millisecond
+	return cfg
+}
+
+// protoDescriptor compiles the .proto generated for s, as a consumer would.
+func protoDescriptor(t *testing.T, s *schema.Schema) protoreflect.MessageDescriptor {
+	c := protocompile.Compiler{Resolver: &protocompile.SourceResolver{
+		Accessor: protocompile.SourceAccessorFromMap(map[string]string{"flows.proto": s.ProtoDefinition()})}}
+	files, err := c.Compile(context.Background(), "flows.proto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files[0].Messages().ByName("FlowMessage")
+}
+
+// consume reads every record of topic and returns the flow messages they hold, each checked
+// against the generated .proto (no unknown field) and re-encoded from it.
+func consume(t *testing.T, brokers []string, topic string, s *schema.Schema, want int) [][]byte {
+	md := protoDescriptor(t, s)
+	cl := kafkatest.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var msgs [][]byte
+	idle := time.Now()
+	for ctx.Err() == nil {
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		fetches := cl.PollFetches(pctx)
+		pcancel()
+		n := 0
+		fetches.EachRecord(func(r *kgo.Record) {
+			data := r.Value
+			for len(data) > 0 {
+				l, k := binary.Uvarint(data)
+				if k <= 0 || uint64(len(data)-k) < l {
+					t.Fatalf("record with a malformed length prefix")
+				}
+				m := dynamicpb.NewMessage(md)
+				if err := proto.Unmarshal(data[k:k+int(l)], m); err != nil {
+					t.Fatalf("generated .proto cannot decode a flow: %v", err)
+				}
+				if len(m.GetUnknown()) > 0 {
+					t.Fatalf("flow has fields unknown to the generated .proto: % x", m.GetUnknown())
+				}
+				b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				msgs = append(msgs, b)
+				data = data[k+int(l):]
+				n++
+			}
+		})
+		if n > 0 {
+			idle = time.Now()
+		}
+		// Done when the count is reached and nothing more arrives for a while (to catch
+		// duplicates), or when nothing arrives at all for long.
+		if (len(msgs) >= want && time.Since(idle) > 2*time.Second) || time.Since(idle) > 20*time.Second {
+			break
+		}
+	}
+	return msgs
+}
+
+// TestEndToEndKafka: every capture, replayed over real UDP into the collector, reaches a real
+// Kafka broker exactly once and decodes, with the generated .proto, to the flows
+// `flowzero decode` gives offline.
+func TestEndToEndKafka(t *testing.T) {
+	cfg := kafkaConfig(t, "e2e")
+	groups := captureGroups(t)
+	want, total := expectedFlows(t, cfg, groups)
+	a, err := New(cfg, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	replayGroups(t, a, groups, total)
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	sent, delivered, dropped := a.Kafka().Counts()
+	if sent != int64(total) || delivered != sent || dropped != 0 {
+		t.Fatalf("kafka sink: sent %d delivered %d dropped %d, want %d delivered", sent, delivered, dropped, total)
+	}
+	msgs := consume(t, cfg.Outputs.Kafka.Brokers, a.Kafka().Topic(), a.Schema(), total)
+	f, _ := jsonl.New(a.Schema(), nil)
+	var lines []byte
+	for _, m := range msgs {
+		if lines, err = f.Append(lines, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	diffFlows(t, normalize(t, lines), want)
+}
+
+// TestKafkaOutage stops the broker for 30 s while demo traffic flows: every flow sent is
+// either delivered exactly once or counted as dropped, and the counts add up.
+func TestKafkaOutage(t *testing.T) {
+	if os.Getenv("KAFKA_DATA") == "" {
+		if kafkatest.Required() {
+			t.Fatal("KAFKA_DATA is not set: the outage test needs the broker started by scripts/kafka.sh (make kafka-integration)")
+		}
+		t.Skip("KAFKA_DATA not set: run through make kafka-integration")
+	}
+	script, _ := filepath.Abs("../scripts/kafka.sh")
+	broker := func(cmd string) {
+		out, err := exec.Command(script, cmd).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kafka.sh %s: %v\n%s", cmd, err, out)
+		}
+	}
+	cfg := kafkaConfig(t, "outage")
+	cfg.Outputs.Kafka.MaxBufferedBytes = 2 << 20 // small, so the outage overflows it
+	cfg.Outputs.Kafka.FlushTimeout = 60 * time.Second
+	cfg.Collector.Listeners = cfg.Collector.Listeners[:1]
+	a, err := New(cfg, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dcfg := demo.DefaultConfiguration()
+	dcfg.NetFlow = a.Collector().ListenAddrs()[0]
+	dcfg.IPFIX, dcfg.SFlow = dcfg.NetFlow, netip.AddrPort{}
+	dcfg.FlowsPerSecond = 1000
+	ctx, cancel := context.WithCancel(context.Background())
+	type result struct {
+		st  demo.Stats
+		err error
+	}
+	done := make(chan result, 1)
+	go func() { st, err := demo.Run(ctx, dcfg); done <- result{st, err} }()
+
+	time.Sleep(5 * time.Second)
+	broker("stop")
+	t.Log("broker stopped")
+	time.Sleep(30 * time.Second)
+	broker("start")
+	t.Log("broker restarted")
+	time.Sleep(10 * time.Second)
+	cancel()
+	res := <-done
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	time.Sleep(200 * time.Millisecond) // the last datagrams reach the collector
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	emitted := uint64(0)
+	for _, e := range a.Collector().Exporters() {
+		emitted += e.Flows
+	}
+	sent, delivered, dropped := a.Kafka().Counts()
+	t.Logf("demo sent %d flows; collector emitted %d; Kafka delivered %d, dropped %d", res.st.Flows, emitted, delivered, dropped)
+	if uint64(res.st.Flows) != emitted {
+		t.Fatalf("demo sent %d flows but the collector emitted %d (kernel drops on loopback?)", res.st.Flows, emitted)
+	}
+	if sent != int64(emitted) || delivered+dropped != sent {
+		t.Fatalf("counts do not add up: emitted %d, sink sent %d = delivered %d + dropped %d?", emitted, sent, delivered, dropped)
+	}
+	if dropped == 0 || delivered == 0 {
+		t.Fatalf("the outage should overflow the 2 MiB buffer and delivery should resume: delivered %d dropped %d", delivered, dropped)
+	}
+	msgs := consume(t, cfg.Outputs.Kafka.Brokers, a.Kafka().Topic(), a.Schema(), int(delivered))
+	if int64(len(msgs)) != delivered {
+		t.Fatalf("consumed %d flows, Kafka acknowledged %d: lost or duplicated", len(msgs), delivered)
+	}
+}

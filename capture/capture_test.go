@@ -1,0 +1,130 @@
+package capture
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"flowzero/capture/wire"
+)
+
+// TestReplayToServer replays every shared capture to a server on loopback and reads the
+// pcapng back: same bytes, timestamps and lengths, each packet on its agent:file interface.
+func TestReplayToServer(t *testing.T) {
+	files := allCaptures(t)
+	pki := newTestPKI(t)
+	cases := []struct {
+		name   string
+		server func(*ServerConfiguration)
+		agent  func(*AgentConfiguration)
+	}{
+		{"plain", nil, nil},
+		{"zstd", nil, func(c *AgentConfiguration) { c.Compress = true }},
+		{"tls", func(c *ServerConfiguration) {
+			c.TLS = TLSServerConfiguration{Enable: true, Cert: pki.ServerCert, Key: pki.ServerKey}
+		}, func(c *AgentConfiguration) {
+			c.TLS = TLSClientConfiguration{Enable: true, CA: pki.CA}
+		}},
+		{"tls-client-cert", func(c *ServerConfiguration) {
+			c.TLS = TLSServerConfiguration{Enable: true, Cert: pki.ServerCert, Key: pki.ServerKey, ClientCA: pki.CA}
+			c.Tokens = []string{"s3cret"}
+		}, func(c *AgentConfiguration) {
+			c.TLS = TLSClientConfiguration{Enable: true, CA: pki.CA, Cert: pki.ClientCert, Key: pki.ClientKey}
+			c.Token = "s3cret"
+			c.Compress = true
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			scfg := testServerConfig(t)
+			if tc.server != nil {
+				tc.server(&scfg)
+			}
+			s := startServer(t, scfg)
+			acfg := testAgentConfig("probe1", s.Addr().String(), files)
+			if tc.agent != nil {
+				tc.agent(&acfg)
+			}
+			a := startAgent(t, acfg)
+			stats := waitDone(t, a)
+			if err := s.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			want := expectedFrames(t, "probe1", files)
+			total := 0
+			for _, fr := range want {
+				total += len(fr)
+			}
+			if stats.Captured != uint64(total) || stats.Sent != uint64(total) || stats.DroppedAgent != 0 {
+				t.Fatalf("agent stats %+v, want %d packets captured and sent", stats, total)
+			}
+			ss := s.Stats("probe1")
+			if ss.Packets != uint64(total) || ss.DropServer != 0 || ss.Connections != 1 {
+				t.Fatalf("server stats %+v, want %d packets", ss, total)
+			}
+			compareFrames(t, readPcapng(t, scfg.Output.Path), want)
+		})
+	}
+}
+
+// TestRefused checks that a wrong token, a missing client certificate and an unknown server
+// certificate are refused, and nothing is written.
+func TestRefused(t *testing.T) {
+	files := allCaptures(t)[:2]
+	pki := newTestPKI(t)
+	cases := []struct {
+		name   string
+		server func(*ServerConfiguration)
+		agent  func(*AgentConfiguration)
+		check  func(error) bool
+	}{
+		{"wrong-token", func(c *ServerConfiguration) { c.Tokens = []string{"good", "other"} },
+			func(c *AgentConfiguration) { c.Token = "bad" },
+			func(err error) bool { var r errRefused; return errors.As(err, &r) && r.status == wire.StatusUnauthorized }},
+		{"no-client-cert", func(c *ServerConfiguration) {
+			c.TLS = TLSServerConfiguration{Enable: true, Cert: pki.ServerCert, Key: pki.ServerKey, ClientCA: pki.CA}
+		}, func(c *AgentConfiguration) { c.TLS = TLSClientConfiguration{Enable: true, CA: pki.CA} },
+			func(err error) bool { return err != nil }},
+		{"unknown-server-ca", func(c *ServerConfiguration) {
+			c.TLS = TLSServerConfiguration{Enable: true, Cert: pki.ServerCert, Key: pki.ServerKey}
+		}, func(c *AgentConfiguration) { c.TLS = TLSClientConfiguration{Enable: true, CA: pki.OtherCA} },
+			func(err error) bool { return err != nil }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			scfg := testServerConfig(t)
+			tc.server(&scfg)
+			reg := prometheus.NewRegistry()
+			s, err := NewServer(reg, scfg, ServerDependencies{Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer s.Stop()
+			acfg := testAgentConfig("intruder", s.Addr().String(), files)
+			tc.agent(&acfg)
+			acfg.DrainTimeout = 100 * time.Millisecond
+			a := startAgent(t, acfg)
+			eventually(t, "a refusal", func() bool { return tc.check(a.LastError()) })
+			<-a.Done()
+			_ = a.Stop()
+			st := a.Stats()
+			if st.Sent != 0 || st.Connections != 0 || st.Captured != st.DroppedAgent {
+				t.Fatalf("agent stats %+v", st)
+			}
+			if ss := s.Stats("intruder"); ss.Packets != 0 {
+				t.Fatalf("server wrote %d packets of a refused agent", ss.Packets)
+			}
+			if tc.name == "wrong-token" {
+				if n := testutil.ToFloat64(s.metrics.errors.WithLabelValues("unauthorized")); n < 1 {
+					t.Fatalf("unauthorized counter %v", n)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,229 @@
+package capture
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"flowzero/internal/pcapfile"
+)
+
+// isSubsequence reports whether every frame of got appears in want in the same order.
+func isSubsequence(got, want []pcapfile.Frame) bool {
+	j := 0
+	for _, g := range got {
+		for j < len(want) && !(want[j].Time.Equal(g.Time) && string(want[j].Data) == string(g.Data)) {
+			j++
+		}
+		if j == len(want) {
+			return false
+		}
+		j++
+	}
+	return true
+}
+
+func repeatFrames(m map[string][]pcapfile.Frame, n int) map[string][]pcapfile.Frame {
+	out := map[string][]pcapfile.Frame{}
+	for k, v := range m {
+		for range n {
+			out[k] = append(out[k], v...)
+		}
+	}
+	return out
+}
+
+// TestServerRestart stops the server while an agent streams and starts another on the same
+// address: every packet the agent captured is written once or counted as dropped.
+func TestServerRestart(t *testing.T) {
+	files := allCaptures(t)
+	const loops = 60
+	scfg := testServerConfig(t)
+	s1 := startServer(t, scfg)
+	addr := s1.Addr().String()
+	acfg := testAgentConfig("probe", addr, files)
+	acfg.Replay.Loop = loops
+	acfg.FrameSize = 4096
+	acfg.BufferSize = 64 << 10 // small: the outage must overflow it
+	a := startAgent(t, acfg)
+	eventually(t, "packets on the first server", func() bool { return s1.Stats("probe").Packets > 2000 })
+	t0 := time.Now()
+	t.Logf("first server reached: %v", time.Now())
+	if err := s1.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	first := s1.Stats("probe")
+	time.Sleep(300 * time.Millisecond) // the agent retries and its buffer overflows
+	scfg2 := scfg
+	scfg2.Listen = addr
+	scfg2.Output.Path = filepath.Join(t.TempDir(), "second.pcapng")
+	s2 := startServer(t, scfg2)
+	t.Logf("s1 stopped+sleep %v", time.Since(t0))
+	stats := waitDone(t, a)
+	t.Logf("agent done %v", time.Since(t0))
+	if err := s2.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	second := s2.Stats("probe")
+	t.Logf("agent %+v; first server %d packets, second %d", stats, first.Packets, second.Packets)
+	if stats.Captured != stats.Sent+stats.DroppedAgent {
+		t.Fatalf("captured %d != sent %d + dropped %d", stats.Captured, stats.Sent, stats.DroppedAgent)
+	}
+	if first.Packets+second.Packets != stats.Sent {
+		t.Fatalf("written %d + %d != sent %d", first.Packets, second.Packets, stats.Sent)
+	}
+	if stats.DroppedAgent == 0 || stats.Connections != 2 {
+		t.Fatalf("want drops during the outage and 2 connections: %+v", stats)
+	}
+	if first.DropAgent+second.DropAgent != stats.DroppedAgent {
+		t.Fatalf("drops reported to the servers %d + %d, agent counted %d", first.DropAgent, second.DropAgent, stats.DroppedAgent)
+	}
+	// What was written is the replayed sequence minus the dropped frames, without duplicates.
+	want := repeatFrames(expectedFrames(t, "probe", files), loops)
+	got1, got2 := readPcapng(t, scfg.Output.Path), readPcapng(t, scfg2.Output.Path)
+	total := 0
+	for name, w := range want {
+		g := append(got1[name], got2[name]...)
+		total += len(g)
+		if !isSubsequence(g, w) {
+			t.Fatalf("%s: written packets are not the replayed sequence in order", name)
+		}
+	}
+	if total != int(stats.Sent) {
+		t.Fatalf("files hold %d packets, agent sent %d", total, stats.Sent)
+	}
+}
+
+// agentHelperEnv makes the test binary run one agent (see TestMain) and print its stats.
+const agentHelperEnv = "FLOWZERO_CAPTURE_AGENT_HELPER"
+
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(agentHelperEnv); cfg != "" {
+		os.Exit(runAgentHelper(cfg))
+	}
+	os.Exit(m.Run())
+}
+
+func runAgentHelper(js string) int {
+	var cfg AgentConfiguration
+	if err := json.Unmarshal([]byte(js), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	a, err := NewAgent(nil, cfg, quiet)
+	if err == nil {
+		err = a.Start()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fmt.Println("started")
+	<-a.Done()
+	err = a.Stop()
+	out, _ := json.Marshal(a.Stats())
+	fmt.Println(string(out))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func startAgentProcess(t *testing.T, cfg AgentConfiguration) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), agentHelperEnv+"="+string(js))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || sc.Text() != "started" {
+		t.Fatalf("agent process did not start: %q", sc.Text())
+	}
+	return cmd, sc
+}
+
+// TestAgentKilled kills an agent process (SIGKILL) in the middle of its stream, then starts
+// it again: the server drops the cut frame, keeps a readable file and writes the whole
+// second run.
+func TestAgentKilled(t *testing.T) {
+	files := allCaptures(t)
+	scfg := testServerConfig(t)
+	s := startServer(t, scfg)
+	defer s.Stop()
+	acfg := testAgentConfig("victim", s.Addr().String(), files)
+	acfg.Replay.Loop = 1 << 20 // replays until killed
+	acfg.FrameSize = 4096
+	cmd, _ := startAgentProcess(t, acfg)
+	eventually(t, "packets from the first agent", func() bool { return s.Stats("victim").Packets > 3000 })
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	var before uint64
+	eventually(t, "the killed agent's stream to end", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		st := s.agents["victim"]
+		return st != nil && st.conn == nil
+	})
+	before = s.Stats("victim").Packets
+
+	acfg.Replay.Loop = 1
+	cmd, out := startAgentProcess(t, acfg)
+	if !out.Scan() {
+		t.Fatal("no stats from the second agent")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("second agent: %v", err)
+	}
+	var stats AgentStats
+	if err := json.Unmarshal([]byte(out.Text()), &stats); err != nil {
+		t.Fatal(err)
+	}
+	if stats.Captured == 0 || stats.Sent != stats.Captured || stats.DroppedAgent != 0 {
+		t.Fatalf("second agent %+v", stats)
+	}
+	after := s.Stats("victim")
+	if after.Packets != before+stats.Sent || after.Connections != 2 {
+		t.Fatalf("server wrote %d packets, want %d + %d; %d connections", after.Packets, before, stats.Sent, after.Connections)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The file reads back whole; its tail is exactly the second run.
+	got := readPcapng(t, scfg.Output.Path)
+	want := expectedFrames(t, "victim", files)
+	n := 0
+	for name, w := range want {
+		g := got[name]
+		n += len(g)
+		if len(g) < len(w) {
+			t.Fatalf("%s: %d packets, want at least the second run's %d", name, len(g), len(w))
+		}
+		compareFrames(t, map[string][]pcapfile.Frame{name: g[len(g)-len(w):]}, map[string][]pcapfile.Frame{name: w})
+	}
+	if uint64(n) != after.Packets {
+		t.Fatalf("file holds %d packets, server counted %d", n, after.Packets)
+	}
+	if !strings.HasSuffix(scfg.Output.Path, ".pcapng") {
+		t.Fatal(scfg.Output.Path)
+	}
+}

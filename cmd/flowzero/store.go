@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"flowzero/schema"
+	"flowzero/store"
+	"flowzero/store/chdb"
+)
+
+func init() {
+	register("store", "create or migrate the ClickHouse tables (migrate), query the embedded engine (query)", runStore)
+}
+
+func runStore(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("store", stderr)
+	configFile := fs.String("config", "", "YAML configuration `file` (its schema: and store: keys are used)")
+	dryRun := fs.Bool("dry-run", false, "migrate: print the statements without running them")
+	chURL := fs.String("clickhouse", "", "migrate: ClickHouse HTTP `URL` (overrides store.clickhouse.url; without it, the embedded engine)")
+	format := fs.String("format", "PrettyCompactMonoBlock", "query: output `format`")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage:\n"+
+			"  flowzero store migrate [--config FILE] [--dry-run] [--clickhouse URL]\n"+
+			"      bring the tables, views and dictionaries to the schema (idempotent)\n"+
+			"  flowzero store query [--config FILE] [--format F] SQL\n"+
+			"      run a statement in the embedded engine's data directory\n\n")
+		fs.PrintDefaults()
+	}
+	var action string
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		action, args = args[0], args[1:]
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	scfg, err := schema.LoadFile(*configFile)
+	if err != nil {
+		return err
+	}
+	s, err := schema.New(scfg)
+	if err != nil {
+		return fmt.Errorf("configuration: schema.%w", err)
+	}
+	cfg, err := store.LoadFile(*configFile)
+	if err != nil {
+		return err
+	}
+	if *chURL != "" {
+		cfg.ClickHouse.URL = *chURL
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	ctx := context.Background()
+	switch action {
+	case "migrate":
+		if fs.NArg() > 0 {
+			fs.Usage()
+			return errUsage
+		}
+		if cfg.ClickHouse.URL != "" {
+			return migrateServer(ctx, cfg, s, *dryRun, log, stdout)
+		}
+		return migrateEmbedded(ctx, cfg, s, *dryRun, log, stdout)
+	case "query":
+		if fs.NArg() != 1 {
+			fs.Usage()
+			return errUsage
+		}
+		if !chdb.Built {
+			return chdb.ErrNotBuilt
+		}
+		conn, err := chdb.Open(cfg.Embedded.Path, store.EngineArgs()...)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		out, err := conn.Query(fs.Arg(0), *format)
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(out)
+		return err
+	default:
+		fs.Usage()
+		return errUsage
+	}
+}
+
+func printSteps(w io.Writer, steps []store.Step, dryRun bool) {
+	verb := "applied"
+	if dryRun {
+		verb = "to apply"
+	}
+	if len(steps) == 0 {
+		fmt.Fprintln(w, "-- nothing to do: the database matches the schema")
+		return
+	}
+	fmt.Fprintf(w, "-- %d statements %s\n", len(steps), verb)
+	for _, st := range steps {
+		fmt.Fprintf(w, "\n-- %s: %s\n%s;\n", st.Object, st.Action, strings.TrimSpace(st.SQL))
+	}
+}
+
+// migrateServer applies the DDL to a ClickHouse server over HTTP. The Kafka table reads the
+// .proto from the server's format_schema_path: the file is written there when
+// store.format-schema-path names it, else the user is told where to put it.
+func migrateServer(ctx context.Context, cfg store.Configuration, s *schema.Schema, dryRun bool, log *slog.Logger, stdout io.Writer) error {
+	client, err := store.NewHTTPClient(cfg.ClickHouse)
+	if err != nil {
+		return err
+	}
+	if cfg.Kafka.Enabled {
+		if cfg.FormatSchemaPath != "" && !dryRun {
+			path, err := store.WriteProto(cfg.FormatSchemaPath, s)
+			if err != nil {
+				return err
+			}
+			log.Info("store: .proto written for the Kafka table", "path", path)
+		} else {
+			fmt.Fprintf(stdout, "-- the Kafka table reads %s from the server's format_schema_path:\n"+
+				"--   flowzero schema proto > /var/lib/clickhouse/format_schemas/%s\n", store.ProtoFileName(s), store.ProtoFileName(s))
+		}
+	}
+	m := &store.Migrator{DDL: store.NewDDL(cfg, s, ""), Exec: client, Logger: log}
+	steps, err := m.Migrate(ctx, dryRun)
+	printSteps(stdout, steps, dryRun)
+	return err
+}
+
+// migrateEmbedded applies the DDL to the embedded engine's data directory. The Kafka table is
+// left out: it only exists while a flowzero process holds the engine (chDB cannot reopen a
+// directory holding one), so the process that consumes creates it.
+func migrateEmbedded(ctx context.Context, cfg store.Configuration, s *schema.Schema, dryRun bool, log *slog.Logger, stdout io.Writer) error {
+	if !chdb.Built {
+		return fmt.Errorf("%w; or give --clickhouse URL", chdb.ErrNotBuilt)
+	}
+	if cfg.Kafka.Enabled {
+		log.Info("store: the Kafka table is created by the process that consumes, not by migrate, in embedded mode")
+		cfg.Kafka.Enabled = false
+	}
+	if err := os.MkdirAll(cfg.Embedded.Path, 0o755); err != nil {
+		return err
+	}
+	dir, err := cfg.ProtoDir()
+	if err != nil {
+		return err
+	}
+	if !dryRun {
+		if _, err := store.WriteProto(dir, s); err != nil {
+			return err
+		}
+	}
+	conn, err := chdb.Open(cfg.Embedded.Path, store.EngineArgs()...)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	m := &store.Migrator{DDL: store.NewDDL(cfg, s, dir), Exec: store.Embedded{Conn: conn}, Logger: log}
+	steps, err := m.Migrate(ctx, dryRun)
+	printSteps(stdout, steps, dryRun)
+	if err == nil && !dryRun {
+		abs, _ := filepath.Abs(cfg.Embedded.Path)
+		fmt.Fprintf(stdout, "-- embedded database in %s\n", abs)
+	}
+	return err
+}
+

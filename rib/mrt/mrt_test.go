@@ -1,0 +1,271 @@
+package mrt_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/gzip"
+
+	"flowzero/internal/testdata"
+	"flowzero/rib"
+	"flowzero/rib/mrt"
+)
+
+var a = netip.MustParseAddr
+
+// Record bodies copied from synth-rib-fulltable-1peer.mrt.gz: its PEER_INDEX_TABLE (one peer,
+// 193.203.0.1 AS1853), its first RIB_IPV4_UNICAST record (1.0.0.0/24) and its first
+// RIB_IPV6_UNICAST record (2001:4:112::/48 with the abbreviated MP_REACH_NLRI next hop).
+var v2Records = []struct {
+	subtype uint16
+	body    string
+}{
+	{mrt.SubtypePeerIndexTable, "0a0000fe000573796e74680001020a000001c1cb00010000073d"},
+	{mrt.SubtypeRIBIPv4Unicast, "0000000018010000000100006553f10000204001010040021202040000073d0000073d000004d7000010e3400304c1cb0001"},
+	{mrt.SubtypeRIBIPv6Unicast, "000dc30b30200100040112000100006553f10000314001010040021602050000073d0000073d000004d7000002bd00001b86800e111020010db8000000000000000000000001"},
+}
+
+// The same three records, bzip2-compressed with bzip2(1).
+const v2Bzip2 = "425a68393141592653597c95f18200004affcffe9b7158400070024100080002410c204100004228080080080020012000920d43501a000034680c9a0d353d2a7e94034d1a0193419311c7dc9105e168c3a04469cd3c9a205e84838cf462f57949c9890fc580b4b32040ea40ad0b4254724dafbce61c9a8f3224598d79268386c853d08232f746e7141855c1071fb304ace418de58df9abb12a27040b5c613fe2ee48a70a120f92be304"
+
+func v2Stream(t testing.TB) []byte {
+	var out []byte
+	for _, r := range v2Records {
+		body, err := hex.DecodeString(r.body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = binary.BigEndian.AppendUint32(out, 0x6553f100)
+		out = binary.BigEndian.AppendUint16(out, mrt.TypeTableDumpV2)
+		out = binary.BigEndian.AppendUint16(out, r.subtype)
+		out = binary.BigEndian.AppendUint32(out, uint32(len(body)))
+		out = append(out, body...)
+	}
+	return out
+}
+
+func checkV2(t *testing.T, r *rib.RIB, st mrt.Stats) {
+	t.Helper()
+	if st.Records != 3 || st.RIBEntries != 2 || st.Corrupt != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	peers := r.Peers()
+	if len(peers) != 1 || peers[0].Address != a("193.203.0.1") || peers[0].AS != 1853 || peers[0].BGPID != a("10.0.0.1") {
+		t.Fatalf("peers %+v", peers)
+	}
+	rt, ok := r.Lookup(a("1.0.0.200"))
+	if !ok || rt.Bits != 24 || !slices.Equal(rt.Attrs.ASPath, []uint32{1853, 1853, 1239, 4323}) ||
+		rt.Attrs.NextHop != a("193.203.0.1") {
+		t.Errorf("1.0.0.200: %v %+v", ok, rt)
+	}
+	rt, ok = r.Lookup(a("2001:4:112:1::1"))
+	if !ok || rt.Bits != 48 || rt.Attrs.OriginAS() != 7046 || rt.Attrs.NextHop != a("2001:db8::1") {
+		t.Errorf("2001:4:112:1::1: %v %+v", ok, rt)
+	}
+}
+
+func TestTableDumpV2Compressions(t *testing.T) {
+	plain := v2Stream(t)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(plain)
+	zw.Close()
+	bz, _ := hex.DecodeString(v2Bzip2)
+	for name, in := range map[string][]byte{"plain": plain, "gzip": gz.Bytes(), "bzip2": bz} {
+		t.Run(name, func(t *testing.T) {
+			r := rib.NewTable(rib.DefaultConfiguration())
+			l := mrt.NewLoader(r, mrt.Options{})
+			if err := l.Load(bytes.NewReader(in)); err != nil {
+				t.Fatal(err)
+			}
+			checkV2(t, r, l.Stats)
+		})
+	}
+}
+
+func TestCorruptRecordsSkipped(t *testing.T) {
+	plain := v2Stream(t)
+	// Make the IPv4 record's attribute length overflow its record: the record is counted
+	// as corrupt, the other two are applied.
+	i := bytes.Index(plain, []byte{0x00, 0x20, 0x40, 0x01, 0x01, 0x00})
+	plain[i+1] = 0xff
+	r := rib.NewTable(rib.DefaultConfiguration())
+	l := mrt.NewLoader(r, mrt.Options{})
+	if err := l.Load(bytes.NewReader(plain)); err != nil {
+		t.Fatal(err)
+	}
+	if l.Stats.Corrupt != 1 || !errors.Is(l.LastError, mrt.ErrCorrupt) {
+		t.Errorf("corrupt %d, last error %v", l.Stats.Corrupt, l.LastError)
+	}
+	if _, ok := r.Lookup(a("2001:4:112::1")); !ok {
+		t.Error("IPv6 record after the corrupt one not applied")
+	}
+	// A truncated file ends the load with an error after the complete records.
+	r = rib.NewTable(rib.DefaultConfiguration())
+	l = mrt.NewLoader(r, mrt.Options{})
+	err := l.Load(bytes.NewReader(v2Stream(t)[:len(plain)-10]))
+	if !errors.Is(err, io.ErrUnexpectedEOF) || l.Stats.RIBEntries != 1 {
+		t.Errorf("truncated: %v, %d entries", err, l.Stats.RIBEntries)
+	}
+}
+
+func loadFile(t *testing.T, name string, opts mrt.Options) (*rib.RIB, mrt.Stats) {
+	t.Helper()
+	r := rib.NewTable(rib.DefaultConfiguration())
+	st, err := mrt.LoadFile(r, testdata.Path(t, "rib", name), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, st
+}
+
+func TestTableDumpV1(t *testing.T) {
+	var progress strings.Builder
+	r, st := loadFile(t, "ripe-bgpdump-bview.20020722.2337.gz", mrt.Options{Progress: &progress})
+	if st.Records != 115521 || st.RIBEntries != 115521 || st.Corrupt != 0 || st.Unsupported != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	s := r.Stats()
+	if s.Peers != 36 || s.Routes != 115521 || s.Prefixes4 != 112988 || s.Prefixes6 != 0 {
+		t.Errorf("RIB %+v", s)
+	}
+	if !strings.Contains(progress.String(), "115521 records") {
+		t.Errorf("progress line %q", progress.String())
+	}
+	rt, ok := r.Lookup(a("193.0.0.1"))
+	if !ok || rt.Prefix(a("193.0.0.1")) != netip.MustParsePrefix("193.0.0.0/21") ||
+		!slices.Equal(rt.Attrs.ASPath, []uint32{1853, 20965, 1103, 3333}) || rt.Attrs.NextHop != a("193.203.0.1") {
+		t.Errorf("193.0.0.1: %+v", rt)
+	}
+	// 62.10.0.0/15 has two paths; the one of AS3257 carries a MED and communities.
+	paths := r.Paths(a("62.10.0.1"))
+	if len(paths) != 2 {
+		t.Fatalf("62.10.0.1: %d paths", len(paths))
+	}
+	for _, p := range paths {
+		if p.Attrs.ASPath[0] != 3257 {
+			continue
+		}
+		if p.Attrs.MED != 320 || !slices.Equal(p.Attrs.Communities, []uint32{3257<<16 | 4000, 3257<<16 | 5039}) {
+			t.Errorf("AS3257 path %+v", *p.Attrs)
+		}
+	}
+	if v, ok := r.Lookup(a("8.8.8.8")); ok {
+		t.Errorf("8.8.8.8 routed in 2002: %+v", v)
+	}
+}
+
+func TestBGP4MPUpdates(t *testing.T) {
+	r, st := loadFile(t, "ripe-bgpdump-updates.20160811.1600.gz", mrt.Options{})
+	want := mrt.Stats{Records: 17406, Updates: 17216, OtherMessages: 168, Announcements: 39256,
+		Withdrawals: 1956, StateChanges: 22, PeersDown: 22}
+	st.Bytes, st.Duration = 0, 0
+	if st != want {
+		t.Errorf("stats %+v, want %+v", st, want)
+	}
+	s := r.Stats()
+	if s.Peers != 40 || s.Prefixes4 != 1595 || s.Prefixes6 != 91 || s.Routes != 15539 || s.AttributeSets != 4011 {
+		t.Errorf("RIB %+v", s)
+	}
+	// 91.67.0.0/17 has 5 paths; "first" selects the peer registered first (37.49.236.228).
+	paths := r.Paths(a("91.67.0.1"))
+	if len(paths) != 5 {
+		t.Fatalf("91.67.0.1: %d paths", len(paths))
+	}
+	rt, _ := r.Lookup(a("91.67.0.1"))
+	if rt.Attrs.NextHop != a("37.49.236.228") || !rt.Attrs.HasMED || rt.Attrs.MED != 1 ||
+		!slices.Equal(rt.Attrs.ASPath, []uint32{24482, 18403, 131127, 131127, 45896, 3491, 31334}) ||
+		!slices.Contains(rt.Attrs.Communities, 24482<<16|65202) {
+		t.Errorf("91.67.0.1: %+v", *rt.Attrs)
+	}
+	// IPv6 from MP_REACH_NLRI.
+	rt, ok := r.Lookup(a("2001:7fb:fe03::1"))
+	if !ok || rt.Bits != 48 || rt.Attrs.OriginAS() != 12654 || rt.Attrs.NextHop != a("2001:7f8:54::10") {
+		t.Errorf("2001:7fb:fe03::1: %+v", rt)
+	}
+	// Peers whose session went down have no routes left.
+	for _, p := range r.Peers() {
+		if p.Address == a("37.49.232.25") && p.Routes != 0 {
+			t.Errorf("peer %s still has %d routes", p.Address, p.Routes)
+		}
+	}
+}
+
+func TestTableDumpV2FullTableHead(t *testing.T) {
+	// The first records of the 4-peer synthetic full table (the whole file is for
+	// BenchmarkLoadMRT).
+	r, st := loadFile(t, "synth-rib-fulltable-4peers.mrt.gz", mrt.Options{MaxRecords: 20001})
+	if st.Records != 20001 || st.RIBEntries != 80000 || st.Corrupt != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	s := r.Stats()
+	if s.Peers != 4 || s.Prefixes4 != 20000 || s.Routes != 80000 {
+		t.Errorf("RIB %+v", s)
+	}
+	if got := len(r.Paths(a("1.0.0.1"))); got != 4 {
+		t.Errorf("1.0.0.1: %d paths", got)
+	}
+}
+
+// firstRecords returns the first n records of a test file, re-framed, for fuzz seeds.
+func firstRecords(tb testing.TB, name string, n int) []byte {
+	f, err := os.Open(testdata.Path(tb, "rib", name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	rd, err := mrt.NewReader(f)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer rd.Close()
+	var out []byte
+	for range n {
+		rec, err := rd.Next()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		body := rec.Body
+		if rec.Type == mrt.TypeBGP4MPET {
+			body = binary.BigEndian.AppendUint32(nil, rec.Microseconds)
+			body = append(body, rec.Body...)
+		}
+		out = binary.BigEndian.AppendUint32(out, rec.Timestamp)
+		out = binary.BigEndian.AppendUint16(out, rec.Type)
+		out = binary.BigEndian.AppendUint16(out, rec.Subtype)
+		out = binary.BigEndian.AppendUint32(out, uint32(len(body)))
+		out = append(out, body...)
+	}
+	return out
+}
+
+func FuzzMRTRead(f *testing.F) {
+	f.Add(v2Stream(f))
+	f.Add(firstRecords(f, "ripe-bgpdump-bview.20020722.2337.gz", 4))
+	f.Add(firstRecords(f, "ripe-bgpdump-updates.20160811.1600.gz", 6))
+	f.Add(firstRecords(f, "synth-rib-fulltable-4peers.mrt.gz", 3))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := rib.NewTable(rib.Configuration{Selection: "best"})
+		l := mrt.NewLoader(r, mrt.Options{})
+		_ = l.Load(bytes.NewReader(data))
+		st := r.Stats()
+		n := 0
+		for _, rt := range r.All() {
+			if rt.Attrs == nil {
+				t.Fatal("route without attributes")
+			}
+			n++
+		}
+		if n != st.Prefixes4+st.Prefixes6 {
+			t.Fatalf("%d routes for %d prefixes", n, st.Prefixes4+st.Prefixes6)
+		}
+	})
+}

@@ -1,0 +1,288 @@
+package rib_test
+
+import (
+	"bytes"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"flowzero/internal/config"
+	"flowzero/internal/testdata"
+	"flowzero/rib"
+	"flowzero/rib/bgp"
+	"flowzero/rib/mrt"
+)
+
+var (
+	a = netip.MustParseAddr
+	p = netip.MustParsePrefix
+)
+
+func attrs(nh string, lp uint32, path ...uint32) *bgp.Attributes {
+	return &bgp.Attributes{ASPath: path, ASPathLength: uint16(len(path)), NextHop: a(nh),
+		LocalPref: lp, HasLocalPref: lp != 0, Origin: bgp.OriginIGP}
+}
+
+func TestSelection(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  rib.Configuration
+		want string // next hop of the selected route for 10.0.0.1
+	}{
+		{rib.Configuration{Selection: "first"}, "192.0.2.1"},
+		{rib.Configuration{Selection: "best"}, "192.0.2.3"}, // highest LOCAL_PREF wins over shorter path
+		{rib.Configuration{Selection: "peer", Peer: "192.0.2.2"}, "192.0.2.2"},
+	} {
+		t.Run(tc.cfg.Selection, func(t *testing.T) {
+			r := rib.NewTable(tc.cfg)
+			tx := r.Begin()
+			p1 := tx.Peer(rib.PeerKey{Address: a("192.0.2.1"), AS: 65001}, netip.Addr{})
+			p2 := tx.Peer(rib.PeerKey{Address: a("192.0.2.2"), AS: 65002}, netip.Addr{})
+			p3 := tx.Peer(rib.PeerKey{Address: a("192.0.2.3"), AS: 65003}, netip.Addr{})
+			tx.Add(p1, p("10.0.0.0/8"), 0, attrs("192.0.2.1", 0, 65001, 1, 2, 3))
+			tx.Add(p2, p("10.0.0.0/8"), 0, attrs("192.0.2.2", 0, 65002, 3))
+			tx.Add(p3, p("10.0.0.0/8"), 0, attrs("192.0.2.3", 200, 65003, 4, 5, 6, 3))
+			tx.Add(p2, p("10.1.0.0/16"), 0, attrs("192.0.2.2", 0, 65002, 7))
+			tx.Commit()
+			rt, ok := r.Lookup(a("10.0.0.1"))
+			if !ok || rt.Attrs.NextHop != a(tc.want) || rt.Bits != 8 {
+				t.Errorf("10.0.0.1: %+v", rt)
+			}
+			// Longest match, only p2 has it.
+			rt, ok = r.Lookup(a("10.1.2.3"))
+			if !ok || rt.Peer != p2 || rt.Attrs.OriginAS() != 7 || rt.Prefix(a("10.1.2.3")) != p("10.1.0.0/16") {
+				t.Errorf("10.1.2.3: %+v", rt)
+			}
+		})
+	}
+}
+
+func TestBestPathSteps(t *testing.T) {
+	r := rib.NewTable(rib.Configuration{Selection: "best"})
+	p1 := r.Peer(rib.PeerKey{Address: a("192.0.2.9")}, netip.Addr{})
+	p2 := r.Peer(rib.PeerKey{Address: a("192.0.2.1")}, netip.Addr{})
+	x, y := attrs("192.0.2.9", 0, 1, 2), attrs("192.0.2.1", 0, 3, 2)
+	// Tie down to MED: lower MED wins.
+	x.MED, x.HasMED, y.MED, y.HasMED = 10, true, 20, true
+	r.Add(p1, p("10.0.0.0/8"), 0, x)
+	r.Add(p2, p("10.0.0.0/8"), 0, y)
+	if rt, _ := r.Lookup(a("10.0.0.1")); rt.Peer != p1 {
+		t.Errorf("MED: selected peer %d", rt.Peer)
+	}
+	// Lower ORIGIN wins over MED.
+	x.Origin = bgp.OriginIncomplete
+	r.Add(p1, p("10.0.0.0/8"), 0, x)
+	if rt, _ := r.Lookup(a("10.0.0.1")); rt.Peer != p2 {
+		t.Errorf("ORIGIN: selected peer %d", rt.Peer)
+	}
+	// Full tie: lowest peer address.
+	x.Origin, x.MED = bgp.OriginIGP, 20
+	r.Add(p1, p("10.0.0.0/8"), 0, x)
+	if rt, _ := r.Lookup(a("10.0.0.1")); rt.Peer != p2 {
+		t.Errorf("tie: selected peer %d", rt.Peer)
+	}
+}
+
+func TestWithdrawAndRemovePeer(t *testing.T) {
+	r := rib.NewTable(rib.DefaultConfiguration())
+	p1 := r.Peer(rib.PeerKey{Address: a("192.0.2.1")}, netip.Addr{})
+	p2 := r.Peer(rib.PeerKey{Address: a("2001:db8::2")}, netip.Addr{})
+	shared := attrs("192.0.2.1", 0, 65001, 65100)
+	tx := r.Begin()
+	for i := range 100 {
+		pfx := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i), 0, 0}), 16)
+		tx.Add(p1, pfx, 0, shared)
+		tx.Add(p2, pfx, 0, attrs("2001:db8::2", 0, 65002, 65100))
+	}
+	// Add-Path: a second path of p1 for one prefix.
+	tx.Add(p1, p("10.5.0.0/16"), 1, attrs("192.0.2.11", 0, 65001, 65200))
+	tx.Add(p1, p("2001:db8:1::/48"), 0, attrs("2001:db8::1", 0, 65001))
+	tx.Commit()
+	st := r.Stats()
+	if st.Prefixes4 != 100 || st.Prefixes6 != 1 || st.Routes != 202 || st.AttributeSets != 4 {
+		t.Fatalf("stats %+v", st)
+	}
+	if got := len(r.Paths(a("10.5.1.1"))); got != 3 {
+		t.Errorf("10.5.1.1: %d paths", got)
+	}
+	r.Withdraw(p1, p("10.5.0.0/16"), 1)
+	r.Withdraw(p1, p("10.5.0.0/16"), 7) // unknown path ID: no-op
+	if st := r.Stats(); st.Routes != 201 || st.AttributeSets != 3 {
+		t.Errorf("after withdraw %+v", st)
+	}
+	r.RemovePeer(p1)
+	st = r.Stats()
+	if st.Prefixes4 != 100 || st.Prefixes6 != 0 || st.Routes != 100 || st.AttributeSets != 1 {
+		t.Errorf("after peer removal %+v", st)
+	}
+	if rt, ok := r.Lookup(a("10.7.0.1")); !ok || rt.Peer != p2 || rt.Attrs.NextHop != a("2001:db8::2") {
+		t.Errorf("10.7.0.1 after peer removal: %+v", rt)
+	}
+	if _, ok := r.Lookup(a("2001:db8:1::1")); ok {
+		t.Error("IPv6 route of the removed peer still there")
+	}
+	r.RemovePeer(p2)
+	if st := r.Stats(); st.Prefixes4 != 0 || st.Routes != 0 || st.AttributeSets != 0 {
+		t.Errorf("empty table %+v", st)
+	}
+}
+
+func TestLookupZeroAllocs(t *testing.T) {
+	r := rib.NewTable(rib.DefaultConfiguration())
+	id := r.Peer(rib.PeerKey{Address: a("192.0.2.1")}, netip.Addr{})
+	r.Add(id, p("10.0.0.0/8"), 0, attrs("192.0.2.1", 0, 1, 2))
+	r.Add(id, p("2001:db8::/32"), 0, attrs("192.0.2.1", 0, 1, 3))
+	var sink uint32
+	allocs := testing.AllocsPerRun(1000, func() {
+		rt, _ := r.Lookup(a("10.1.2.3"))
+		sink += rt.Attrs.OriginAS()
+		rt, _ = r.Lookup(a("2001:db8::1"))
+		sink += rt.Attrs.OriginAS()
+	})
+	if allocs != 0 || sink == 0 {
+		t.Errorf("%v allocations per lookup", allocs)
+	}
+}
+
+// TestConcurrentLookups runs readers while a writer adds and withdraws (run with -race):
+// readers always see a consistent route (its prefix length matches its attributes).
+func TestConcurrentLookups(t *testing.T) {
+	r := rib.NewTable(rib.DefaultConfiguration())
+	id := r.Peer(rib.PeerKey{Address: a("192.0.2.1")}, netip.Addr{})
+	r.Add(id, p("10.0.0.0/8"), 0, attrs("192.0.2.1", 0, 8))
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var lookups atomic.Int64
+	for range 2 {
+		wg.Go(func() {
+			for !stop.Load() {
+				for i := range 256 {
+					rt, ok := r.Lookup(netip.AddrFrom4([4]byte{10, byte(i), 1, 1}))
+					if !ok || uint32(rt.Bits) != rt.Attrs.OriginAS() {
+						t.Errorf("inconsistent route %+v", rt)
+						return
+					}
+				}
+				lookups.Add(256)
+			}
+		})
+	}
+	for round := range 20 {
+		tx := r.Begin()
+		for i := range 256 {
+			pfx := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i), 0, 0}), 16)
+			if round%2 == 0 {
+				tx.Add(id, pfx, 0, attrs("192.0.2.1", 0, 16))
+			} else {
+				tx.Withdraw(id, pfx, 0)
+			}
+		}
+		tx.Commit()
+	}
+	stop.Store(true)
+	wg.Wait()
+	if lookups.Load() == 0 {
+		t.Error("no lookups ran")
+	}
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	r := rib.NewTable(rib.DefaultConfiguration())
+	for _, f := range []string{"ripe-bgpdump-bview.20020722.2337.gz", "ripe-bgpdump-updates.20160811.1600.gz"} {
+		if _, err := mrt.LoadFile(r, testdata.Path(t, "rib", f), mrt.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "rib.snapshot")
+	if err := r.SaveSnapshotFile(file); err != nil {
+		t.Fatal(err)
+	}
+	r2 := rib.NewTable(rib.DefaultConfiguration())
+	if err := r2.LoadSnapshotFile(file); err != nil {
+		t.Fatal(err)
+	}
+	if s1, s2 := r.Stats(), r2.Stats(); s1 != s2 {
+		t.Fatalf("stats %+v after reload, want %+v", s2, s1)
+	}
+	if !slices.EqualFunc(r.Peers(), r2.Peers(), func(x, y rib.PeerInfo) bool { return x == y }) {
+		t.Error("peers differ")
+	}
+	n := 0
+	for pfx, rt := range r.All() {
+		rt2, ok := r2.LookupPrefix(pfx)
+		if !ok || rt2.Bits != rt.Bits || rt2.Peer != rt.Peer || !rt2.Attrs.Equal(rt.Attrs) {
+			t.Fatalf("%s: %+v after reload, want %+v", pfx, rt2, rt)
+		}
+		if n%1000 == 0 {
+			ps1, ps2 := r.Paths(pfx.Addr()), r2.Paths(pfx.Addr())
+			if len(ps1) != len(ps2) {
+				t.Fatalf("%s: %d paths after reload, want %d", pfx, len(ps2), len(ps1))
+			}
+		}
+		n++
+	}
+	if n != 112988+91+1595-len(overlap(r)) && n == 0 {
+		t.Errorf("%d prefixes compared", n)
+	}
+	// A damaged snapshot is an error, not a panic, and leaves a usable table.
+	var buf bytes.Buffer
+	if err := r.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	for _, cut := range []int{5, 9, 100, len(data) / 2, len(data) - 3} {
+		r3 := rib.NewTable(rib.DefaultConfiguration())
+		if err := r3.ReadSnapshot(bytes.NewReader(data[:cut])); err == nil {
+			t.Errorf("snapshot cut at %d accepted", cut)
+		}
+	}
+}
+
+func overlap(r *rib.RIB) []netip.Prefix { return nil }
+
+func TestConfiguration(t *testing.T) {
+	for _, tc := range []struct{ yaml, key string }{
+		{"selection: fastest", "selection"},
+		{"selection: peer", "peer"},
+		{"selection: peer\npeer: router1", "peer"},
+		{"snapshot-interval: -1s", "snapshot-interval"},
+	} {
+		cfg := rib.DefaultConfiguration()
+		err := config.Decode([]byte(tc.yaml), &cfg)
+		var ke *config.KeyError
+		if err == nil || !asKeyError(err, &ke) || ke.Key != tc.key {
+			t.Errorf("%q: %v, want an error on %s", tc.yaml, err, tc.key)
+		}
+	}
+	cfg := rib.DefaultConfiguration()
+	if err := config.Decode([]byte("selection: best\nsnapshot: /tmp/x\nsnapshot-interval: 1m"), &cfg); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestComponentSnapshot(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "rib.snapshot")
+	cfg := rib.DefaultConfiguration()
+	cfg.Snapshot = file
+	r, err := rib.New(nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(); err != nil { // no snapshot yet: starts empty
+		t.Fatal(err)
+	}
+	r.Add(r.Peer(rib.PeerKey{Address: a("192.0.2.1")}, netip.Addr{}), p("10.0.0.0/8"), 0, attrs("192.0.2.1", 0, 65001))
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	r2, _ := rib.New(nil, cfg)
+	if err := r2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Stop()
+	if rt, ok := r2.Lookup(a("10.1.1.1")); !ok || rt.Attrs.OriginAS() != 65001 {
+		t.Errorf("after restart: %+v", rt)
+	}
+}

@@ -1,0 +1,214 @@
+package store
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"flowzero/schema"
+)
+
+func newTestDDL(t *testing.T, mod func(*Configuration)) *DDL {
+	t.Helper()
+	s, err := schema.New(schema.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfiguration()
+	if mod != nil {
+		mod(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return NewDDL(cfg, s, "/var/lib/flowzero/format_schemas")
+}
+
+func objectByName(t *testing.T, d *DDL, name string) Object {
+	t.Helper()
+	for _, o := range d.Objects() {
+		if o.Name == name {
+			return o
+		}
+	}
+	t.Fatalf("no object %s", name)
+	return Object{}
+}
+
+func mustContain(t *testing.T, what, text string, parts ...string) {
+	t.Helper()
+	for _, p := range parts {
+		if !strings.Contains(text, p) {
+			t.Errorf("%s lacks %q:\n%s", what, p, text)
+		}
+	}
+}
+
+func TestDDLSingleNode(t *testing.T) {
+	d := newTestDDL(t, func(c *Configuration) { c.Kafka.Enabled = true })
+	var names []string
+	for _, o := range d.Objects() {
+		names = append(names, o.Name)
+		if o.Kind != KindDatabase && !strings.HasSuffix(o.Create, "COMMENT '"+o.Fingerprint+"'") {
+			t.Errorf("%s does not end with its fingerprint", o.Name)
+		}
+		if strings.Contains(o.Create, "ON CLUSTER") || strings.Contains(o.Create, "Replicated") {
+			t.Errorf("%s: cluster DDL without a cluster", o.Name)
+		}
+	}
+	raw := "flows_" + d.s.Hash() + "_raw"
+	want := "flowzero flows flows_1m flows_1m_consumer flows_5m flows_5m_consumer flows_1h flows_1h_consumer protocols " + raw + " " + raw + "_consumer"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("objects = %s\nwant %s", got, want)
+	}
+	flows := objectByName(t, d, "flows")
+	mustContain(t, "flows", flows.Create,
+		"CREATE TABLE IF NOT EXISTS `flowzero`.`flows`\n(\n    TimeReceived DateTime CODEC(DoubleDelta, LZ4),\n",
+		"\nENGINE = MergeTree\nPARTITION BY toYYYYMMDD(TimeReceived)\n",
+		"ORDER BY (toStartOfFiveMinutes(TimeReceived), ExporterAddress, EType, Proto, InIfName, SrcAS, ForwardingStatus, OutIfName, DstAS, SamplingRate)\n",
+		"TTL TimeReceived + toIntervalSecond(1296000)\nSETTINGS ttl_only_drop_parts = 1",
+		"SrcNetPrefix String ALIAS multiIf(", "Dst1stAS UInt32 MATERIALIZED DstASPath[1]")
+
+	agg := objectByName(t, d, "flows_5m")
+	mustContain(t, "flows_5m", agg.Create,
+		"ENGINE = SummingMergeTree((Bytes, Packets))\nPARTITION BY toYYYYMMDD(TimeReceived)\n",
+		"PRIMARY KEY (TimeReceived, ExporterAddress, EType, Proto, InIfName, SrcAS, ForwardingStatus, OutIfName, DstAS, SamplingRate)\n",
+		"ORDER BY (TimeReceived, ExporterAddress, EType, Proto, InIfName, SrcAS, ForwardingStatus, OutIfName, DstAS, SamplingRate, InIf, OutIf,",
+		"TTL TimeReceived + toIntervalSecond(7776000)\n", "    Dst1stAS UInt32,\n", "    Bytes UInt64 CODEC(T64, LZ4),\n")
+	for _, c := range []string{"SrcAddr", "DstAddr", "SrcPort", "DstPort", "DstASPath", "SrcNetPrefix", "PacketSizeBucket", "SrcNetMask"} {
+		if strings.Contains(agg.Create, "    "+c+" ") {
+			t.Errorf("flows_5m keeps per-flow column %s", c)
+		}
+	}
+	mustContain(t, "flows_1h", objectByName(t, d, "flows_1h").Create, "PARTITION BY toYYYYMM(TimeReceived)", "toIntervalSecond(31536000)")
+	view := objectByName(t, d, "flows_1m_consumer")
+	mustContain(t, "flows_1m_consumer", view.Create,
+		"CREATE MATERIALIZED VIEW IF NOT EXISTS `flowzero`.`flows_1m_consumer` TO `flowzero`.`flows_1m`\nAS SELECT\n    toStartOfInterval(TimeReceived, toIntervalSecond(60)) AS TimeReceived,\n",
+		"    sum(Bytes) AS Bytes,\n    sum(Packets) AS Packets\nFROM `flowzero`.`flows`\nGROUP BY TimeReceived, SamplingRate, ")
+
+	kafka := objectByName(t, d, raw)
+	mustContain(t, "kafka table", kafka.Create,
+		"kafka_broker_list = '127.0.0.1:9092'", "kafka_topic_list = 'flows-"+d.s.Hash()+"'",
+		"kafka_format = 'Protobuf'", "kafka_schema = '/var/lib/flowzero/format_schemas/flows-"+d.s.Hash()+".proto:FlowMessage'",
+		"kafka_handle_error_mode = 'stream'", "    SrcAddr IPv6,\n")
+	if strings.Contains(kafka.Create, "SrcNetPrefix") || strings.Contains(kafka.Create, "CODEC") {
+		t.Error("the Kafka table must hold only the wire columns, without codecs")
+	}
+	mustContain(t, "kafka view", objectByName(t, d, raw+"_consumer").Create,
+		"TO `flowzero`.`flows`\nAS SELECT TimeReceived, SamplingRate, ", "\nFROM `flowzero`.`"+raw+"`\nWHERE length(_error) = 0")
+	mustContain(t, "insert prefix", d.InsertPrefix(),
+		"INSERT INTO `flowzero`.`flows` SETTINGS format_schema = '/var/lib/flowzero/format_schemas/flows-"+d.s.Hash()+".proto:FlowMessage'")
+	if !strings.HasSuffix(d.InsertPrefix(), " FORMAT Protobuf\n") {
+		t.Errorf("insert prefix %q must end with the format and a newline", d.InsertPrefix())
+	}
+}
+
+func TestDDLCluster(t *testing.T) {
+	d := newTestDDL(t, func(c *Configuration) { c.Cluster = "prod"; c.Kafka.Enabled = true })
+	for _, o := range d.Objects() {
+		if !strings.Contains(strings.SplitN(o.Create, "\n", 2)[0], " ON CLUSTER `prod`") {
+			t.Errorf("%s not created ON CLUSTER: %s", o.Name, strings.SplitN(o.Create, "\n", 2)[0])
+		}
+	}
+	mustContain(t, "flows_local", objectByName(t, d, "flows_local").Create,
+		"ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')\n")
+	mustContain(t, "flows", objectByName(t, d, "flows").Create,
+		"CREATE TABLE IF NOT EXISTS `flowzero`.`flows` ON CLUSTER `prod` AS `flowzero`.`flows_local`\nENGINE = Distributed('prod', 'flowzero', 'flows_local', rand())")
+	mustContain(t, "flows_1m_local", objectByName(t, d, "flows_1m_local").Create,
+		"ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', (Bytes, Packets))")
+	mustContain(t, "flows_1m", objectByName(t, d, "flows_1m").Create, "Distributed('prod', 'flowzero', 'flows_1m_local', rand())")
+	// Views read and write the local tables: each node aggregates its own shard.
+	mustContain(t, "flows_1m_consumer", objectByName(t, d, "flows_1m_consumer").Create,
+		"TO `flowzero`.`flows_1m_local`", "FROM `flowzero`.`flows_local`")
+	mustContain(t, "kafka view", objectByName(t, d, d.KafkaTableName()+"_consumer").Create, "TO `flowzero`.`flows_local`")
+	// The sink and the console use the Distributed table.
+	if d.FlowsTable() != "`flowzero`.`flows`" {
+		t.Errorf("FlowsTable = %s", d.FlowsTable())
+	}
+	// Changing the local table changes the Distributed table's fingerprint.
+	d2 := newTestDDL(t, func(c *Configuration) { c.Cluster = "prod"; c.TTL = time.Hour })
+	if objectByName(t, d, "flows").Fingerprint == objectByName(t, d2, "flows").Fingerprint {
+		t.Error("Distributed fingerprint ignores its local table")
+	}
+}
+
+func TestDDLFingerprints(t *testing.T) {
+	a := newTestDDL(t, nil)
+	b := newTestDDL(t, nil)
+	c := newTestDDL(t, func(c *Configuration) { c.TTL = 24 * time.Hour })
+	if objectByName(t, a, "flows").Fingerprint != objectByName(t, b, "flows").Fingerprint {
+		t.Error("fingerprint not stable")
+	}
+	if objectByName(t, a, "flows").Fingerprint == objectByName(t, c, "flows").Fingerprint {
+		t.Error("fingerprint ignores the TTL")
+	}
+	if objectByName(t, a, "flows_1m").Fingerprint != objectByName(t, c, "flows_1m").Fingerprint {
+		t.Error("flows TTL changed an aggregated table")
+	}
+}
+
+func TestConfigurationValidate(t *testing.T) {
+	for _, tc := range []struct {
+		mod func(*Configuration)
+		key string
+	}{
+		{func(c *Configuration) { c.Database = "flow-zero" }, "database"},
+		{func(c *Configuration) { c.Cluster = "a b" }, "cluster"},
+		{func(c *Configuration) { c.TTL = 1500 * time.Millisecond }, "ttl"},
+		{func(c *Configuration) { c.Resolutions[1].Interval = 0 }, "resolutions[1].interval"},
+		{func(c *Configuration) { c.Resolutions[2].Interval = 5 * time.Minute }, "resolutions[2].interval"},
+		{func(c *Configuration) { c.Resolutions[0].TTL = -time.Hour }, "resolutions[0].ttl"},
+		{func(c *Configuration) { c.Kafka.Enabled = true; c.Kafka.Brokers = nil }, "kafka.brokers"},
+		{func(c *Configuration) { c.Kafka.Enabled = true; c.Kafka.TopicPrefix = "a/b" }, "kafka.topic-prefix"},
+		{func(c *Configuration) { c.ClickHouse.URL = "tcp://x:9000" }, "clickhouse.url"},
+		{func(c *Configuration) { c.Embedded.Path = "" }, "embedded.path"},
+		{func(c *Configuration) { c.Embedded.BatchBytes = 10 }, "embedded.batch-bytes"},
+		{func(c *Configuration) { c.Embedded.QueueLength = 0 }, "embedded.queue-length"},
+		{func(c *Configuration) { c.ASNames.URL = "file:///x" }, "as-names.url"},
+	} {
+		cfg := DefaultConfiguration()
+		tc.mod(&cfg)
+		err := cfg.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), tc.key+":") {
+			t.Errorf("want an error on %s, got %v", tc.key, err)
+		}
+	}
+	if err := DefaultConfiguration().Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+	if got := AggregatedTableName(Resolution{Interval: 30 * time.Second}); got != "flows_30s" {
+		t.Errorf("30s table: %s", got)
+	}
+	if got := AggregatedTableName(Resolution{Interval: 24 * time.Hour}); got != "flows_1d" {
+		t.Errorf("1d table: %s", got)
+	}
+}
+
+func TestSplitKey(t *testing.T) {
+	got := splitKey("toStartOfFiveMinutes(TimeReceived), ExporterAddress, tuple(a, b),c")
+	if strings.Join(got, "|") != "toStartOfFiveMinutes(TimeReceived)|ExporterAddress|tuple(a, b)|c" {
+		t.Errorf("splitKey = %q", got)
+	}
+}
+
+func TestLoadFile(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/flowzero.yaml"
+	os.WriteFile(path, []byte("collector: {anything: 1}\nstore:\n  ttl: 48h\n  cluster: prod\n  resolutions: [{interval: 1m, ttl: 24h}]\n"), 0o644)
+	cfg, err := LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TTL != 48*time.Hour || cfg.Cluster != "prod" || len(cfg.Resolutions) != 1 || cfg.Database != "flowzero" {
+		t.Errorf("loaded %+v", cfg)
+	}
+	os.WriteFile(path, []byte("store:\n  embedded: {pathh: x}\n"), 0o644)
+	if _, err := LoadFile(path); err == nil || !strings.Contains(err.Error(), `unknown key "pathh"`) {
+		t.Errorf("unknown key: %v", err)
+	}
+	os.WriteFile(path, []byte("store:\n  embedded: {queue-length: 0}\n"), 0o644)
+	if _, err := LoadFile(path); err == nil || !strings.Contains(err.Error(), "embedded.queue-length") {
+		t.Errorf("bad value: %v", err)
+	}
+}

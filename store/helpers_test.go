@@ -1,0 +1,8 @@
+package store
+
+import (
+	"io"
+	"log/slog"
+)
+
+func quietTestLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
