@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"flowzero/collector"
-	"flowzero/demo"
 	"flowzero/decoder/netflow"
 	"flowzero/decoder/sflow"
+	"flowzero/demo"
 	"flowzero/output"
 	"flowzero/output/file"
 	"flowzero/output/jsonl"
@@ -107,7 +107,7 @@ func (a *App) Start() error {
 		return fmt.Errorf("netflow: %w", err)
 	}
 	c, err := collector.New(a.cfg.Collector, collector.Dependencies{
-		Schema:   a.schema,
+		Schema: a.schema,
 		Decoders: map[string]collector.Decoder{
 			"netflow": collector.NetFlowDecoder{D: a.netflow},
 			"sflow":   collector.SFlowDecoder{D: a.sflow},

@@ -83,7 +83,10 @@ func TestRefused(t *testing.T) {
 	}{
 		{"wrong-token", func(c *ServerConfiguration) { c.Tokens = []string{"good", "other"} },
 			func(c *AgentConfiguration) { c.Token = "bad" },
-			func(err error) bool { var r errRefused; return errors.As(err, &r) && r.status == wire.StatusUnauthorized }},
+			func(err error) bool {
+				var r errRefused
+				return errors.As(err, &r) && r.status == wire.StatusUnauthorized
+			}},
 		{"no-client-cert", func(c *ServerConfiguration) {
 			c.TLS = TLSServerConfiguration{Enable: true, Cert: pki.ServerCert, Key: pki.ServerKey, ClientCA: pki.CA}
 		}, func(c *AgentConfiguration) { c.TLS = TLSClientConfiguration{Enable: true, CA: pki.CA} },

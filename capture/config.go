@@ -17,7 +17,7 @@ type AgentConfiguration struct {
 	// Server is the server's host:port.
 	Server string `yaml:"server"`
 	// Token is the shared secret the server expects (never logged).
-	Token string `yaml:"token"`
+	Token string                 `yaml:"token"`
 	TLS   TLSClientConfiguration `yaml:"tls"`
 	// Compress asks for zstd compression of every frame (off by default: on a LAN the CPU,
 	// not the bandwidth, is the limit).

@@ -1,16 +1,17 @@
 package capture
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 
@@ -21,6 +22,11 @@ import (
 // (agent, interface) pair gets one interface description block named "agent:iface"; a new
 // file repeats all of them in the same order, so interface ids never change. Not safe for
 // concurrent use: the server serialises calls per output.
+//
+// gopacket's NgWriter writes the section header and interface blocks; packets are appended
+// as Enhanced Packet Blocks into one large buffer by appendEPB, which BenchmarkPcapngWrite
+// measures several times faster than NgWriter.WritePacket (four small bufio writes and a
+// 4 KiB buffer per packet).
 type pcapngOutput struct {
 	cfg    OutputConfiguration
 	base   string    // Path with {agent} replaced
@@ -37,8 +43,11 @@ type pcapngOutput struct {
 	count   int      // tcpdump's file counter (-C)
 	files   []string // names created, oldest first (-W)
 	dirty   bool     // unflushed writes
-	ci      gopacket.CaptureInfo
+	epbs    []byte   // packet blocks not yet written to file
 }
+
+// epbFlushSize is the size at which buffered packet blocks are written out.
+const epbFlushSize = 1 << 20
 
 type intfKey struct {
 	agent, name string
@@ -87,11 +96,19 @@ func (o *pcapngOutput) Interface(agent string, in wire.Interface) (int, error) {
 	o.intfs = append(o.intfs, intf)
 	o.ids[key] = id
 	if o.w != nil {
+		// Blocks must stay in order: packets buffered so far go out before the new IDB.
+		if err := o.writeEPBs(); err != nil {
+			o.closeFile()
+			return id, err
+		}
 		if _, err := o.w.AddInterface(intf); err != nil {
 			o.closeFile()
 			return id, err
 		}
-		o.dirty = true
+		if err := o.w.Flush(); err != nil {
+			o.closeFile()
+			return id, err
+		}
 	}
 	return id, nil
 }
@@ -104,20 +121,54 @@ func (o *pcapngOutput) WritePacket(id int, ts int64, length uint32, data []byte)
 			return err
 		}
 	}
-	o.ci.Timestamp = time.Unix(0, ts)
-	o.ci.CaptureLength = len(data)
-	o.ci.Length = int(max(length, uint32(len(data))))
-	o.ci.InterfaceIndex = id
+	o.epbs = appendEPB(o.epbs, uint32(id), ts, max(length, uint32(len(data))), data)
 	o.dirty = true
-	if err := o.w.WritePacket(o.ci, data); err != nil {
-		o.closeFile()
-		return err
+	if len(o.epbs) >= epbFlushSize {
+		if err := o.writeEPBs(); err != nil {
+			o.closeFile()
+			return err
+		}
 	}
 	return nil
 }
 
+// appendEPB appends an Enhanced Packet Block (pcapng, draft-ietf-opsawg-pcapng section 4.3)
+// with a nanosecond timestamp (the interfaces declare if_tsresol 9) and no options.
+func appendEPB(dst []byte, id uint32, ts int64, length uint32, data []byte) []byte {
+	pad := (4 - len(data)&3) & 3
+	blockLen := 32 + len(data) + pad
+	l := len(dst)
+	if cap(dst)-l < blockLen {
+		dst = slices.Grow(dst, blockLen)
+	}
+	dst = dst[:l+blockLen]
+	b := dst[l:]
+	_ = b[31]
+	binary.LittleEndian.PutUint32(b[0:], 6) // block type: EPB
+	binary.LittleEndian.PutUint32(b[4:], uint32(blockLen))
+	binary.LittleEndian.PutUint32(b[8:], id)
+	binary.LittleEndian.PutUint32(b[12:], uint32(uint64(ts)>>32))
+	binary.LittleEndian.PutUint32(b[16:], uint32(ts))
+	binary.LittleEndian.PutUint32(b[20:], uint32(len(data)))
+	binary.LittleEndian.PutUint32(b[24:], length)
+	n := copy(b[28:], data)
+	clear(b[28+n : 28+n+pad])
+	binary.LittleEndian.PutUint32(b[28+n+pad:], uint32(blockLen))
+	return dst
+}
+
+// writeEPBs writes the buffered packet blocks to the file.
+func (o *pcapngOutput) writeEPBs() error {
+	if len(o.epbs) == 0 {
+		return nil
+	}
+	_, err := o.counter.Write(o.epbs)
+	o.epbs = o.epbs[:0]
+	return err
+}
+
 func (o *pcapngOutput) mustRotate() bool {
-	if o.cfg.RotateSize > 0 && o.counter.n >= o.cfg.RotateSize {
+	if o.cfg.RotateSize > 0 && o.counter.n+int64(len(o.epbs)) >= o.cfg.RotateSize {
 		return true
 	}
 	return o.cfg.RotateInterval > 0 && o.now().Sub(o.opened) >= o.cfg.RotateInterval
@@ -171,6 +222,10 @@ func (o *pcapngOutput) rotate() error {
 			return err
 		}
 	}
+	if err := w.Flush(); err != nil {
+		o.closeFile()
+		return err
+	}
 	o.w = w
 	o.dirty = true
 	return nil
@@ -214,7 +269,7 @@ func (o *pcapngOutput) Flush() error {
 		return nil
 	}
 	o.dirty = false
-	if err := o.w.Flush(); err != nil {
+	if err := o.writeEPBs(); err != nil {
 		o.closeFile()
 		return err
 	}
@@ -230,9 +285,10 @@ func (o *pcapngOutput) Close() error {
 
 func (o *pcapngOutput) closeFile() {
 	if o.w != nil {
-		_ = o.w.Flush()
+		_ = o.writeEPBs()
 		o.w = nil
 	}
+	o.epbs = o.epbs[:0]
 	if o.file != nil {
 		_ = o.file.Close()
 		o.file = nil

@@ -69,9 +69,9 @@ type agentState struct {
 
 // ServerAgentStats are the server's counters for one agent name.
 type ServerAgentStats struct {
-	Packets, Bytes, Frames             uint64
-	DropKernel, DropAgent, DropServer  uint64
-	Connections                        int
+	Packets, Bytes, Frames            uint64
+	DropKernel, DropAgent, DropServer uint64
+	Connections                       int
 }
 
 type serverConn struct {

@@ -53,7 +53,7 @@ func (a *Agent) replayFile(ctx context.Context, e *emitter, br *bufio.Reader, pa
 	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	var (
 		r     zeroCopyReader
-		index func(ci *gopacket.CaptureInfo) uint32
+		index func(i int) uint32
 	)
 	if bytes.Equal(magic, []byte{0x0a, 0x0d, 0x0d, 0x0a}) {
 		ng, err := pcapgo.NewNgReader(br, pcapgo.DefaultNgReaderOptions)
@@ -62,8 +62,8 @@ func (a *Agent) replayFile(ctx context.Context, e *emitter, br *bufio.Reader, pa
 		}
 		r = ng
 		var ids []uint32
-		index = func(ci *gopacket.CaptureInfo) uint32 {
-			for len(ids) <= ci.InterfaceIndex {
+		index = func(idx int) uint32 {
+			for len(ids) <= idx {
 				i := len(ids)
 				intf, err := ng.Interface(i)
 				name := fmt.Sprintf("%s.%d", base, i)
@@ -75,7 +75,7 @@ func (a *Agent) replayFile(ctx context.Context, e *emitter, br *bufio.Reader, pa
 				}
 				ids = append(ids, a.registerInterface(name, uint16(intf.LinkType), intf.SnapLength))
 			}
-			return ids[ci.InterfaceIndex]
+			return ids[idx]
 		}
 	} else {
 		pr, err := pcapgo.NewReader(br)
@@ -84,7 +84,7 @@ func (a *Agent) replayFile(ctx context.Context, e *emitter, br *bufio.Reader, pa
 		}
 		r = pr
 		id := a.registerInterface(base, uint16(pr.LinkType()), pr.Snaplen())
-		index = func(*gopacket.CaptureInfo) uint32 { return id }
+		index = func(int) uint32 { return id }
 	}
 	recorded := a.cfg.Replay.Speed == "recorded"
 	var first time.Time
@@ -115,6 +115,6 @@ func (a *Agent) replayFile(ctx context.Context, e *emitter, br *bufio.Reader, pa
 				}
 			}
 		}
-		e.packet(index(&ci), ci.Timestamp.UnixNano(), uint32(ci.Length), data)
+		e.packet(index(ci.InterfaceIndex), ci.Timestamp.UnixNano(), uint32(ci.Length), data)
 	}
 }

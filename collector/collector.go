@@ -82,6 +82,8 @@ type Collector struct {
 
 	workers  []*worker
 	wg       sync.WaitGroup
+	pollStop chan struct{}
+	pollDone chan struct{}
 	stopping atomic.Bool
 	logLimit *lograte.Keyed[logKey]
 
@@ -146,7 +148,9 @@ func (c *Collector) Start() error {
 		}
 		c.log.Info("listening", "listener", name, "sockets", len(conns), "receive-buffer", granted)
 		for si, conn := range conns {
-			c.workers = append(c.workers, newWorker(c, li, name, strconv.Itoa(si), conn, c.deps.Decoders[l.Protocol], l.Protocol))
+			w := newWorker(c, li, name, strconv.Itoa(si), conn, c.deps.Decoders[l.Protocol], l.Protocol)
+			w.inode, _ = socketInode(conn)
+			c.workers = append(c.workers, w)
 		}
 	}
 	if c.cfg.HTTP.Listen != "" {
@@ -161,7 +165,36 @@ func (c *Collector) Start() error {
 		c.wg.Add(1)
 		go w.run()
 	}
+	c.pollStop = make(chan struct{})
+	c.pollDone = make(chan struct{})
+	go c.pollKernelDrops()
 	return nil
+}
+
+// pollKernelDrops reads the sockets' drop counters from /proc every second, so drops that
+// no later datagram reports through SO_RXQ_OVFL are counted too.
+func (c *Collector) pollKernelDrops() {
+	defer close(c.pollDone)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.pollStop:
+			c.readKernelDrops()
+			return
+		case <-t.C:
+			c.readKernelDrops()
+		}
+	}
+}
+
+func (c *Collector) readKernelDrops() {
+	drops := procUDPDrops()
+	for _, w := range c.workers {
+		if v, ok := drops[w.inode]; ok && w.inode != 0 {
+			w.countKernelDrops(v)
+		}
+	}
 }
 
 // ListenAddrs returns the bound address of the first socket of each listener, in
@@ -201,6 +234,10 @@ func (c *Collector) Stop() error {
 		w.conn.SetReadDeadline(time.Now()) // wake the worker; it drains, then exits
 	}
 	c.wg.Wait()
+	if c.pollStop != nil {
+		close(c.pollStop)
+		<-c.pollDone
+	}
 	for _, w := range c.workers {
 		w.conn.Close()
 	}

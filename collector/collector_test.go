@@ -249,3 +249,23 @@ func TestRxqOverflow(t *testing.T) {
 		}
 	}
 }
+
+func TestProcUDPDrops(t *testing.T) {
+	conns, _, err := openSockets("127.0.0.1:0", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conns[0].Close()
+	ino, err := socketInode(conns[0])
+	if err != nil || ino == 0 {
+		t.Fatalf("inode %d: %v", ino, err)
+	}
+	// Fill the (small) receive buffer without reading: the kernel drops the rest and
+	// /proc/net/udp shows it.
+	conns[0].SetReadBuffer(4096)
+	send(t, conns[0].LocalAddr().(*net.UDPAddr).AddrPort(), strings.Repeat("x", 1000), strings.Repeat("x", 1000),
+		strings.Repeat("x", 1000), strings.Repeat("x", 1000), strings.Repeat("x", 1000), strings.Repeat("x", 1000))
+	if d, ok := procUDPDrops()[ino]; !ok || d == 0 {
+		t.Fatalf("drops for inode %d: %d %v", ino, d, ok)
+	}
+}

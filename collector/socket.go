@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -84,4 +87,44 @@ func rxqOverflow(oob []byte) (drops uint32, ok bool) {
 		oob = oob[next:]
 	}
 	return 0, false
+}
+
+// socketInode returns the inode of a socket, its key in /proc/net/udp.
+func socketInode(conn *net.UDPConn) (uint64, error) {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var st unix.Stat_t
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.Fstat(int(fd), &st) }); err != nil {
+		return 0, err
+	}
+	return st.Ino, serr
+}
+
+// procUDPDrops reads the drop counter of every UDP socket of this process's network
+// namespace from /proc/net/udp and /proc/net/udp6, by inode. SO_RXQ_OVFL only reports drops
+// along with a received datagram; this also sees the drops after the last one.
+func procUDPDrops() map[uint64]uint32 {
+	out := map[uint64]uint32{}
+	for _, name := range []string{"/proc/self/net/udp", "/proc/self/net/udp6"} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			f := strings.Fields(line)
+			// sl local rem st tx:rx tr:when retrnsmt uid timeout inode ref pointer drops
+			if i == 0 || len(f) < 13 {
+				continue
+			}
+			ino, err1 := strconv.ParseUint(f[9], 10, 64)
+			drops, err2 := strconv.ParseUint(f[12], 10, 32)
+			if err1 == nil && err2 == nil {
+				out[ino] = uint32(drops)
+			}
+		}
+	}
+	return out
 }

@@ -32,7 +32,8 @@ type worker struct {
 	cur *workerExporter
 	now time.Time
 
-	lastOverflow uint32
+	inode        uint64
+	dropsSeen    atomic.Uint32 // kernel drops already counted (SO_RXQ_OVFL or /proc)
 	datagrams    prometheus.Counter
 	bytes        prometheus.Counter
 	kernelDrops  prometheus.Counter
@@ -115,13 +116,27 @@ func (w *worker) run() {
 			w.c.log.Warn("UDP read error", "error", err)
 			continue
 		}
-		if v, ok := rxqOverflow(oob[:oobn]); ok && v != w.lastOverflow {
-			w.kernelDrops.Add(float64(v - w.lastOverflow)) // wraps correctly in uint32
-			w.lastOverflow = v
+		if v, ok := rxqOverflow(oob[:oobn]); ok {
+			w.countKernelDrops(v)
 		}
 		w.datagrams.Inc()
 		w.bytes.Add(float64(n))
 		w.handle(buf[:n], netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
+	}
+}
+
+// countKernelDrops records the socket's cumulative drop counter, from the worker
+// (SO_RXQ_OVFL) or from the /proc poller, counting each drop once.
+func (w *worker) countKernelDrops(v uint32) {
+	for {
+		old := w.dropsSeen.Load()
+		if int32(v-old) <= 0 { // not newer (wrap-safe)
+			return
+		}
+		if w.dropsSeen.CompareAndSwap(old, v) {
+			w.kernelDrops.Add(float64(v - old))
+			return
+		}
 	}
 }
 

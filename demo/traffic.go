@@ -40,17 +40,17 @@ type remote struct {
 }
 
 var remotes = []remote{
-	{15169, netip.MustParsePrefix("142.250.0.0/15"), 22},   // Google
-	{2906, netip.MustParsePrefix("198.38.96.0/19"), 16},    // Netflix
-	{13335, netip.MustParsePrefix("104.16.0.0/13"), 12},    // Cloudflare
-	{32934, netip.MustParsePrefix("157.240.0.0/16"), 10},   // Meta
-	{16509, netip.MustParsePrefix("52.84.0.0/15"), 9},      // Amazon
-	{20940, netip.MustParsePrefix("23.32.0.0/11"), 8},      // Akamai
-	{8075, netip.MustParsePrefix("13.104.0.0/14"), 7},      // Microsoft
-	{714, netip.MustParsePrefix("17.0.0.0/8"), 5},          // Apple
-	{3356, netip.MustParsePrefix("4.0.0.0/9"), 4},          // Lumen
-	{15169, netip.MustParsePrefix("2a00:1450::/29"), 4},    // Google v6
-	{2906, netip.MustParsePrefix("2a00:86c0::/32"), 3},     // Netflix v6
+	{15169, netip.MustParsePrefix("142.250.0.0/15"), 22}, // Google
+	{2906, netip.MustParsePrefix("198.38.96.0/19"), 16},  // Netflix
+	{13335, netip.MustParsePrefix("104.16.0.0/13"), 12},  // Cloudflare
+	{32934, netip.MustParsePrefix("157.240.0.0/16"), 10}, // Meta
+	{16509, netip.MustParsePrefix("52.84.0.0/15"), 9},    // Amazon
+	{20940, netip.MustParsePrefix("23.32.0.0/11"), 8},    // Akamai
+	{8075, netip.MustParsePrefix("13.104.0.0/14"), 7},    // Microsoft
+	{714, netip.MustParsePrefix("17.0.0.0/8"), 5},        // Apple
+	{3356, netip.MustParsePrefix("4.0.0.0/9"), 4},        // Lumen
+	{15169, netip.MustParsePrefix("2a00:1450::/29"), 4},  // Google v6
+	{2906, netip.MustParsePrefix("2a00:86c0::/32"), 3},   // Netflix v6
 }
 
 // service is a kind of conversation.
@@ -186,8 +186,8 @@ func (g *Generator) Next(now time.Time) Flow {
 	if g.rng.IntN(10) == 0 {
 		f.TOS = 0xb8 // EF
 	}
-	uplink := uint32(1 + g.rng.IntN(4))      // transit/IX ports 1-4
-	access := uint32(100 + g.rng.IntN(24))   // customer ports 100-123
+	uplink := uint32(1 + g.rng.IntN(4))    // transit/IX ports 1-4
+	access := uint32(100 + g.rng.IntN(24)) // customer ports 100-123
 	ephemeral := uint16(32768 + g.rng.IntN(28000))
 	// Two thirds of flows are downloads (server → client), as on an eyeball network.
 	if g.rng.IntN(3) != 0 {

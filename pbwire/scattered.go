@@ -220,8 +220,10 @@ func (w *ScatteredWriter) writeString(s string) {
 	}
 }
 
-// maxScalarField is the longest scalar field: a 5-byte key and a 10-byte varint.
-const maxScalarField = 5 + MaxVarintLen
+// maxScalarField is the room the Append functions need for one scalar field: the longest one
+// (a 5-byte key and a 10-byte varint) rounded up for their 8-byte stores. With less room,
+// they would grow the chunk, so the scattered writer goes through a scratch buffer instead.
+const maxScalarField = wideRoom
 
 // VarintField writes a varint field (see AppendVarintField).
 func (w *ScatteredWriter) VarintField(t Tag, v uint64) {
@@ -325,7 +327,7 @@ func (w *ScatteredWriter) PackedUint64Field(t Tag, vs []uint64) {
 // kept in one chunk (a new chunk is opened when fewer remain), the payload may span chunks.
 func (w *ScatteredWriter) BeginNested(t Tag) {
 	var scratch [5]byte
-	if cap(w.cur)-len(w.cur) >= 5+NestedSizeLen {
+	if cap(w.cur)-len(w.cur) >= 5+NestedSizeLen { // AppendTag only appends
 		w.cur = AppendTag(w.cur, t)
 	} else {
 		w.write(AppendTag(scratch[:0], t))

@@ -54,10 +54,13 @@ const (
 )
 
 // Tag is a field key (field number << 3 | wire type) already encoded as a varint: its bytes
-// are stored little-endian, first byte in the low bits. Encoding the key once at setup lets
-// the Append functions copy one or two bytes instead of re-encoding the key on every call;
-// keys of fields 1 to 15 are one byte, below 0x80.
+// are stored little-endian in the low 40 bits, first byte lowest, and their count in the top
+// byte. Encoding the key once at setup lets the Append functions store it with one 8-byte
+// write instead of re-encoding it on every call. Keys of fields 1 to 15 are one byte.
 type Tag uint64
+
+// tagLenShift is where the key length sits in a Tag.
+const tagLenShift = 56
 
 // MakeTag encodes the key of field num with wire type wt. It is meant for setup time (package
 // variables, schema construction) and panics when num is outside 1..MaxFieldNumber or wt is
@@ -75,8 +78,7 @@ func MakeTag(num int, wt WireType) Tag {
 	var t Tag
 	for i := 0; ; i++ {
 		if key < 0x80 {
-			t |= Tag(key) << (8 * i)
-			return t
+			return t | Tag(key)<<(8*i) | Tag(i+1)<<tagLenShift
 		}
 		t |= Tag(key&0x7f|0x80) << (8 * i)
 		key >>= 7
@@ -85,12 +87,15 @@ func MakeTag(num int, wt WireType) Tag {
 
 // Len is the number of bytes of the encoded key (1 to 5).
 func (t Tag) Len() int {
-	return (bits.Len64(uint64(t)) + 7) >> 3
+	return int(t >> tagLenShift)
 }
 
 // Num is the field number of the key.
 func (t Tag) Num() int {
-	key, _ := t.key()
+	var key uint64
+	for i := range t.Len() {
+		key |= uint64(t>>(8*i)&0x7f) << (7 * i)
+	}
 	return int(key >> 3)
 }
 
@@ -99,32 +104,19 @@ func (t Tag) WireType() WireType {
 	return WireType(t & 7)
 }
 
-func (t Tag) key() (uint64, int) {
-	var key uint64
-	for i := 0; i < 5; i++ {
-		b := uint64(t >> (8 * i) & 0xff)
-		key |= (b & 0x7f) << (7 * i)
-		if b < 0x80 {
-			return key, i + 1
-		}
-	}
-	return key, 5
-}
-
 // AppendTag appends the encoded key t.
 func AppendTag(dst []byte, t Tag) []byte {
-	if t < 0x80 {
+	if t.Len() == 1 {
 		return append(dst, byte(t))
 	}
 	return appendTagSlow(dst, t)
 }
 
 func appendTagSlow(dst []byte, t Tag) []byte {
-	for t >= 0x80 {
-		dst = append(dst, byte(t))
-		t >>= 8
+	for i := range t.Len() {
+		dst = append(dst, byte(t>>(8*i)))
 	}
-	return append(dst, byte(t))
+	return dst
 }
 
 // SizeVarint is the number of bytes of the minimal varint encoding of v (1 to 10).
@@ -142,17 +134,26 @@ func AppendVarint(dst []byte, v uint64) []byte {
 }
 
 func appendVarintSlow(dst []byte, v uint64) []byte {
-	if v < 1<<14 {
-		return append(dst, byte(v)|0x80, byte(v>>7))
-	}
-	if v < 1<<21 {
-		return append(dst, byte(v)|0x80, byte(v>>7)|0x80, byte(v>>14))
-	}
 	for v >= 0x80 {
 		dst = append(dst, byte(v)|0x80)
 		v >>= 7
 	}
 	return append(dst, byte(v))
+}
+
+// wideRoom is the spare capacity the field writers work in: the longest scalar field (a 5-byte
+// key and a 10-byte varint) rounded up for 8-byte stores. When dst has less, it grows first.
+//
+// The field writers are small enough for the compiler to inline them into the caller: with
+// the room guaranteed, a field is one 8-byte store of the key and the varint's bytes, and the
+// function has no call left but the rare growth. As a consequence they may write garbage in
+// the spare capacity of dst, up to wideRoom bytes past the field they append (append itself
+// only writes the bytes it adds): do not keep data in dst[len(dst):cap(dst)].
+const wideRoom = 16
+
+// grow makes room for wideRoom+extra bytes past len(dst), without changing len(dst).
+func grow(dst []byte, extra int) []byte {
+	return append(dst, make([]byte, wideRoom+extra)...)[:len(dst)]
 }
 
 // EncodeZigZag32 maps a signed value to an unsigned one so that small magnitudes encode short
@@ -164,42 +165,23 @@ func EncodeZigZag32(v int32) uint64 { return uint64(uint32(v<<1) ^ uint32(v>>31)
 func EncodeZigZag64(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
 
 // AppendVarintField appends a varint field: uint32, uint64, int64, bool, enum, and int32 as
-// uint64(int64(v)) (negative int32 take 10 bytes, as protobuf requires).
+// uint64(int64(v)) (negative int32 take 10 bytes, as protobuf requires). It is inlined by the
+// compiler (see wideRoom).
 func AppendVarintField(dst []byte, t Tag, v uint64) []byte {
-	if t < 0x80 && v < 0x80 {
-		return append(dst, byte(t), byte(v))
-	}
-	return appendVarintFieldSlow(dst, t, v)
-}
-
-func appendVarintFieldSlow(dst []byte, t Tag, v uint64) []byte {
 	n := len(dst)
-	if cap(dst)-n < wideRoom || v >= 1<<56 {
-		dst = AppendTag(dst, t)
-		return AppendVarint(dst, v)
+	if cap(dst)-n < wideRoom {
+		dst = append(dst, make([]byte, wideRoom)...)[:n]
 	}
-	// Two unaligned 8-byte stores instead of a loop per byte: the key, then the varint right
-	// after it; the bytes stored past the field are overwritten by the next one.
-	b := (*[wideRoom]byte)(dst[n : n+wideRoom])
-	binary.LittleEndian.PutUint64(b[:8], uint64(t))
-	tl := t.Len() & 7
-	sz := SizeVarint(v)
-	binary.LittleEndian.PutUint64(b[tl:tl+8], spreadVarint(v, sz))
-	return dst[:n+tl+sz]
-}
-
-// wideRoom is the free capacity the wide-store paths need: a key, a 56-bit varint and the
-// slack of 8-byte stores.
-const wideRoom = 16
-
-// spreadVarint lays out the 7-bit groups of v (below 2^56) in the bytes of a little-endian
-// word, with the continuation bit set on the sz-1 first bytes: the varint encoding of v. The
-// groups are spread by halving: two 28-bit halves, four 14-bit quarters, eight 7-bit groups.
-func spreadVarint(v uint64, sz int) uint64 {
-	x := v&0x0fffffff | v&0x00fffffff0000000<<4
-	x = x&0x00003fff00003fff | x&0x0fffc0000fffc000<<2
-	x = x&0x007f007f007f007f | x&0x3f803f803f803f80<<1
-	return x | 0x8080808080808080>>(64-8*(uint(sz)-1))
+	b := dst[n : n+wideRoom]
+	binary.LittleEndian.PutUint64(b, uint64(t))
+	i := t.Len()
+	for v >= 0x80 {
+		b[i] = byte(v) | 0x80
+		v >>= 7
+		i++
+	}
+	b[i] = byte(v)
+	return dst[:n+i+1]
 }
 
 // AppendSint32Field appends a zigzag-encoded sint32 field.
@@ -214,18 +196,28 @@ func AppendSint64Field(dst []byte, t Tag, v int64) []byte {
 
 // AppendFixed32Field appends a fixed32 (also sfixed32, float) field, little-endian.
 func AppendFixed32Field(dst []byte, t Tag, v uint32) []byte {
-	if t < 0x80 {
-		return append(dst, byte(t), byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+	n := len(dst)
+	if cap(dst)-n < wideRoom {
+		dst = append(dst, make([]byte, wideRoom)...)[:n]
 	}
-	dst = appendTagSlow(dst, t)
-	return append(dst, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+	b := dst[n : n+wideRoom]
+	binary.LittleEndian.PutUint64(b, uint64(t))
+	i := t.Len()
+	binary.LittleEndian.PutUint32(b[i:], v)
+	return dst[:n+i+4]
 }
 
 // AppendFixed64Field appends a fixed64 (also sfixed64, double) field, little-endian.
 func AppendFixed64Field(dst []byte, t Tag, v uint64) []byte {
-	dst = AppendTag(dst, t)
-	return append(dst, byte(v), byte(v>>8), byte(v>>16), byte(v>>24),
-		byte(v>>32), byte(v>>40), byte(v>>48), byte(v>>56))
+	n := len(dst)
+	if cap(dst)-n < wideRoom {
+		dst = append(dst, make([]byte, wideRoom)...)[:n]
+	}
+	b := dst[n : n+wideRoom]
+	binary.LittleEndian.PutUint64(b, uint64(t))
+	i := t.Len()
+	binary.LittleEndian.PutUint64(b[i:], v)
+	return dst[:n+i+8]
 }
 
 // AppendFloatField appends a float field.
@@ -241,38 +233,37 @@ func AppendDoubleField(dst []byte, t Tag, v float64) []byte {
 // AppendBytesField appends a length-delimited field holding b (bytes, or an already encoded
 // message).
 func AppendBytesField(dst []byte, t Tag, b []byte) []byte {
-	if n := len(dst); cap(dst)-n >= wideRoom+len(b) && len(b) < 1<<28 {
-		h := n + putKeyLen((*[wideRoom]byte)(dst[n:n+wideRoom]), t, len(b))
-		copy(dst[h:h+len(b)], b)
-		return dst[:h+len(b)]
+	n := len(dst)
+	if cap(dst)-n < wideRoom+len(b) {
+		dst = grow(dst, len(b))
 	}
-	dst = appendLenSlow(dst, t, len(b))
-	return append(dst, b...)
+	h := n + putKeyLen(dst[n:n+wideRoom], t, len(b))
+	return dst[:h+copy(dst[h:h+len(b)], b)]
 }
 
 // AppendStringField appends a string field.
 func AppendStringField(dst []byte, t Tag, s string) []byte {
-	if n := len(dst); cap(dst)-n >= wideRoom+len(s) && len(s) < 1<<28 {
-		h := n + putKeyLen((*[wideRoom]byte)(dst[n:n+wideRoom]), t, len(s))
-		copy(dst[h:h+len(s)], s)
-		return dst[:h+len(s)]
+	n := len(dst)
+	if cap(dst)-n < wideRoom+len(s) {
+		dst = grow(dst, len(s))
 	}
-	dst = appendLenSlow(dst, t, len(s))
-	return append(dst, s...)
+	h := n + putKeyLen(dst[n:n+wideRoom], t, len(s))
+	return dst[:h+copy(dst[h:h+len(s)], s)]
 }
 
-// putKeyLen stores key t and length l (below 2^28) at the start of b and returns their size:
-// one 8-byte store when the length is one byte.
-func putKeyLen(b *[wideRoom]byte, t Tag, l int) int {
-	tl := t.Len() & 7
-	if l < 0x80 {
-		binary.LittleEndian.PutUint64(b[:8], uint64(t)|uint64(l)<<(8*tl))
-		return tl + 1
+// putKeyLen stores key t and length l at the start of b (wideRoom bytes) and returns their
+// size.
+func putKeyLen(b []byte, t Tag, l int) int {
+	binary.LittleEndian.PutUint64(b, uint64(t))
+	i := t.Len()
+	v := uint(l)
+	for v >= 0x80 {
+		b[i] = byte(v) | 0x80
+		v >>= 7
+		i++
 	}
-	binary.LittleEndian.PutUint64(b[:8], uint64(t))
-	sz := SizeVarint(uint64(l))
-	binary.LittleEndian.PutUint64(b[tl:tl+8], spreadVarint(uint64(l), sz))
-	return tl + sz
+	b[i] = byte(v)
+	return i + 1
 }
 
 func appendLenSlow(dst []byte, t Tag, n int) []byte {
@@ -348,13 +339,16 @@ func AppendPackedFixed64Field(dst []byte, t Tag, vs []uint64) []byte {
 // payload starts; keep it (on the stack, in a local) and pass it to EndNested. Nested
 // messages nest like function calls: end the inner one before the outer one.
 func BeginNested(dst []byte, t Tag) (out []byte, mark int) {
-	if t < 0x80 {
-		dst = append(dst, byte(t), 0x80, 0x80, 0x80, 0x00)
-		return dst, len(dst)
+	n := len(dst)
+	if cap(dst)-n < wideRoom {
+		dst = append(dst, make([]byte, wideRoom)...)[:n]
 	}
-	dst = appendTagSlow(dst, t)
-	dst = append(dst, 0x80, 0x80, 0x80, 0x00)
-	return dst, len(dst)
+	b := dst[n : n+wideRoom]
+	binary.LittleEndian.PutUint64(b, uint64(t))
+	i := t.Len()
+	binary.LittleEndian.PutUint32(b[i:], 0x00808080)
+	mark = n + i + NestedSizeLen
+	return dst[:mark], mark
 }
 
 // EndNested back-patches the size of the nested message whose payload starts at mark (as

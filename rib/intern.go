@@ -14,7 +14,7 @@ type AttrSet struct {
 	bgp.Attributes
 	hash uint64
 	next *AttrSet // next set with the same hash (collisions are chained)
-	id   uint32 // index in interner.sets and interner.refs, what paths store
+	id   uint32   // index in interner.sets and interner.refs, what paths store
 }
 
 // interner maps the hash of an attribute set's canonical encoding to the interned copy.

@@ -12,7 +12,6 @@ type counters struct {
 	snapshotSaves, snapshotErrors atomic.Uint64
 }
 
-
 // registerMetrics registers the RIB's metrics on reg. Gauges read the table at scrape time.
 func (r *RIB) registerMetrics(reg prometheus.Registerer) error {
 	if reg == nil {

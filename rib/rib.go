@@ -275,10 +275,10 @@ type Tx struct {
 	r *RIB
 	// counted here and added to the RIB's atomic counters at Commit
 	adds, withdraws uint64
-	next    *bart.Fast[Route]
-	changes int
-	owned   bool
-	done    bool
+	next            *bart.Fast[Route]
+	changes         int
+	owned           bool
+	done            bool
 }
 
 // Begin starts a transaction; it waits for the previous writer to commit.

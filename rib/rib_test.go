@@ -2,6 +2,7 @@ package rib_test
 
 import (
 	"bytes"
+	"errors"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -190,10 +191,13 @@ func TestConcurrentLookups(t *testing.T) {
 
 func TestSnapshotRoundTrip(t *testing.T) {
 	r := rib.NewTable(rib.DefaultConfiguration())
-	for _, f := range []string{"ripe-bgpdump-bview.20020722.2337.gz", "ripe-bgpdump-updates.20160811.1600.gz"} {
-		if _, err := mrt.LoadFile(r, testdata.Path(t, "rib", f), mrt.Options{}); err != nil {
-			t.Fatal(err)
-		}
+	// Part of the 2002 dump (2-octet paths, communities, MED), then the 2016 updates (IPv6,
+	// 40 peers, withdrawals, sessions going down).
+	if _, err := mrt.LoadFile(r, testdata.Path(t, "rib", "ripe-bgpdump-bview.20020722.2337.gz"), mrt.Options{MaxRecords: 20000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mrt.LoadFile(r, testdata.Path(t, "rib", "ripe-bgpdump-updates.20160811.1600.gz"), mrt.Options{}); err != nil {
+		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "rib.snapshot")
 	if err := r.SaveSnapshotFile(file); err != nil {
@@ -215,7 +219,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		if !ok || rt2.Bits != rt.Bits || rt2.Peer != rt.Peer || !rt2.Attrs.Equal(rt.Attrs) {
 			t.Fatalf("%s: %+v after reload, want %+v", pfx, rt2, rt)
 		}
-		if n%1000 == 0 {
+		if n%100 == 0 {
 			ps1, ps2 := r.Paths(pfx.Addr()), r2.Paths(pfx.Addr())
 			if len(ps1) != len(ps2) {
 				t.Fatalf("%s: %d paths after reload, want %d", pfx, len(ps2), len(ps1))
@@ -223,7 +227,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		}
 		n++
 	}
-	if n != 112988+91+1595-len(overlap(r)) && n == 0 {
+	if st := r.Stats(); n != st.Prefixes4+st.Prefixes6 || n < 20000 {
 		t.Errorf("%d prefixes compared", n)
 	}
 	// A damaged snapshot is an error, not a panic, and leaves a usable table.
@@ -240,8 +244,6 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 }
 
-func overlap(r *rib.RIB) []netip.Prefix { return nil }
-
 func TestConfiguration(t *testing.T) {
 	for _, tc := range []struct{ yaml, key string }{
 		{"selection: fastest", "selection"},
@@ -252,7 +254,7 @@ func TestConfiguration(t *testing.T) {
 		cfg := rib.DefaultConfiguration()
 		err := config.Decode([]byte(tc.yaml), &cfg)
 		var ke *config.KeyError
-		if err == nil || !asKeyError(err, &ke) || ke.Key != tc.key {
+		if err == nil || !errors.As(err, &ke) || ke.Key != tc.key {
 			t.Errorf("%q: %v, want an error on %s", tc.yaml, err, tc.key)
 		}
 	}

@@ -258,7 +258,7 @@ func fromDynamic(t *testing.T, c *Column, v protoreflect.Value) any {
 }
 
 // checkDynamic decodes msg with dynamicpb against md and compares every field with want.
-func checkDynamic(t *testing.T, md protoreflect.MessageDescriptor, msg []byte, want map[ColumnKey]any) {
+func checkDynamic(t *testing.T, md protoreflect.MessageDescriptor, msg []byte, want map[ColumnKey]any) *dynamicpb.Message {
 	t.Helper()
 	dm := dynamicpb.NewMessage(md)
 	if err := proto.Unmarshal(msg, dm); err != nil {
@@ -284,6 +284,7 @@ func checkDynamic(t *testing.T, md protoreflect.MessageDescriptor, msg []byte, w
 			t.Errorf("%s: unexpected value %#v", k, g)
 		}
 	}
+	return dm
 }
 
 // checkDecodeMessage decodes msg with DecodeMessage and compares every value with want.
@@ -351,8 +352,15 @@ func TestFlowMessageRoundTrip(t *testing.T) {
 						}
 					}
 					msg := unframe(t, m.Finalize())
-					checkDynamic(t, md, msg, want)
+					dm := checkDynamic(t, md, msg, want)
 					checkDecodeMessage(t, s, msg, want)
+					// And the other way: Go protobuf's encoding of the same message reads
+					// back through DecodeMessage.
+					canonical, err := proto.Marshal(dm)
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkDecodeMessage(t, s, canonical, want)
 				}
 			})
 		}

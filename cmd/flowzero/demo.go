@@ -26,10 +26,28 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	rate := fs.Uint("sampling-rate", uint(cfg.SamplingRate), "sampling rate announced by the exporters")
 	fs.BoolVar(&cfg.Diurnal, "diurnal", false, "shape the rate by time of day")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed (same seed, same traffic)")
+	writePcap := fs.String("write-pcap", "", "instead of sending, write this many --flows as exporter datagrams to a pcap file (for replay and load tests)")
+	pcapProto := fs.String("protocol", "netflow-v9", "with --write-pcap: netflow-v9, ipfix or sflow")
+	pcapFlows := fs.Int("flows", 100000, "with --write-pcap: number of flows")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg.SamplingRate = uint32(*rate)
+	if *writePcap != "" {
+		f, err := os.Create(*writePcap)
+		if err != nil {
+			return err
+		}
+		n, err := demo.WritePcap(f, *pcapProto, *pcapFlows, cfg.Seed)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %d flows in %d datagrams to %s\n", *pcapFlows, n, *writePcap)
+		return nil
+	}
 	for _, x := range []struct {
 		s   string
 		dst *netip.AddrPort

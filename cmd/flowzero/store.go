@@ -131,7 +131,9 @@ func migrateServer(ctx context.Context, cfg store.Configuration, s *schema.Schem
 	}
 	m := &store.Migrator{DDL: store.NewDDL(cfg, s, ""), Exec: client, Logger: log}
 	steps, err := m.Migrate(ctx, dryRun)
-	printSteps(stdout, steps, dryRun)
+	if err == nil || len(steps) > 0 {
+		printSteps(stdout, steps, dryRun)
+	}
 	return err
 }
 
@@ -165,11 +167,12 @@ func migrateEmbedded(ctx context.Context, cfg store.Configuration, s *schema.Sch
 	defer conn.Close()
 	m := &store.Migrator{DDL: store.NewDDL(cfg, s, dir), Exec: store.Embedded{Conn: conn}, Logger: log}
 	steps, err := m.Migrate(ctx, dryRun)
-	printSteps(stdout, steps, dryRun)
+	if err == nil || len(steps) > 0 {
+		printSteps(stdout, steps, dryRun)
+	}
 	if err == nil && !dryRun {
 		abs, _ := filepath.Abs(cfg.Embedded.Path)
 		fmt.Fprintf(stdout, "-- embedded database in %s\n", abs)
 	}
 	return err
 }
-

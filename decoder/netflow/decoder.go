@@ -257,6 +257,9 @@ func (c *decodeContext) decodeV5(data []byte) error {
 	c.exportSec = binary.BigEndian.Uint32(data[8:])
 	// Sampling: 2 bits of mode, 14 bits of interval.
 	rate := uint64(binary.BigEndian.Uint16(data[22:]) & 0x3fff)
+	if rate == 0 && c.e.defaultRate == 0 {
+		rate = 1 // the header says the export is not sampled
+	}
 	records := data[headerLen:]
 	var err error
 	if len(records) < count*recordLen {

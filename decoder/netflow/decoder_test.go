@@ -386,3 +386,27 @@ func TestMaxExporters(t *testing.T) {
 		t.Errorf("sessions dropped: %v, want 1", got)
 	}
 }
+
+// TestConfiguration: YAML keys, defaults and errors that name the key.
+func TestConfiguration(t *testing.T) {
+	cfg := DefaultConfiguration()
+	if err := config.Decode([]byte("timestamp-source: flow-start\npending-sets: 4\npacket:\n  decapsulation: vxlan\n"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TimestampSource != TimestampFlowStart || cfg.PendingSets != 4 || cfg.MaxExporters != 4096 {
+		t.Errorf("decoded %+v", cfg)
+	}
+	for doc, key := range map[string]string{
+		"max-exporters: 0":                                "max-exporters",
+		"timestamp-source: now":                           "timestamp-source",
+		"sampling-rates: [{exporter: 10.0.0.0/8}]":        "sampling-rates[0]",
+		"packet: {vxlan-port: 0}":                         "packet.vxlan-port",
+		"templates-file: /x\ntemplates-save-interval: 0s": "templates-save-interval",
+	} {
+		cfg := DefaultConfiguration()
+		err := config.Decode([]byte(doc), &cfg)
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%q: %v, want an error naming %s", doc, err, key)
+		}
+	}
+}

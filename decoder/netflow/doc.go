@@ -24,7 +24,8 @@
 // Sampling rates come, in order, from the flow record (IEs 34, 50, 305/306, 309/310), from
 // options data records matched by sampler ID (IEs 48, 302) and observation domain, from the
 // options record of the domain without sampler ID, and from the configuration (per-exporter
-// default, or override which always wins). A flow for which nothing gives a rate carries 0.
+// default, or override which always wins). A flow for which nothing gives a rate carries 0,
+// except NetFlow v5, whose header says when the export is not sampled (rate 1).
 //
 // RFC 5103 biflows (reverse elements, PEN 29305) give two flows: the forward one, then, when
 // the reverse packet counter is not zero, the reverse one with sources and destinations

@@ -124,34 +124,48 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 		packets              uint64
 		frame                []byte
 	)
-	off := 0
-	for i := range t.fields {
-		f := &t.fields[i]
-		l := int(f.length)
-		if l == variableLength {
-			// RFC 7011 §7: one length byte, or 255 then two length bytes.
-			if off >= len(rec) {
-				return 0, reasonTruncatedRecord
-			}
-			l = int(rec[off])
-			off++
-			if l == 255 {
-				if off+2 > len(rec) {
-					return 0, reasonTruncatedRecord
-				}
-				l = int(binary.BigEndian.Uint16(rec[off:]))
-				off += 2
-			}
-		}
-		if l > len(rec)-off {
+	steps := t.fwd
+	if reverse {
+		steps = t.rev
+	}
+	fixed := t.fixedLen >= 0
+	if fixed {
+		if len(rec) < t.fixedLen {
 			return 0, reasonTruncatedRecord
 		}
-		v := rec[off : off+l]
-		off += l
-		act, col := f.act, f.col
-		if reverse {
-			act, col = f.ract, f.rcol
+		rec = rec[:t.fixedLen]
+	}
+	off := 0
+	for i := range steps {
+		s := &steps[i]
+		var v []byte
+		if fixed {
+			// Offsets are within fixedLen, checked above.
+			v = rec[s.off : s.off+uint32(s.length)]
+		} else {
+			l := int(s.length)
+			if l == variableLength {
+				// RFC 7011 §7: one length byte, or 255 then two length bytes.
+				if off >= len(rec) {
+					return 0, reasonTruncatedRecord
+				}
+				l = int(rec[off])
+				off++
+				if l == 255 {
+					if off+2 > len(rec) {
+						return 0, reasonTruncatedRecord
+					}
+					l = int(binary.BigEndian.Uint16(rec[off:]))
+					off += 2
+				}
+			}
+			if l > len(rec)-off {
+				return 0, reasonTruncatedRecord
+			}
+			v = rec[off : off+l]
+			off += l
 		}
+		act, col := s.act, s.col
 		switch act {
 		case actSkip:
 		case actUint, actMAC:
@@ -297,6 +311,9 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 		}
 	}
 
+	if fixed {
+		off = t.fixedLen
+	}
 	if reverse && (!t.reversePackets || packets == 0) {
 		return off, reasonNone // no traffic in the reverse direction: no flow
 	}

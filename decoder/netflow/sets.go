@@ -223,5 +223,10 @@ func (c *decodeContext) decodeDataSet(t *template, body []byte) error {
 		}
 		body = body[n:]
 	}
+	// Padding is shorter than a record and should be zero (RFC 7011 §3.3.1); anything
+	// else is a record cut short.
+	if len(body) >= 4 && !allZero(body) {
+		return c.e.fail(reasonTruncatedRecord)
+	}
 	return nil
 }

@@ -7,6 +7,14 @@ import (
 	"flowzero/schema"
 )
 
+// step is one field as the record decoder walks it.
+type step struct {
+	off    uint32 // offset in a fixed-length record
+	length uint16 // 0xFFFF: variable length
+	act    action
+	col    schema.ColumnKey
+}
+
 // templateKey identifies a template inside one exporter session (the session itself is the
 // exporter address and source port): RFC 7011 §8.4 scopes template IDs to the transport
 // session and observation domain. The version is part of the key so that a NetFlow v9 and
@@ -36,6 +44,11 @@ type template struct {
 	// biflow is set when the template has RFC 5103 reverse elements; reversePackets when
 	// one of them is a packet counter (a reverse flow is emitted only when it is not 0).
 	biflow, reversePackets bool
+	// fixedLen is the record length when no field has a variable length, else -1.
+	fixedLen int
+	// fwd and rev are the steps of the record decoder in each direction: for fixed-length
+	// records only the fields that do something, with their offsets; otherwise every field.
+	fwd, rev []step
 	// wire is the template record as received (version-specific format), compared on
 	// refresh and saved by the persistence file.
 	wire []byte
@@ -128,6 +141,26 @@ func (d *Decoder) compileTemplate(version uint16, fieldSpecs []byte, count int, 
 	}
 	if t.minRecord == 0 && !options {
 		return nil, reasonBadTemplate, false
+	}
+	t.fixedLen = 0
+	for _, f := range t.fields {
+		if f.length == variableLength {
+			t.fixedLen = -1
+			break
+		}
+	}
+	off := 0
+	for _, f := range t.fields {
+		if t.fixedLen < 0 || f.act != actSkip {
+			t.fwd = append(t.fwd, step{off: uint32(off), length: f.length, act: f.act, col: f.col})
+		}
+		if t.biflow && (t.fixedLen < 0 || f.ract != actSkip) {
+			t.rev = append(t.rev, step{off: uint32(off), length: f.length, act: f.ract, col: f.rcol})
+		}
+		off += int(f.length)
+	}
+	if t.fixedLen == 0 {
+		t.fixedLen = off
 	}
 	t.wire = append([]byte(nil), wire...)
 	return t, 0, true

@@ -13,7 +13,11 @@ import (
 // FuzzPacketParse parses arbitrary frames with every decapsulation mode and checks that the
 // parser never panics and always leaves a well-formed message.
 func FuzzPacketParse(f *testing.F) {
-	for _, path := range testdata.Glob(f, filepath.Join("decap", "*.pcap")) {
+	// The decapsulation frames, and the Ethernet frames of the sFlow captures (which carry
+	// the sampled headers inside).
+	paths := testdata.Glob(f, filepath.Join("decap", "*.pcap"))
+	paths = append(paths, testdata.Glob(f, filepath.Join("sflow", "*.pcap"))...)
+	for _, path := range paths {
 		frames, err := pcapfile.ReadFrames(path)
 		if err != nil {
 			f.Fatal(err)

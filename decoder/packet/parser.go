@@ -110,7 +110,7 @@ func (p *Parser) ethernet(data []byte, fm *schema.FlowMessage, decap Decapsulati
 		return 0, ErrMPLSPayload
 	}
 	record := decap == DecapNone
-	if record {
+	if record && fm.Schema().GroupEnabled(schema.GroupL2) {
 		fm.AppendUint(schema.ColumnDstMAC, mac48(data[0:6]))
 		fm.AppendUint(schema.ColumnSrcMAC, mac48(data[6:12]))
 	}
@@ -229,10 +229,12 @@ func (p *Parser) ipv4(data []byte, fm *schema.FlowMessage, decap Decapsulation, 
 		fm.SrcAddr = netip.AddrFrom4([4]byte(data[12:16]))
 		fm.DstAddr = netip.AddrFrom4([4]byte(data[16:20]))
 		fm.AppendUint(schema.ColumnProto, uint64(proto))
-		fm.AppendUint(schema.ColumnIPTos, uint64(data[1]))
-		fm.AppendUint(schema.ColumnIPTTL, uint64(data[8]))
-		fm.AppendUint(schema.ColumnIPFragmentID, uint64(binary.BigEndian.Uint16(data[4:6])))
-		fm.AppendUint(schema.ColumnIPFragmentOffset, uint64(fragOffset))
+		if fm.Schema().GroupEnabled(schema.GroupL3L4) {
+			fm.AppendUint(schema.ColumnIPTos, uint64(data[1]))
+			fm.AppendUint(schema.ColumnIPTTL, uint64(data[8]))
+			fm.AppendUint(schema.ColumnIPFragmentID, uint64(binary.BigEndian.Uint16(data[4:6])))
+			fm.AppendUint(schema.ColumnIPFragmentOffset, uint64(fragOffset))
+		}
 	case DecapSRv6:
 		return 0, ErrNotEncapsulated
 	}
@@ -265,11 +267,14 @@ func (p *Parser) ipv6(data []byte, fm *schema.FlowMessage, decap Decapsulation, 
 	l3Length := int(binary.BigEndian.Uint16(data[4:6])) + 40
 	next := data[6]
 	record := decap == DecapNone
+	l3l4 := record && fm.Schema().GroupEnabled(schema.GroupL3L4)
 	if record {
-		vtf := binary.BigEndian.Uint32(data[0:4]) // version, traffic class, flow label
 		fm.AppendUint(schema.ColumnEType, etherTypeIPv6)
 		fm.SrcAddr = netip.AddrFrom16([16]byte(data[8:24]))
 		fm.DstAddr = netip.AddrFrom16([16]byte(data[24:40]))
+	}
+	if l3l4 {
+		vtf := binary.BigEndian.Uint32(data[0:4]) // version, traffic class, flow label
 		fm.AppendUint(schema.ColumnIPTos, uint64(vtf>>20)&0xff)
 		fm.AppendUint(schema.ColumnIPTTL, uint64(data[7]))
 		fm.AppendUint(schema.ColumnIPv6FlowLabel, uint64(vtf&0xfffff))
@@ -300,7 +305,7 @@ walk:
 				break walk
 			}
 			offset := binary.BigEndian.Uint16(data[2:4]) >> 3
-			if record {
+			if l3l4 {
 				fm.AppendUint(schema.ColumnIPFragmentID, uint64(binary.BigEndian.Uint32(data[4:8])))
 				fm.AppendUint(schema.ColumnIPFragmentOffset, uint64(offset))
 			}
@@ -386,7 +391,7 @@ func (p *Parser) transport(data []byte, proto uint8, fm *schema.FlowMessage, dec
 			fm.AppendUint(schema.ColumnSrcPort, uint64(binary.BigEndian.Uint16(data[0:2])))
 			fm.AppendUint(schema.ColumnDstPort, uint64(binary.BigEndian.Uint16(data[2:4])))
 		}
-		if len(data) >= 14 {
+		if len(data) >= 14 && fm.Schema().GroupEnabled(schema.GroupL3L4) {
 			// RFC 7125: the 12 flag bits, data offset masked.
 			fm.AppendUint(schema.ColumnTCPFlags, uint64(binary.BigEndian.Uint16(data[12:14])&0x0fff))
 		}
@@ -396,12 +401,12 @@ func (p *Parser) transport(data []byte, proto uint8, fm *schema.FlowMessage, dec
 			fm.AppendUint(schema.ColumnDstPort, uint64(binary.BigEndian.Uint16(data[2:4])))
 		}
 	case protoICMPv4:
-		if len(data) >= 2 {
+		if len(data) >= 2 && fm.Schema().GroupEnabled(schema.GroupL3L4) {
 			fm.AppendUint(schema.ColumnICMPv4Type, uint64(data[0]))
 			fm.AppendUint(schema.ColumnICMPv4Code, uint64(data[1]))
 		}
 	case protoICMPv6:
-		if len(data) >= 2 {
+		if len(data) >= 2 && fm.Schema().GroupEnabled(schema.GroupL3L4) {
 			fm.AppendUint(schema.ColumnICMPv6Type, uint64(data[0]))
 			fm.AppendUint(schema.ColumnICMPv6Code, uint64(data[1]))
 		}

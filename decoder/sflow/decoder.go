@@ -30,6 +30,7 @@ type Decoder struct {
 	agents  agentTable
 
 	wantASPath, wantCommunities bool
+	wantL2, wantL3L4            bool
 }
 
 // New returns a decoder whose metrics are registered on r (nil: not registered).
@@ -57,6 +58,8 @@ func New(r prometheus.Registerer, cfg Configuration, s *schema.Schema) (*Decoder
 		},
 		wantASPath:      s.Enabled(schema.ColumnDstASPath),
 		wantCommunities: s.Enabled(schema.ColumnDstCommunities),
+		wantL2:          s.GroupEnabled(schema.GroupL2),
+		wantL3L4:        s.GroupEnabled(schema.GroupL3L4),
 	}, nil
 }
 
@@ -370,8 +373,10 @@ func (g *datagram) flowSample(s []byte, kind int) {
 				g.fail(reasonTruncatedRecord)
 				return
 			}
-			fm.AppendUint(schema.ColumnSrcMAC, mac48(rec[4:10]))
-			fm.AppendUint(schema.ColumnDstMAC, mac48(rec[12:18]))
+			if d.wantL2 {
+				fm.AppendUint(schema.ColumnSrcMAC, mac48(rec[4:10]))
+				fm.AppendUint(schema.ColumnDstMAC, mac48(rec[12:18]))
+			}
 			if l2Length == 0 {
 				l2Length = uint64(be32(rec))
 			}
@@ -468,10 +473,12 @@ func (g *datagram) sampledIP(protocol, rest []byte, etherType uint64) {
 	fm.AppendUint(schema.ColumnProto, uint64(proto))
 	fm.AppendUint(schema.ColumnSrcPort, uint64(be32(rest)))
 	fm.AppendUint(schema.ColumnDstPort, uint64(be32(rest[4:])))
-	if proto == 6 {
-		fm.AppendUint(schema.ColumnTCPFlags, uint64(be32(rest[8:])))
+	if g.d.wantL3L4 {
+		if proto == 6 {
+			fm.AppendUint(schema.ColumnTCPFlags, uint64(be32(rest[8:])))
+		}
+		fm.AppendUint(schema.ColumnIPTos, uint64(be32(rest[12:])))
 	}
-	fm.AppendUint(schema.ColumnIPTos, uint64(be32(rest[12:])))
 }
 
 // gateway decodes an extended_gateway record (§5, format 1003): next hop, router AS, source

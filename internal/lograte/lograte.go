@@ -58,7 +58,6 @@ func NewKeyed[K comparable](burst int, window time.Duration, maxKeys int) *Keyed
 	return &Keyed[K]{burst: burst, window: window, m: make(map[K]*Limiter), max: maxKeys, over: New(burst, window)}
 }
 
-
 // Allow is Limiter.Allow for key.
 func (k *Keyed[K]) Allow(key K, now time.Time) (bool, int) {
 	k.mu.Lock()

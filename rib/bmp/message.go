@@ -29,7 +29,7 @@ type MessageType uint8
 
 // BMP message types (RFC 7854 §4.1).
 const (
-	MsgRouteMonitoring MessageType = 0
+	MsgRouteMonitoring  MessageType = 0
 	MsgStatisticsReport MessageType = 1
 	MsgPeerDown         MessageType = 2
 	MsgPeerUp           MessageType = 3

@@ -36,11 +36,11 @@ func newMetrics(reg prometheus.Registerer, table *rib.RIB) (*metrics, error) {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, labels)
 	}
 	m := &metrics{
-		opened:         counter("opened_connections_total", "BMP connections accepted.", "router"),
-		closed:         counter("closed_connections_total", "BMP connections closed.", "router"),
-		messages:       counter("received_messages_total", "BMP messages received by type.", "router", "type"),
-		errors:         counter("errors_total", "Malformed BMP messages and broken sessions, by reason.", "router", "reason"),
-		peers:          gauge("peers", "BGP peers currently known (stale ones included until removed).", "router"),
+		opened:   counter("opened_connections_total", "BMP connections accepted.", "router"),
+		closed:   counter("closed_connections_total", "BMP connections closed.", "router"),
+		messages: counter("received_messages_total", "BMP messages received by type.", "router", "type"),
+		errors:   counter("errors_total", "Malformed BMP messages and broken sessions, by reason.", "router", "reason"),
+		peers:    gauge("peers", "BGP peers currently known (stale ones included until removed).", "router"),
 		routes: &routesCollector{table: table, desc: prometheus.NewDesc(ns+"_"+sub+"_routes",
 			"Routes held in the RIB for a BMP peer (per route distinguisher for VPN routes).",
 			[]string{"router", "peer"}, nil)},

@@ -232,6 +232,7 @@ type session struct {
 	peers     map[peerKey]*peer
 	peersMu   sync.Mutex // guards peers against the stale timer after the session ended
 	update    updateDecoder
+	ph        PeerHeader
 	errLogged time.Time
 }
 
@@ -322,22 +323,24 @@ func (c *session) handle(h CommonHeader, body []byte) (stop bool, err error) {
 	default:
 		return false, nil
 	}
-	ph, err := ParsePeerHeader(body)
+	// The header lives in the session so that handing it down by pointer costs nothing.
+	c.ph, err = ParsePeerHeader(body)
 	if err != nil {
 		return false, err
 	}
+	ph := &c.ph
 	body = body[PeerHeaderLen:]
 	switch h.Type {
 	case MsgPeerUp:
-		return false, c.peerUp(&ph, body)
+		return false, c.peerUp(ph, body)
 	case MsgPeerDown:
 		if _, err := ParsePeerDown(body); err != nil {
 			return false, err
 		}
-		c.peerDown(&ph)
+		c.peerDown(ph)
 		return false, nil
 	case MsgStatisticsReport:
-		p := c.lookupPeer(&ph)
+		p := c.lookupPeer(ph)
 		if p == nil {
 			return false, nil
 		}
@@ -350,7 +353,7 @@ func (c *session) handle(h CommonHeader, body []byte) (stop bool, err error) {
 			}
 		})
 	case MsgRouteMonitoring:
-		return false, c.routeMonitoring(&ph, body)
+		return false, c.routeMonitoring(ph, body)
 	}
 	return false, nil
 }

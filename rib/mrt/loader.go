@@ -54,14 +54,14 @@ type Loader struct {
 	// last is, per peer index, the raw attributes of that peer's previous entry and their
 	// set: neighbouring prefixes of a peer often share attributes, and comparing with hot
 	// bytes is cheaper than a hash table probe.
-	last []lastAttrs
-	cache     map[cacheKey]*rib.AttrSet
-	seeds     [2]maphash.Seed
-	parser    bgp.AttributeParser
-	attrs     bgp.Attributes
-	mp        bgp.MPReach
-	update    bgp.Update
-	paths     []rib.NewPath
+	last   []lastAttrs
+	cache  map[cacheKey]*rib.AttrSet
+	seeds  [2]maphash.Seed
+	parser bgp.AttributeParser
+	attrs  bgp.Attributes
+	mp     bgp.MPReach
+	update bgp.Update
+	paths  []rib.NewPath
 }
 
 // cacheKey is a 128-bit hash of raw attribute bytes (two independent 64-bit hashes): the

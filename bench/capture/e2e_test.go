@@ -1,0 +1,114 @@
+package capture
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+
+	"flowzero/capture"
+)
+
+// writeSyntheticPcap writes n Ethernet/IPv4/UDP frames of exactly size bytes, with varying
+// addresses and ports, to path.
+func writeSyntheticPcap(tb testing.TB, path string, n, size int) {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	w := pcapgo.NewWriterNanos(f)
+	if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
+		tb.Fatal(err)
+	}
+	buf := gopacket.NewSerializeBuffer()
+	ts := time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)
+	payload := make([]byte, size-14-20-8)
+	for i := range n {
+		eth := &layers.Ethernet{SrcMAC: []byte{2, 0, 0, 0, 0, 1}, DstMAC: []byte{2, 0, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv4}
+		ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP,
+			SrcIP: []byte{10, 0, byte(i >> 8), byte(i)}, DstIP: []byte{192, 0, 2, byte(i % 7)}}
+		udp := &layers.UDP{SrcPort: layers.UDPPort(1024 + i%50000), DstPort: 53}
+		_ = udp.SetNetworkLayerForChecksum(ip)
+		payload[0] = byte(i)
+		if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
+			eth, ip, udp, gopacket.Payload(payload)); err != nil {
+			tb.Fatal(err)
+		}
+		data := buf.Bytes()
+		ci := gopacket.CaptureInfo{Timestamp: ts.Add(time.Duration(i) * time.Microsecond), CaptureLength: len(data), Length: len(data)}
+		if err := w.WritePacket(ci, data); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCaptureEndToEnd replays a pcap at maximum speed through an agent to a server on
+// loopback that writes pcapng: one run per iteration (use -benchtime=1x), reporting packets
+// per second, captured megabytes per second and packets lost.
+func BenchmarkCaptureEndToEnd(b *testing.B) {
+	dir := os.Getenv("FLOWZERO_BENCH_DIR")
+	if dir == "" {
+		dir = b.TempDir()
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct{ size, packets, loops int }{{64, 250_000, 12}, {1500, 50_000, 6}} {
+		b.Run(strconv.Itoa(tc.size), func(b *testing.B) {
+			in := filepath.Join(dir, fmt.Sprintf("synthetic-%d.pcap", tc.size))
+			if _, err := os.Stat(in); err != nil {
+				writeSyntheticPcap(b, in, tc.packets, tc.size)
+			}
+			total := uint64(tc.packets * tc.loops)
+			for b.Loop() {
+				scfg := capture.DefaultServerConfiguration()
+				scfg.Listen = "127.0.0.1:0"
+				scfg.Output.Path = filepath.Join(dir, "out.pcapng")
+				s, err := capture.NewServer(nil, scfg, capture.ServerDependencies{Logger: quiet})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Start(); err != nil {
+					b.Fatal(err)
+				}
+				acfg := capture.DefaultAgentConfiguration()
+				acfg.Name = "bench"
+				acfg.Server = s.Addr().String()
+				acfg.Replay.Files = []string{in}
+				acfg.Replay.Loop = tc.loops
+				a, err := capture.NewAgent(nil, acfg, quiet)
+				if err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				if err := a.Start(); err != nil {
+					b.Fatal(err)
+				}
+				<-a.Done()
+				if err := a.Stop(); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Stop(); err != nil {
+					b.Fatal(err)
+				}
+				elapsed := time.Since(start)
+				st, ss := a.Stats(), s.Stats("bench")
+				if st.Captured != total {
+					b.Fatalf("captured %d of %d", st.Captured, total)
+				}
+				b.ReportMetric(float64(ss.Packets)/elapsed.Seconds(), "pkt/s")
+				b.ReportMetric(float64(ss.Bytes)/elapsed.Seconds()/1e6, "MB/s")
+				b.ReportMetric(float64(total-ss.Packets), "lost-pkts")
+				_ = os.Remove(scfg.Output.Path)
+			}
+		})
+	}
+}

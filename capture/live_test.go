@@ -1,0 +1,119 @@
+//go:build linux
+
+package capture
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLiveCapture captures on one end of a veth pair whose other end lives in a network
+// namespace made by the test, with a filter that keeps one UDP port out of two.
+func TestLiveCapture(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("live capture needs root (network namespace, veth, AF_PACKET); run the tests as root to cover it")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("live capture test needs iproute2's ip command")
+	}
+	id := os.Getpid() % 100000
+	ns, host, peer := fmt.Sprintf("fzcap%d", id), fmt.Sprintf("fzc%da", id), fmt.Sprintf("fzc%db", id)
+	subnet := fmt.Sprintf("10.%d.%d", 100+id%100, id/100%250)
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	run("netns", "add", ns)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	run("link", "add", host, "type", "veth", "peer", "name", peer)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", host).Run() })
+	run("link", "set", peer, "netns", ns)
+	run("addr", "add", subnet+".1/24", "dev", host)
+	run("link", "set", host, "up")
+	run("-n", ns, "addr", "add", subnet+".2/24", "dev", peer)
+	run("-n", ns, "link", "set", peer, "up")
+	run("-n", ns, "link", "set", "lo", "up")
+
+	scfg := testServerConfig(t)
+	s := startServer(t, scfg)
+	defer s.Stop()
+	acfg := testAgentConfig("live1", s.Addr().String(), nil)
+	acfg.Replay.Files = nil
+	acfg.Live.Interfaces = []string{host}
+	acfg.Live.Filter = "udp and dst port 9999"
+	acfg.Live.SnapLength = 128
+	acfg.Live.RingSize = 4 << 20
+	a := startAgent(t, acfg)
+
+	// Packets leave through the host end toward the namespace; the kernel answers ARP there.
+	// Unconnected: the namespace answers with ICMP port unreachable, which a connected
+	// socket would turn into write errors.
+	conn, err := net.ListenPacket("udp4", subnet+".1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	dst := &net.UDPAddr{IP: net.ParseIP(subnet + ".2"), Port: 9999}
+	otherDst := &net.UDPAddr{IP: net.ParseIP(subnet + ".2"), Port: 9998}
+	const n = 20
+	big := make([]byte, 1000)
+	time.Sleep(100 * time.Millisecond) // the ring is open, let ARP settle with a first packet
+	for i := range n {
+		payload := fmt.Appendf(nil, "flowzero live %02d ", i)
+		if i == n-1 {
+			payload = append(payload, big...) // longer than the snap length
+		}
+		if _, err := conn.WriteTo(payload, dst); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.WriteTo([]byte("filtered out"), otherDst); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	eventually(t, "the live packets", func() bool { return s.Stats("live1").Packets >= n })
+	time.Sleep(50 * time.Millisecond)
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	st := a.Stats()
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	got := readPcapng(t, scfg.Output.Path)
+	frames := got["live1:"+host]
+	if len(frames) != n || len(got) != 1 {
+		t.Fatalf("%d packets on %d interfaces (%v), want %d on live1:%s; agent %+v", len(frames), len(got), keys(got), n, host, st)
+	}
+	for i, f := range frames {
+		want := fmt.Sprintf("flowzero live %02d ", i)
+		// Ethernet 14 + IPv4 20 + UDP 8.
+		if len(f.Data) < 42+len(want) || string(f.Data[42:42+len(want)]) != want {
+			t.Fatalf("packet %d: %q", i, f.Data)
+		}
+		if i == n-1 && (len(f.Data) != 128 || f.Length != 42+len(want)+len(big)) {
+			t.Fatalf("last packet: %d bytes captured of %d, want 128 of %d", len(f.Data), f.Length, 42+len(want)+len(big))
+		}
+		if d := time.Since(f.Time); d < 0 || d > time.Minute {
+			t.Fatalf("packet %d timestamp %v", i, f.Time)
+		}
+	}
+	if st.Captured != n || st.Sent != n {
+		t.Fatalf("agent stats %+v", st)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"flowzero/capture"
+	"flowzero/internal/config"
+)
+
+func init() {
+	register("capture", "capture forwarder: 'capture agent' streams packets, 'capture server' writes pcapng", runCapture)
+}
+
+func runCapture(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "agent" && args[0] != "server") {
+		fmt.Fprintf(stderr, "Usage: flowzero capture agent|server [-config file.yaml] [flags]\n"+
+			"  agent   capture on interfaces (AF_PACKET) or replay pcap/pcapng files to a server\n"+
+			"  server  accept agents and write pcapng (rotation, per agent, stdout or FIFO)\n")
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			return nil
+		}
+		return errUsage
+	}
+	if args[0] == "agent" {
+		return runCaptureAgent(args[1:], stdout, stderr)
+	}
+	return runCaptureServer(args[1:], stdout, stderr)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// serveMetrics exposes a registry on addr (nothing when addr is empty).
+func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func(), error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("metrics", "address", ln.Addr().String())
+	return func() { _ = srv.Close() }, nil
+}
+
+func runCaptureAgent(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("capture agent", stderr)
+	cfgPath := fs.String("config", "", "YAML configuration file (keys as in capture.AgentConfiguration)")
+	name := fs.String("name", "", "agent name (default: the host name)")
+	server := fs.String("server", "", "server host:port")
+	tokenFile := fs.String("token-file", "", "file holding the shared token")
+	ifaces := fs.String("interfaces", "", "comma-separated interfaces to capture on (AF_PACKET)")
+	filter := fs.String("filter", "", "filter: built-in tcpdump subset (e.g. 'udp and port 53') or `tcpdump -ddd` output")
+	snap := fs.Int("snaplen", 0, "snap length")
+	replay := fs.String("replay", "", "comma-separated pcap/pcapng files to replay instead of capturing")
+	speed := fs.String("speed", "", "replay speed: max or recorded")
+	loop := fs.Int("loop", 0, "replay the files this many times")
+	compress := fs.Bool("compress", false, "zstd-compress frames")
+	metrics := fs.String("metrics", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9101)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg := capture.DefaultAgentConfiguration()
+	if *name == "" {
+		*name, _ = os.Hostname()
+	}
+	cfg.Name = *name
+	file := captureAgentFile(cfg)
+	if err := loadNoValidate(*cfgPath, &file); err != nil {
+		return err
+	}
+	cfg = capture.AgentConfiguration(file)
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "name":
+			cfg.Name = *name
+		case "server":
+			cfg.Server = *server
+		case "interfaces":
+			cfg.Live.Interfaces = splitList(*ifaces)
+		case "filter":
+			cfg.Live.Filter = *filter
+		case "snaplen":
+			cfg.Live.SnapLength = *snap
+		case "replay":
+			cfg.Replay.Files = splitList(*replay)
+		case "speed":
+			cfg.Replay.Speed = *speed
+		case "loop":
+			cfg.Replay.Loop = *loop
+		case "compress":
+			cfg.Compress = *compress
+		}
+	})
+	if *tokenFile != "" {
+		tok, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return err
+		}
+		cfg.Token = strings.TrimSpace(string(tok))
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	reg := prometheus.NewRegistry()
+	stopMetrics, err := serveMetrics(*metrics, reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	a, err := capture.NewAgent(reg, cfg, log)
+	if err != nil {
+		return err
+	}
+	if err := a.Start(); err != nil {
+		return err
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	select {
+	case <-ctx.Done():
+	case <-a.Done():
+	}
+	err = a.Stop()
+	st := a.Stats()
+	fmt.Fprintf(stdout, "captured %d, sent %d, dropped by the agent %d, by the kernel %d, connections %d\n",
+		st.Captured, st.Sent, st.DroppedAgent, st.DroppedKernel, st.Connections)
+	return err
+}
+
+func runCaptureServer(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("capture server", stderr)
+	cfgPath := fs.String("config", "", "YAML configuration file (keys as in capture.ServerConfiguration)")
+	listen := fs.String("listen", "", "address agents connect to")
+	output := fs.String("w", "", "output pcapng path ('-' for stdout; a FIFO works)")
+	perAgent := fs.Bool("per-agent", false, "one file per agent")
+	rotSize := fs.Int64("C", 0, "rotate after this many bytes (tcpdump -C, in bytes here)")
+	rotTime := fs.Duration("G", 0, "rotate after this long (tcpdump -G); strftime conversions in -w")
+	maxFiles := fs.Int("W", 0, "keep at most this many files (tcpdump -W)")
+	tokenFile := fs.String("token-file", "", "file holding the accepted shared token")
+	metrics := fs.String("metrics", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9102)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	file := captureServerFile(capture.DefaultServerConfiguration())
+	if err := loadNoValidate(*cfgPath, &file); err != nil {
+		return err
+	}
+	cfg := capture.ServerConfiguration(file)
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "listen":
+			cfg.Listen = *listen
+		case "w":
+			cfg.Output.Path = *output
+		case "per-agent":
+			cfg.Output.PerAgent = *perAgent
+		case "C":
+			cfg.Output.RotateSize = *rotSize
+		case "G":
+			cfg.Output.RotateInterval = *rotTime
+		case "W":
+			cfg.Output.MaxFiles = *maxFiles
+		}
+	})
+	if *tokenFile != "" {
+		tok, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return err
+		}
+		cfg.Tokens = append(cfg.Tokens, strings.TrimSpace(string(tok)))
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	reg := prometheus.NewRegistry()
+	stopMetrics, err := serveMetrics(*metrics, reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	s, err := capture.NewServer(reg, cfg, capture.ServerDependencies{Stdout: stdout, Logger: log})
+	if err != nil {
+		return err
+	}
+	if err := s.Start(); err != nil {
+		return err
+	}
+	log.Info("capture server listening", "address", s.Addr().String(), "output", cfg.Output.Path)
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	<-ctx.Done()
+	return s.Stop()
+}
+
+// The configuration types without their methods: the file is decoded strictly first, the
+// flags applied, and only then is the result validated.
+type (
+	captureAgentFile  capture.AgentConfiguration
+	captureServerFile capture.ServerConfiguration
+)
+
+// loadNoValidate decodes a YAML file over the defaults already in out.
+func loadNoValidate(path string, out any) error {
+	if path == "" {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	if err := config.Decode(data, out); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}

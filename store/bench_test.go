@@ -1,0 +1,243 @@
+//go:build chdb
+
+package store
+
+import (
+	"context"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"flowzero/demo"
+	"flowzero/schema"
+	"flowzero/store/chdb"
+)
+
+// benchFlows is the number of flows inserted per benchmark iteration.
+const benchFlows = 1 << 20
+
+// demoBatches encodes benchFlows demo flows (flowzero demo's traffic generator: a few hundred
+// hosts, the AS/port/protocol mix of an eyeball network) as the collector would, arriving at
+// 20k flows/s from three exporters, cut into 16 MiB batches of length-delimited messages.
+func demoBatches(s *schema.Schema) (batches [][]byte, bytes int) {
+	g := demo.NewGenerator(1)
+	fm := s.NewFlowMessage()
+	exporters := []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2"), netip.MustParseAddr("192.0.2.3")}
+	names := []string{"edge1.par", "edge2.par", "core1.fra"}
+	start := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	var cur []byte
+	for i := 0; i < benchFlows; i++ {
+		now := start.Add(time.Duration(i) * 50 * time.Microsecond)
+		f := g.Next(now)
+		fm.Reset()
+		e := i % len(exporters)
+		fm.TimeReceived = uint64(now.Unix())
+		fm.SamplingRate = 1000
+		fm.ExporterAddress = exporters[e]
+		fm.SrcAddr, fm.DstAddr, fm.NextHop = f.Src, f.Dst, f.NextHop
+		fm.SrcAS, fm.DstAS = f.SrcAS, f.DstAS
+		fm.SrcNetMask, fm.DstNetMask = f.SrcMask, f.DstMask
+		fm.InIf, fm.OutIf = f.InIf, f.OutIf
+		fm.DstASPath = f.ASPath
+		fm.AppendUint(schema.ColumnBytes, f.Bytes)
+		fm.AppendUint(schema.ColumnPackets, f.Packets)
+		fm.AppendUint(schema.ColumnSrcPort, uint64(f.SrcPort))
+		fm.AppendUint(schema.ColumnDstPort, uint64(f.DstPort))
+		fm.AppendUint(schema.ColumnProto, uint64(f.Proto))
+		etype := uint64(0x800)
+		if f.Src.Is6() {
+			etype = 0x86dd
+		}
+		fm.AppendUint(schema.ColumnEType, etype)
+		fm.AppendUint(schema.ColumnFlowDirection, uint64(f.Direction)+1)
+		fm.AppendUint(schema.ColumnForwardingStatus, 64)
+		fm.AppendString(schema.ColumnExporterName, names[e])
+		msg := fm.Finalize()
+		bytes += len(msg)
+		if len(cur)+len(msg) > 16<<20 {
+			batches = append(batches, cur)
+			cur = nil
+		}
+		cur = append(cur, msg...)
+	}
+	return append(batches, cur), bytes
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// BenchmarkStoreInsert measures the sustained insert rate of encoded demo flows into the
+// embedded engine and the bytes each flow takes on disk once merged, for:
+//   - null: the flows columns in a Null table, the cost of parsing the Protobuf input alone
+//     (the speed-of-light baseline for an INSERT of these bytes);
+//   - flows: the flows MergeTree alone;
+//   - flows+aggregates: the flows table with the 1m/5m/1h tables fed by their views (the
+//     default installation);
+//   - sink: the same through Sink.Write/Flush, as the collector feeds it.
+//
+// Metrics: flows/s (wall clock), flows/cpu-s (per core: the process's CPU time, engine
+// threads included), disk-B/flow for the flows table after OPTIMIZE FINAL.
+func BenchmarkStoreInsert(b *testing.B) {
+	s, err := schema.New(schema.DefaultConfiguration())
+	if err != nil {
+		b.Fatal(err)
+	}
+	batches, encoded := demoBatches(s)
+	b.Logf("%d flows, %.1f bytes/flow encoded, %d batches", benchFlows, float64(encoded)/benchFlows, len(batches))
+	dir := b.TempDir()
+	for _, variant := range []string{"null", "flows", "flows+aggregates", "sink"} {
+		b.Run("table="+variant, func(b *testing.B) {
+			cfg := DefaultConfiguration()
+			cfg.Embedded.Path = filepath.Join(dir, strings.ReplaceAll(variant, "+", "-"))
+			if variant == "null" || variant == "flows" {
+				cfg.Resolutions = nil
+			}
+			if variant == "sink" {
+				benchSink(b, cfg, s, batches)
+				return
+			}
+			conn, ddl := benchOpen(b, cfg, s)
+			defer conn.Close()
+			table := ddl.FlowsTable()
+			if variant == "null" {
+				if err := conn.Exec("CREATE TABLE flowzero.null AS flowzero.flows ENGINE = Null"); err != nil {
+					b.Fatal(err)
+				}
+				table = "flowzero.null"
+			}
+			prefix := strings.Replace(ddl.InsertPrefix(), ddl.FlowsTable(), table, 1)
+			stmts := make([][]byte, len(batches))
+			for i, batch := range batches {
+				stmts[i] = append([]byte(prefix), batch...)
+			}
+			b.SetBytes(int64(encoded))
+			b.ResetTimer()
+			cpu0, t0 := cpuSeconds(), time.Now()
+			for b.Loop() {
+				for _, st := range stmts {
+					if _, err := conn.QueryBytes(st, ""); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			report(b, cpu0, t0)
+			if variant != "null" {
+				reportDisk(b, conn)
+			}
+		})
+	}
+}
+
+func benchOpen(b *testing.B, cfg Configuration, s *schema.Schema) (*chdb.Conn, *DDL) {
+	dir, err := cfg.ProtoDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := WriteProto(dir, s); err != nil {
+		b.Fatal(err)
+	}
+	conn, err := chdb.Open(cfg.Embedded.Path, EngineArgs()...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ddl := NewDDL(cfg, s, dir)
+	m := &Migrator{DDL: ddl, Exec: Embedded{Conn: conn}, Logger: quietLogger()}
+	if _, err := m.Migrate(context.Background(), false); err != nil {
+		b.Fatal(err)
+	}
+	return conn, ddl
+}
+
+func benchSink(b *testing.B, cfg Configuration, s *schema.Schema, batches [][]byte) {
+	sink, err := NewSink(nil, cfg, s, quietLogger())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := sink.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer sink.Stop()
+	// Split the batches back into messages, as the collector hands them over.
+	var msgs [][]byte
+	for _, batch := range batches {
+		for len(batch) > 0 {
+			n, w := uvarint(batch)
+			msgs = append(msgs, batch[:w+n])
+			batch = batch[w+n:]
+		}
+	}
+	b.ResetTimer()
+	cpu0, t0 := cpuSeconds(), time.Now()
+	for b.Loop() {
+		for _, m := range msgs {
+			sink.Write(m)
+		}
+		if err := sink.Flush(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	report(b, cpu0, t0)
+	if d := sink.m.droppedFull; d != nil {
+		var n float64
+		if n = counterValue(d); n > 0 {
+			b.Fatalf("%v flows dropped: queue full", n)
+		}
+	}
+	reportDisk(b, sink.Conn())
+}
+
+func uvarint(b []byte) (n, width int) {
+	var v uint64
+	for i, c := range b {
+		v |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return int(v), i + 1
+		}
+	}
+	return 0, len(b)
+}
+
+func report(b *testing.B, cpu0 float64, t0 time.Time) {
+	wall, cpu := time.Since(t0).Seconds(), cpuSeconds()-cpu0
+	flows := float64(b.N) * benchFlows
+	b.ReportMetric(flows/wall, "flows/s")
+	b.ReportMetric(flows/cpu, "flows/cpu-s")
+	b.ReportMetric(0, "ns/op")
+}
+
+func reportDisk(b *testing.B, conn *chdb.Conn) {
+	b.StopTimer()
+	if err := conn.Exec("OPTIMIZE TABLE flowzero.flows FINAL"); err != nil {
+		b.Fatal(err)
+	}
+	out, err := conn.Query("SELECT sum(bytes_on_disk), sum(rows) FROM system.parts WHERE database = 'flowzero' AND table = 'flows' AND active", "TSV")
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(string(out))
+	bytes, _ := strconv.ParseFloat(f[0], 64)
+	rows, _ := strconv.ParseFloat(f[1], 64)
+	if rows == 0 {
+		b.Fatal("no rows on disk")
+	}
+	b.ReportMetric(bytes/rows, "disk-B/flow")
+	out, _ = conn.Query("SELECT name, formatReadableSize(sum(data_compressed_bytes)) AS c, round(sum(data_compressed_bytes) / "+f[1]+", 2) FROM system.columns WHERE database = 'flowzero' AND table = 'flows' GROUP BY name ORDER BY sum(data_compressed_bytes) DESC LIMIT 8", "TSV")
+	b.Logf("largest columns (name, size, B/flow):\n%s", out)
+}
+
+func counterValue(c interface{ Write(*dto.Metric) error }) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
+}
