@@ -19,12 +19,18 @@ import (
 
 // Configuration is the whole configuration file.
 type Configuration struct {
-	Log       LogConfiguration        `yaml:"log"`
+	// Log configures logging.
+	Log LogConfiguration `yaml:"log"`
+	// Collector configures the UDP listeners, the HTTP server and exporter policies.
 	Collector collector.Configuration `yaml:"collector"`
-	Schema    schema.Configuration    `yaml:"schema"`
-	NetFlow   netflow.Configuration   `yaml:"netflow"`
-	SFlow     sflow.Configuration     `yaml:"sflow"`
-	Outputs   OutputsConfiguration    `yaml:"outputs"`
+	// Schema switches columns on and off.
+	Schema schema.Configuration `yaml:"schema"`
+	// NetFlow configures the NetFlow v5/v9 and IPFIX decoder.
+	NetFlow netflow.Configuration `yaml:"netflow"`
+	// SFlow configures the sFlow v5 decoder.
+	SFlow sflow.Configuration `yaml:"sflow"`
+	// Outputs selects and configures the sinks.
+	Outputs OutputsConfiguration `yaml:"outputs"`
 }
 
 // LogConfiguration of the logger.
@@ -37,25 +43,31 @@ type LogConfiguration struct {
 
 // OutputsConfiguration selects the sinks; several can be enabled at once.
 type OutputsConfiguration struct {
-	Kafka  KafkaOutput  `yaml:"kafka"`
-	File   FileOutput   `yaml:"file"`
+	// Kafka is the Kafka sink.
+	Kafka KafkaOutput `yaml:"kafka"`
+	// File is the archive file sink.
+	File FileOutput `yaml:"file"`
+	// Stdout prints flows as JSON lines.
 	Stdout StdoutOutput `yaml:"stdout"`
 }
 
 // KafkaOutput is the Kafka sink with its switch.
 type KafkaOutput struct {
+	// Enabled sends flows to Kafka, to the topic <topic-prefix>-<schema hash>.
 	Enabled             bool `yaml:"enabled"`
 	kafka.Configuration `yaml:",inline"`
 }
 
 // FileOutput is the archive file sink with its switch.
 type FileOutput struct {
+	// Enabled archives flows to rotated files of length-delimited protobuf.
 	Enabled            bool `yaml:"enabled"`
 	file.Configuration `yaml:",inline"`
 }
 
 // StdoutOutput prints flows as JSON lines on standard output.
 type StdoutOutput struct {
+	// Enabled prints every flow as a JSON line on standard output (debugging).
 	Enabled bool `yaml:"enabled"`
 }
 

@@ -17,8 +17,10 @@ type Configuration struct {
 	// Exporters restricts and rate-limits who may send flows.
 	Exporters ExporterPolicy `yaml:"exporters"`
 	// BatchSize is the size in bytes at which a worker hands its batch of encoded flows to the
-	// sinks; BatchInterval is the longest a flow waits in a batch.
-	BatchSize     int           `yaml:"batch-size"`
+	// sinks (one Kafka record, one file write).
+	BatchSize int `yaml:"batch-size"`
+	// BatchInterval is the longest a flow waits in a worker's batch before it is handed to
+	// the sinks.
 	BatchInterval time.Duration `yaml:"batch-interval"`
 }
 

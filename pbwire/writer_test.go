@@ -299,3 +299,15 @@ func writeSample(w *Writer, s *sample) {
 	w.Buf = AppendStringField(w.Buf, tagStr2000, s.str2000)
 	w.Buf = AppendVarintField(w.Buf, tagU100000, s.u100000)
 }
+
+func TestEndNestedFiveByteSize(t *testing.T) {
+	// A payload of MaxNestedSize bytes or more takes the path that moves it one byte to make
+	// room for a 5-byte size; it is exercised here on a small payload.
+	dst, mark := BeginNested([]byte{0x08, 0x01}, MakeTag(2, Bytes))
+	dst = AppendStringField(dst, MakeTag(1, Bytes), "payload")
+	dst = endNestedSlow(dst, mark)
+	want := []byte{0x08, 0x01, 0x12, 0x89, 0x80, 0x80, 0x80, 0x00, 0x0a, 0x07, 'p', 'a', 'y', 'l', 'o', 'a', 'd'}
+	if !bytes.Equal(dst, want) {
+		t.Fatalf("endNestedSlow() = % x, want % x", dst, want)
+	}
+}

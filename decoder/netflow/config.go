@@ -45,6 +45,9 @@ type Configuration struct {
 	// MaxExporters bounds the number of exporter transport sessions (address and source
 	// port) kept in memory; datagrams from more are dropped and counted.
 	MaxExporters int `yaml:"max-exporters"`
+	// SessionIdleTimeout is how long a session must have been idle before it can be
+	// evicted to make room for a new one when max-exporters is reached.
+	SessionIdleTimeout time.Duration `yaml:"session-idle-timeout"`
 	// MaxTemplatesPerExporter bounds the templates (data and options) of one session.
 	MaxTemplatesPerExporter int `yaml:"max-templates-per-exporter"`
 	// MaxFieldsPerTemplate bounds the number of fields of one template.
@@ -74,6 +77,7 @@ func DefaultConfiguration() Configuration {
 	return Configuration{
 		TimestampSource:         TimestampReceive,
 		MaxExporters:            4096,
+		SessionIdleTimeout:      time.Hour,
 		MaxTemplatesPerExporter: 128,
 		MaxFieldsPerTemplate:    256,
 		MaxSamplersPerExporter:  256,
@@ -119,6 +123,9 @@ func (c Configuration) Validate() error {
 	}
 	if c.MaxFieldsPerTemplate > 65535 {
 		return config.Errorf("max-fields-per-template", "must be at most 65535")
+	}
+	if c.SessionIdleTimeout < 0 {
+		return config.Errorf("session-idle-timeout", "must not be negative")
 	}
 	if c.PendingMaxAge < 0 {
 		return config.Errorf("pending-max-age", "must not be negative")

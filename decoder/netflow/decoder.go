@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,6 +84,8 @@ type exporter struct {
 	newTemplates []templateKey
 	dirty        bool
 
+	lastSeen atomic.Int64 // unix seconds of the last datagram, for eviction
+
 	mpls [10]uint32 // scratch for the MPLS label stack of one record
 	m    exporterMetrics
 }
@@ -131,7 +134,7 @@ func (d *Decoder) session(ap netip.AddrPort) (*exporter, error) {
 	if e = d.exporters[ap]; e != nil {
 		return e, nil
 	}
-	if len(d.exporters) >= d.cfg.MaxExporters {
+	if len(d.exporters) >= d.cfg.MaxExporters && !d.evictIdleSession() {
 		d.metrics.sessionsDropped.Inc()
 		return nil, ErrTooManyExporters
 	}
@@ -139,6 +142,23 @@ func (d *Decoder) session(ap netip.AddrPort) (*exporter, error) {
 	d.exporters[ap] = e
 	d.metrics.sessions.Set(float64(len(d.exporters)))
 	return e, nil
+}
+
+// evictIdleSession removes the least recently used session when it has been idle for
+// session-idle-timeout (an exporter that restarted comes back from another source port and
+// its old session would otherwise stay forever). Called with d.mu held, only when full.
+func (d *Decoder) evictIdleSession() bool {
+	var oldest *exporter
+	for _, e := range d.exporters {
+		if oldest == nil || e.lastSeen.Load() < oldest.lastSeen.Load() {
+			oldest = e
+		}
+	}
+	if oldest == nil || time.Since(time.Unix(oldest.lastSeen.Load(), 0)) < d.cfg.SessionIdleTimeout {
+		return false
+	}
+	delete(d.exporters, oldest.addr)
+	return true
 }
 
 func (d *Decoder) newExporter(ap netip.AddrPort) *exporter {
@@ -167,6 +187,7 @@ func (d *Decoder) Decode(pkt Packet, fm *schema.FlowMessage, emit func(*schema.F
 	if err != nil {
 		return err
 	}
+	e.lastSeen.Store(time.Now().Unix())
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	data := pkt.Payload

@@ -385,6 +385,14 @@ func TestMaxExporters(t *testing.T) {
 	if got := testutil.ToFloat64(d.metrics.sessionsDropped); got != 1 {
 		t.Errorf("sessions dropped: %v, want 1", got)
 	}
+	// Once the first session has been idle long enough, it makes room.
+	session(t, d).lastSeen.Add(-2 * 3600)
+	if err := d.Decode(Packet{Payload: p, Exporter: other}, fm, func(*schema.FlowMessage) {}); err != nil {
+		t.Errorf("second exporter after eviction: %v", err)
+	}
+	if _, ok := d.exporters[testExporter]; ok || len(d.exporters) != 1 {
+		t.Errorf("sessions after eviction: %v", d.exporters)
+	}
 }
 
 // TestConfiguration: YAML keys, defaults and errors that name the key.

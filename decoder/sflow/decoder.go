@@ -442,6 +442,38 @@ func (g *datagram) flowSample(s []byte, kind int) {
 				g.fail(r)
 				return
 			}
+		case 1007: // extended_nat: source and destination addresses after translation
+			if d.decap {
+				continue
+			}
+			src, rest, ok := readAddress(rec)
+			if !ok {
+				g.fail(reasonBadAddress)
+				return
+			}
+			dst, _, ok := readAddress(rest)
+			if !ok {
+				g.fail(reasonBadAddress)
+				return
+			}
+			fm.AppendIP(schema.ColumnSrcAddrNAT, src)
+			fm.AppendIP(schema.ColumnDstAddrNAT, dst)
+		case 1020: // extended_nat_port: source and destination ports after translation
+			if d.decap {
+				continue
+			}
+			if len(rec) < 8 {
+				g.fail(reasonTruncatedRecord)
+				return
+			}
+			fm.AppendUint(schema.ColumnSrcPortNAT, uint64(be32(rec)))
+			fm.AppendUint(schema.ColumnDstPortNAT, uint64(be32(rec[4:])))
+		case 1029, 1030: // extended_vni_egress, extended_vni_ingress (sflow_tunnels.txt)
+			if len(rec) < 4 {
+				g.fail(reasonTruncatedRecord)
+				return
+			}
+			fm.AppendUint(schema.ColumnVXLANVNI, uint64(be32(rec)))
 		default:
 			g.skipped++
 		}

@@ -2,14 +2,15 @@
 // into flows, writing each one straight into a schema.FlowMessage.
 //
 // What is decoded: flow samples and expanded flow samples (one flow each, Packets = 1, the
-// sample's sampling rate), discarded-packet events (format 5 of sflow.org/sflow_drops.txt:
-// one flow each, sampling rate 1, the drop reason in ForwardingStatus), with their raw packet
-// header (Ethernet, IPv4 or IPv6, parsed by
-// decoder/packet, with its decapsulation setting), sampled Ethernet, sampled IPv4 and IPv6,
-// extended switch (VLANs), extended router (next hop, masks) and extended gateway (AS numbers,
-// AS path, communities, next hop) records. Other flow records (user, URL, MPLS, NAT...) and
-// enterprise-specific samples and records are skipped and counted in
-// flowzero_sflow_skipped_records_total.
+// sample's sampling rate) and discarded-packet events (format 5 of sflow.org/sflow_drops.txt:
+// one flow each, sampling rate 1, the drop reason in ForwardingStatus), with these flow
+// records: raw packet header (Ethernet, IPv4 or IPv6, parsed by decoder/packet with its
+// decapsulation setting), sampled Ethernet, sampled IPv4 and IPv6, extended switch (VLANs),
+// extended router (next hop, masks), extended gateway (AS numbers, AS path, communities, next
+// hop), extended NAT and NAT port (post-NAT addresses and ports) and extended VNI (VXLAN VNI,
+// from sflow_tunnels.txt). Other flow records (user, URL, MPLS...) and enterprise-specific
+// samples and records are skipped and counted in flowzero_sflow_skipped_records_total and
+// flowzero_sflow_samples_total{type="other"}.
 //
 // Counter samples (formats 2 and 4) are counted, by agent, in
 // flowzero_sflow_samples_total{type="counters"|"expanded-counters"}; their records (interface

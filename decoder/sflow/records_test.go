@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"flowzero/decoder/packet/flowtest"
 	"flowzero/schema"
 )
@@ -125,5 +127,96 @@ func TestDiscardedPacket(t *testing.T) {
 	}
 	if got := testutilCount(t, reg, "flowzero_sflow_samples_total", "discard"); got != 1 {
 		t.Errorf("discard samples = %v, want 1", got)
+	}
+}
+
+// xdr builds sFlow test datagrams.
+type xdr []byte
+
+func (x xdr) u32(vs ...uint32) xdr {
+	for _, v := range vs {
+		x = binary.BigEndian.AppendUint32(x, v)
+	}
+	return x
+}
+
+// record appends a flow record (or a sample) with its format and length.
+func (x xdr) record(format uint32, body xdr) xdr {
+	return append(x.u32(format, uint32(len(body))), body...)
+}
+
+// TestNATAndVNIRecords builds a flow sample with sampled IPv4, extended NAT, extended NAT
+// port and extended VNI ingress records (none is in the captures).
+func TestNATAndVNIRecords(t *testing.T) {
+	var records xdr
+	records = records.record(3, xdr{}.u32(60, 6, 0x0a000001, 0xc0000201, 40000, 443, 0x02, 0)) // sampled IPv4, SYN
+	records = records.record(1007, xdr{}.u32(1, 0xcb007101, 1, 0xc0000201))                    // NAT: 203.0.113.1 -> 192.0.2.1
+	records = records.record(1020, xdr{}.u32(61000, 443))                                      // NAT ports
+	records = records.record(1030, xdr{}.u32(5001))                                            // VNI
+	records = records.record(1010, xdr{}.u32(0))                                               // extended_mpls_tunnel: skipped
+	sample := xdr{}.u32(1, 7, 512, 0, 0, 3, 4, 5)                                              // seq, source, rate 512, pool, drops, in 3, out 4, 5 records
+	sample = append(sample, records...)
+	data := xdr{}.u32(5, 1, 0xc0000263, 0, 1, 0, 1).record(1, sample) // agent 192.0.2.99, 1 sample
+
+	s := allColumns(t)
+	d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+	flows, err := decodeAll(t, d, s, data)
+	if err != nil || len(flows) != 1 {
+		t.Fatalf("Decode() = %d flows, %v", len(flows), err)
+	}
+	want := flowtest.Flow{
+		"TimeReceived": testTimeUnix, "SamplingRate": 512, "ExporterAddress": "192.0.2.99",
+		"InIf": 3, "OutIf": 4,
+		"EType": 0x0800, "SrcAddr": "10.0.0.1", "DstAddr": "192.0.2.1", "Proto": 6,
+		"SrcPort": 40000, "DstPort": 443, "TCPFlags": 0x02,
+		"SrcAddrNAT": "203.0.113.1", "DstAddrNAT": "192.0.2.1", "SrcPortNAT": 61000, "DstPortNAT": 443,
+		"VXLANVNI": 5001,
+		"Bytes":    60, "Packets": 1,
+	}
+	if diff := flowtest.Diff(flows[0], want); diff != "" {
+		t.Errorf("flow:\n%s", diff)
+	}
+	if v := testutil.ToFloat64(d.metrics.skippedRecords.WithLabelValues("192.0.2.10", "192.0.2.99")); v != 1 {
+		t.Errorf("skipped records = %v, want 1", v)
+	}
+}
+
+// TestSampledIPv6AndIPv6NextHop builds an expanded flow sample with sampled IPv6, extended
+// router and gateway records whose next hops are IPv6, and a path of two segments.
+func TestSampledIPv6AndIPv6NextHop(t *testing.T) {
+	v6 := func(last uint32) xdr { return xdr{}.u32(0x20010db8, 0, 0, last) }
+	var rec6 xdr
+	rec6 = rec6.u32(1280, 17)
+	rec6 = append(append(rec6, v6(1)...), v6(2)...)
+	rec6 = rec6.u32(5353, 53, 0, 0x2e)
+	router := append(xdr{}.u32(2), v6(0xfe)...).u32(48, 64)
+	gateway := append(xdr{}.u32(2), v6(0xff)...).u32(64500, 0, 0, 2, 2, 2, 64501, 64502, 1, 1, 64510, 0, 100)
+	var records xdr
+	records = records.record(4, rec6)
+	records = records.record(1003, gateway) // next hop ::ff, then replaced by the router's
+	records = records.record(1002, router)
+	// Expanded: seq, source type, source index, rate, pool, drops, input format/value,
+	// output format/value (multiple, 3 interfaces), records.
+	sample := append(xdr{}.u32(1, 0, 9, 100, 0, 0, 0, 0x3fffffff, 2, 3, 3), records...)
+	data := xdr{}.u32(5, 1, 0xc0000263, 0, 1, 0, 1).record(3, sample)
+
+	s := allColumns(t)
+	d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+	flows, err := decodeAll(t, d, s, data)
+	if err != nil || len(flows) != 1 {
+		t.Fatalf("Decode() = %d flows, %v", len(flows), err)
+	}
+	want := flowtest.Flow{
+		"TimeReceived": testTimeUnix, "SamplingRate": 100, "ExporterAddress": "192.0.2.99",
+		// Input 0x3fffffff: local; output format 2: several interfaces.
+		"EType": 0x86dd, "SrcAddr": "2001:db8::1", "DstAddr": "2001:db8::2", "Proto": 17,
+		"SrcPort": 5353, "DstPort": 53, "IPTos": 0x2e,
+		"NextHop": "2001:db8::fe", "SrcNetMask": 48, "DstNetMask": 64,
+		// Router AS 64500, no source AS; path: sequence 64501 64502, set {64510}.
+		"SrcAS": 64500, "DstAS": 64510, "DstASPath": []int{64501, 64502, 64510},
+		"Bytes": 1280, "Packets": 1,
+	}
+	if diff := flowtest.Diff(flows[0], want); diff != "" {
+		t.Errorf("flow:\n%s", diff)
 	}
 }

@@ -12,8 +12,9 @@ type Configuration struct {
 	Brokers []string `yaml:"brokers"`
 	// TopicPrefix names the topic: <prefix>-<schema hash>.
 	TopicPrefix string `yaml:"topic-prefix"`
-	// Partitions and ReplicationFactor are used when the topic has to be created.
-	Partitions        int32 `yaml:"partitions"`
+	// Partitions is the number of partitions of the topic when it has to be created.
+	Partitions int32 `yaml:"partitions"`
+	// ReplicationFactor of the topic when it has to be created.
 	ReplicationFactor int16 `yaml:"replication-factor"`
 	// Compression of record batches: zstd, lz4, snappy, gzip or none.
 	Compression string `yaml:"compression"`
@@ -35,9 +36,12 @@ type Configuration struct {
 
 // SASLConfiguration holds SASL credentials.
 type SASLConfiguration struct {
-	Mechanism string `yaml:"mechanism"` // "", plain, scram-sha-256, scram-sha-512
-	Username  string `yaml:"username"`
-	Password  string `yaml:"password"`
+	// Mechanism is empty (no SASL), plain, scram-sha-256 or scram-sha-512.
+	Mechanism string `yaml:"mechanism"`
+	// Username to authenticate as.
+	Username string `yaml:"username"`
+	// Password of the user; it is never logged.
+	Password string `yaml:"password"`
 }
 
 // DefaultConfiguration returns the defaults.

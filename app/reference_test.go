@@ -1,0 +1,54 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"flowzero/internal/confdoc"
+)
+
+const referencePath = "../docs/configuration.md"
+
+func reference(t *testing.T) string {
+	root, _ := filepath.Abs("..")
+	entries, err := confdoc.Generate(DefaultConfiguration(), root, "flowzero")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Description == "" && e.Type != "section" {
+			t.Errorf("configuration key %s has no doc comment: document the field", e.Key)
+		}
+	}
+	return confdoc.Markdown("Configuration reference",
+		"`flowzero collect --config FILE` reads one YAML file; every key is optional and takes the\n"+
+			"default below when absent. Unknown keys are errors that name the key and its line.\n"+
+			"`flowzero collect --check --config FILE` validates a file without starting.\n"+
+			"SIGHUP or `POST /api/v0/reload` re-reads the file and applies `collector.exporters` and\n"+
+			"`collector.batch-interval` at once; other changes are reported as needing a restart.\n\n"+
+			"This page is generated from the code (`UPDATE=1 go test ./app -run TestConfigurationReference`).",
+		entries)
+}
+
+// TestConfigurationReference keeps docs/configuration.md equal to what the code says.
+func TestConfigurationReference(t *testing.T) {
+	got := reference(t)
+	if os.Getenv("UPDATE") != "" {
+		if err := os.MkdirAll(filepath.Dir(referencePath), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(referencePath, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(referencePath)
+	if err != nil || string(want) != got {
+		t.Fatalf("docs/configuration.md is stale: run UPDATE=1 go test ./app -run TestConfigurationReference (%v)", err)
+	}
+	if !strings.Contains(got, "`collector.listeners[].protocol`") {
+		t.Fatal("reference misses nested list keys")
+	}
+}
