@@ -174,6 +174,15 @@ func (w *worker) exporter(from netip.AddrPort) *workerExporter {
 	pol := w.c.policy.Load()
 	e, ok := w.exporters[from]
 	if !ok {
+		if len(w.exporters) >= 4*maxExporters {
+			// Bound the map against spoofed sources: forget idle sessions (their state is
+			// rebuilt on their next datagram).
+			for k, old := range w.exporters {
+				if old.batch == nil {
+					delete(w.exporters, k)
+				}
+			}
+		}
 		e = &workerExporter{info: w.c.exporterInfo(from.Addr())}
 		a16 := from.Addr().As16()
 		e.key = a16
@@ -314,6 +323,9 @@ func (w *worker) flushAll() {
 	}
 }
 
+// maxExporters bounds the exporters tracked individually (API entries and metric series).
+const maxExporters = 10000
+
 // exporterInfo is shared by the workers and the API: counters only, updated atomically.
 type exporterInfo struct {
 	addr         netip.Addr
@@ -329,6 +341,14 @@ type exporterInfo struct {
 func (c *Collector) exporterInfo(a netip.Addr) *exporterInfo {
 	if v, ok := c.exporters.Load(a); ok {
 		return v.(*exporterInfo)
+	}
+	if c.exporterCount.Load() >= maxExporters {
+		// A flood of spoofed sources must not grow memory and metric series without bound:
+		// beyond the limit, new sources share one entry (reported as the unspecified address).
+		a = netip.IPv6Unspecified()
+		if v, ok := c.exporters.Load(a); ok {
+			return v.(*exporterInfo)
+		}
 	}
 	info := &exporterInfo{addr: a, firstSeen: time.Now(), flowsMetric: c.metrics.flows.WithLabelValues(a.String())}
 	if v, loaded := c.exporters.LoadOrStore(a, info); loaded {

@@ -1,0 +1,26 @@
+# Capture forwarder (issue 8): benchmarks of the wire format and of the whole path.
+#   bench-capture-wire  BenchmarkCaptureWire/<size>/<format>/{encode,decode}: flowzero's framing
+#                       against the seed article's fixed header, msgpack and JSON, one run; plus
+#                       the pcapng packet writer against gopacket's NgWriter.
+#   bench-capture       agent (pcap replay at max speed, 64- and 1500-byte packets) -> server ->
+#                       pcapng on loopback: packets/s, MB/s, packets lost (medians of 5 runs).
+CAPTURE_BENCH_COUNT ?= 8
+
+.PHONY: bench-capture-wire bench-capture
+BENCH_TARGETS += bench-capture-wire bench-capture
+
+bench-capture-wire: tools
+	@mkdir -p $(CACHE)/bench
+	cd bench && $(GO) test -run '^$$' -bench '^BenchmarkCaptureWire$$' -benchmem -benchtime=300ms \
+	  -count=$(CAPTURE_BENCH_COUNT) ./capture/ | tee $(CACHE)/bench/capture-wire.txt
+	$(GO) test -run '^$$' -bench '^BenchmarkPcapngWrite$$' -benchmem -benchtime=300ms \
+	  -count=$(CAPTURE_BENCH_COUNT) ./capture/ | tee $(CACHE)/bench/capture-pcapng.txt
+	benchstat $(CACHE)/bench/capture-wire.txt
+	benchstat $(CACHE)/bench/capture-pcapng.txt
+
+bench-capture: tools
+	@mkdir -p $(CACHE)/bench/capture-e2e
+	cd bench && FLOWZERO_BENCH_DIR=$(CACHE)/bench/capture-e2e $(GO) test -run '^$$' \
+	  -bench '^BenchmarkCaptureEndToEnd$$' -benchtime=1x -count=5 -timeout 30m ./capture/ \
+	  | tee $(CACHE)/bench/capture-e2e.txt
+	benchstat $(CACHE)/bench/capture-e2e.txt
