@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flowzero/capture/wire"
+	"flowzero/decoder/packet"
+	"flowzero/schema"
 )
 
 // ServerDependencies are what the server needs from its caller.
@@ -24,6 +27,12 @@ type ServerDependencies struct {
 	// Stdout receives the pcapng stream when output.path is "-".
 	Stdout io.Writer
 	Logger *slog.Logger
+	// With flows enabled: the schema of the flows, the function receiving each flow (it must
+	// finalize or copy it before returning; SinkEmitter.Emit feeds the collector's sinks) and,
+	// optionally, one called after every output flush and at Stop (SinkEmitter.Flush).
+	Schema     *schema.Schema
+	EmitFlow   func(*schema.FlowMessage)
+	FlushFlows func()
 }
 
 // Server accepts agents and writes their packets to pcapng.
@@ -43,11 +52,12 @@ type Server struct {
 	agents map[string]*agentState
 	conns  map[*serverConn]struct{}
 
-	shared *output // single-file mode
+	shared *outputFile    // single-file mode
+	parser *packet.Parser // with flows enabled
 }
 
-// output is one pcapng output and its lock.
-type output struct {
+// outputFile is one pcapng output and its lock.
+type outputFile struct {
 	mu sync.Mutex
 	w  *pcapngOutput
 }
@@ -56,9 +66,10 @@ type output struct {
 type agentState struct {
 	name    string
 	m       agentMetrics
-	out     *output
+	out     *outputFile
 	conn    *serverConn // the active connection
 	connect int         // connections so far
+	flows   *flowTable  // with flows enabled; guarded by out.mu
 
 	// Guarded by out.mu (only the active connection updates them).
 	instance           uint64 // agent instance id of lastSeq and the drop baselines
@@ -72,6 +83,7 @@ type ServerAgentStats struct {
 	Packets, Bytes, Frames            uint64
 	DropKernel, DropAgent, DropServer uint64
 	Connections                       int
+	Flows                             FlowStats
 }
 
 type serverConn struct {
@@ -102,7 +114,15 @@ func NewServer(r prometheus.Registerer, cfg ServerConfiguration, deps ServerDepe
 		agents: map[string]*agentState{}, conns: map[*serverConn]struct{}{},
 	}
 	if !cfg.Output.PerAgent {
-		s.shared = &output{w: newPcapngOutput(cfg.Output, "", deps.Stdout)}
+		s.shared = &outputFile{w: newPcapngOutput(cfg.Output, "", deps.Stdout)}
+	}
+	if cfg.Flows.Enable {
+		if deps.Schema == nil || deps.EmitFlow == nil {
+			return nil, errors.New("capture server: flows enabled without a schema and an emit function")
+		}
+		if s.parser, err = packet.New(cfg.Flows.Packet); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -141,6 +161,7 @@ func (s *Server) Stop() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.expireFlows(true)
 	for _, o := range s.outputs() {
 		o.mu.Lock()
 		if cerr := o.w.Close(); cerr != nil && err == nil {
@@ -165,19 +186,50 @@ func (s *Server) Stats(agent string) ServerAgentStats {
 	st.out.mu.Lock()
 	defer st.out.mu.Unlock()
 	stats := st.stats
+	if st.flows != nil {
+		stats.Flows = st.flows.stats
+	}
 	s.mu.Lock()
 	stats.Connections = st.connect
 	s.mu.Unlock()
 	return stats
 }
 
-func (s *Server) outputs() []*output {
+// expireFlows exports the flows of agents gone quiet, or all of them.
+func (s *Server) expireFlows(all bool) {
+	if s.parser == nil {
+		return
+	}
+	s.mu.Lock()
+	states := make([]*agentState, 0, len(s.agents))
+	for _, st := range s.agents {
+		states = append(states, st)
+	}
+	s.mu.Unlock()
+	now := time.Now()
+	for _, st := range states {
+		st.out.mu.Lock()
+		if st.flows != nil {
+			if all {
+				st.flows.expire(true)
+			} else {
+				st.flows.expireQuiet(now)
+			}
+		}
+		st.out.mu.Unlock()
+	}
+	if s.deps.FlushFlows != nil {
+		s.deps.FlushFlows()
+	}
+}
+
+func (s *Server) outputs() []*outputFile {
 	if s.shared != nil {
-		return []*output{s.shared}
+		return []*outputFile{s.shared}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	outs := make([]*output, 0, len(s.agents))
+	outs := make([]*outputFile, 0, len(s.agents))
 	for _, st := range s.agents {
 		outs = append(outs, st.out)
 	}
@@ -202,6 +254,7 @@ func (s *Server) flushLoop() {
 			}
 			o.mu.Unlock()
 		}
+		s.expireFlows(false)
 	}
 }
 
@@ -301,7 +354,7 @@ func (s *Server) handshake(sc *serverConn) (*agentState, wire.Hello, error) {
 	if st == nil {
 		st = &agentState{name: h.AgentName, m: s.metrics.forAgent(h.AgentName), out: s.shared}
 		if st.out == nil {
-			st.out = &output{w: newPcapngOutput(s.cfg.Output, h.AgentName, s.deps.Stdout)}
+			st.out = &outputFile{w: newPcapngOutput(s.cfg.Output, h.AgentName, s.deps.Stdout)}
 		}
 		s.agents[h.AgentName] = st
 	}
@@ -317,6 +370,15 @@ func (s *Server) handshake(sc *serverConn) (*agentState, wire.Hello, error) {
 		<-old.done
 	}
 	st.out.mu.Lock()
+	if s.parser != nil {
+		if st.flows == nil {
+			st.flows = newFlowTable(s.cfg.Flows, s.parser, s.deps.Schema, s.deps.EmitFlow, h.AgentName)
+		}
+		if tcp, ok := sc.c.RemoteAddr().(*net.TCPAddr); ok {
+			st.flows.exporter, _ = netip.AddrFromSlice(tcp.IP)
+			st.flows.exporter = st.flows.exporter.Unmap()
+		}
+	}
 	if st.instance != h.AgentID {
 		st.instance, st.lastSeq, st.lastKernel, st.lastAg = h.AgentID, 0, 0, 0
 	}
@@ -476,6 +538,9 @@ func (s *Server) writeFrame(st *agentState, conn *connInterfaces, fh wire.FrameH
 				dropped++
 				continue
 			}
+			if st.flows != nil {
+				st.flows.add(p.Interface, uint16(st.out.w.intfs[id].LinkType), p.Timestamp, p.Data)
+			}
 			packets++
 			bytes += uint64(len(p.Data))
 		case wire.RecordInterface:
@@ -514,6 +579,9 @@ func (s *Server) writeFrame(st *agentState, conn *connInterfaces, fh wire.FrameH
 	}
 	if fh.Seq != 0 {
 		st.lastSeq = fh.Seq
+	}
+	if st.flows != nil {
+		st.flows.lastWall = time.Now()
 	}
 	st.stats.Packets += packets
 	st.stats.Bytes += bytes

@@ -140,9 +140,10 @@ func NewTable(cfg Configuration) *RIB {
 }
 
 // Lookup returns the route selected for the longest prefix containing a. It never blocks and
-// never allocates.
+// never allocates. IPv4-mapped IPv6 addresses (::ffff:a.b.c.d, as some decoders store every
+// address) are looked up as IPv4.
 func (r *RIB) Lookup(a netip.Addr) (Route, bool) {
-	return r.cur.Load().Lookup(a)
+	return r.cur.Load().Lookup(a.Unmap())
 }
 
 // LookupPrefix returns the selected route of the longest prefix containing p.

@@ -114,17 +114,13 @@ func BenchmarkStoreInsert(b *testing.B) {
 				}
 				table = "flowzero.null"
 			}
-			prefix := strings.Replace(ddl.InsertPrefix(), ddl.FlowsTable(), table, 1)
-			stmts := make([][]byte, len(batches))
-			for i, batch := range batches {
-				stmts[i] = append([]byte(prefix), batch...)
-			}
+			stmt := strings.Replace(ddl.InsertStatement(), ddl.FlowsTable(), table, 1)
 			b.SetBytes(int64(encoded))
 			b.ResetTimer()
 			cpu0, t0 := cpuSeconds(), time.Now()
 			for b.Loop() {
-				for _, st := range stmts {
-					if _, err := conn.QueryBytes(st, ""); err != nil {
+				for _, batch := range batches {
+					if _, err := conn.Insert(stmt, "Protobuf", batch); err != nil {
 						b.Fatal(err)
 					}
 				}

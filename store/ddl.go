@@ -413,9 +413,10 @@ func (d *DDL) KafkaObjects() []Object {
 	return []Object{table, view}
 }
 
-// InsertPrefix is the statement the embedded sink puts before a batch of length-delimited
-// messages.
-func (d *DDL) InsertPrefix() string {
-	return fmt.Sprintf("INSERT INTO %s SETTINGS format_schema = %s, input_format_skip_unknown_fields = 1 FORMAT Protobuf\n",
+// InsertStatement is the INSERT, without its FORMAT clause, that a batch of length-delimited
+// messages (format Protobuf) is streamed to. Fields the .proto does not know are skipped, so
+// messages of a schema with more columns still insert.
+func (d *DDL) InsertStatement() string {
+	return fmt.Sprintf("INSERT INTO %s SETTINGS format_schema = %s, input_format_skip_unknown_fields = 1",
 		d.FlowsTable(), quoteString(d.protoRef))
 }

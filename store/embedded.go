@@ -43,10 +43,9 @@ func WriteProto(dir string, s *schema.Schema) (string, error) {
 
 // EngineArgs are the settings every connection to the embedded engine needs: the schema may
 // use LowCardinality(IPv6) for addresses with few values (exporters, next hops), which
-// ClickHouse only creates when asked; and an INSERT carries its rows inline in the statement,
-// which the engine otherwise cuts at max_query_size (256 KiB).
+// ClickHouse only creates when asked.
 func EngineArgs() []string {
-	return []string{"--allow_suspicious_low_cardinality_types=1", "--max_query_size=1073741824"}
+	return []string{"--allow_suspicious_low_cardinality_types=1"}
 }
 
 // OpenEmbedded opens the embedded engine on cfg.Embedded.Path, writes the .proto where the

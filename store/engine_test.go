@@ -197,7 +197,7 @@ func TestMigrateColumns(t *testing.T) {
 	for _, f := range testFlows {
 		batch = append(batch, f.encode(fm)...)
 	}
-	if _, err := c.QueryBytes(append([]byte(ddl1.InsertPrefix()), batch...), ""); err != nil {
+	if _, err := c.Insert(ddl1.InsertStatement(), "Protobuf", batch); err != nil {
 		t.Fatal(err)
 	}
 
@@ -248,7 +248,7 @@ func TestMigrateColumns(t *testing.T) {
 	fm2 := s2.NewFlowMessage()
 	f := testFlows[0]
 	f.srcVlan, f.dstVlan = 100, 200
-	if _, err := c.QueryBytes(append([]byte(ddl2.InsertPrefix()), f.encode(fm2)...), ""); err != nil {
+	if _, err := c.Insert(ddl2.InsertStatement(), "Protobuf", f.encode(fm2)); err != nil {
 		t.Fatal(err)
 	}
 	if got := query(t, c, "SELECT count(), sum(SrcVlan), sum(DstVlan), countIf(SrcGeoCity = '') FROM flowzero.flows"); got != "5\t100\t200\t5" {

@@ -18,9 +18,9 @@ import (
 // the schema's .proto, in batches cut by size (embedded.batch-bytes) and age
 // (embedded.flush-interval), into a persistent data directory.
 //
-// Write copies each message into the current batch, whose buffer already starts with the
-// INSERT statement, so a full batch goes to the engine as it is: no second copy, no allocation
-// per flow. Full batches wait in a bounded queue for the single inserter goroutine; when the
+// Write copies each message into the current batch; a full batch is streamed to the engine's
+// INSERT as it is (chDB's streaming insert: binary data never goes through the SQL parser).
+// No allocation per flow: batch buffers are recycled. Full batches wait in a bounded queue for the single inserter goroutine; when the
 // queue is full the batch is dropped and its flows counted, so that a slow disk never stalls
 // the collector's workers.
 type Sink struct {
@@ -29,8 +29,9 @@ type Sink struct {
 	log    *slog.Logger
 	m      *metrics
 
-	conn *chdb.Conn
-	ddl  *DDL
+	conn   *chdb.Conn
+	ddl    *DDL
+	insert string // the INSERT statement of every batch
 
 	mu      sync.Mutex
 	cur     *batch
@@ -45,7 +46,7 @@ type Sink struct {
 	wg    sync.WaitGroup
 }
 
-// batch is one INSERT: the statement, then length-delimited messages. A batch without
+// batch is one INSERT: length-delimited messages. A batch without
 // buffer is a flush marker: the inserter closes ack when it reaches it.
 type batch struct {
 	buf   []byte
@@ -83,7 +84,7 @@ func (s *Sink) Start() error {
 		return err
 	}
 	s.mu.Lock()
-	s.conn, s.ddl = conn, ddl
+	s.conn, s.ddl, s.insert = conn, ddl, ddl.InsertStatement()
 	s.cur = s.newBatch()
 	s.started = true
 	s.mu.Unlock()
@@ -107,9 +108,7 @@ func (s *Sink) newBatch() *batch {
 		return b
 	default:
 	}
-	prefix := s.ddl.InsertPrefix()
-	buf := make([]byte, 0, len(prefix)+s.cfg.Embedded.BatchBytes+64<<10)
-	return &batch{buf: append(buf, prefix...)}
+	return &batch{buf: make([]byte, 0, s.cfg.Embedded.BatchBytes+64<<10)}
 }
 
 // Write adds one length-delimited flow message (as returned by schema.FlowMessage.Finalize)
@@ -152,7 +151,7 @@ func (s *Sink) rotateLocked() {
 }
 
 func (s *Sink) reset(b *batch) {
-	b.buf = b.buf[:len(s.ddl.InsertPrefix())]
+	b.buf = b.buf[:0]
 	b.flows = 0
 }
 
@@ -185,7 +184,7 @@ func (s *Sink) insertLoop() {
 		}
 		s.m.queued.Dec()
 		start := time.Now()
-		_, err := s.conn.QueryBytes(b.buf, "TabSeparated")
+		_, err := s.conn.Insert(s.insert, "Protobuf", b.buf)
 		s.m.insertSeconds.Observe(time.Since(start).Seconds())
 		if err != nil {
 			s.m.insertErrors.Inc()
@@ -198,7 +197,7 @@ func (s *Sink) insertLoop() {
 			s.mu.Unlock()
 		} else {
 			s.m.flows.Add(float64(b.flows))
-			s.m.bytes.Add(float64(len(b.buf) - len(s.ddl.InsertPrefix())))
+			s.m.bytes.Add(float64(len(b.buf)))
 			s.m.batches.Inc()
 		}
 		s.reset(b)

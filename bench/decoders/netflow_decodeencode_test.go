@@ -59,6 +59,8 @@ func init() {
 		cap  netflowCapture
 	}{
 		{"netflow-v9", netflowCapture{[]string{"options-template.pcap", "options-data.pcap", "template.pcap"}, "data.pcap"}},
+		// ipfixprobe-data holds 4 RFC 5103 biflow records: flowzero emits 6 flows (2 reverse
+		// flows have packets), GoFlow2 4; each ns/flow divides by its own count.
 		{"ipfix", netflowCapture{[]string{"ipfixprobe-templates.pcap"}, "ipfixprobe-data.pcap"}},
 		{"netflow-v5", netflowCapture{nil, "nfv5.pcap"}},
 	} {

@@ -176,7 +176,7 @@ func BenchmarkLookup(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		var sum uint32
-		i := 0
+		i, found := 0, 0
 		req := apiutil.ListPathRequest{TableType: api.TableType_TABLE_TYPE_GLOBAL}
 		lp := &apiutil.LookupPrefix{}
 		req.Prefixes = []*apiutil.LookupPrefix{lp}
@@ -188,6 +188,7 @@ func BenchmarkLookup(b *testing.B) {
 			}
 			lp.Prefix = a.String()
 			err := s.ListPath(req, func(_ gobgp.NLRI, paths []*apiutil.Path) {
+				found++
 				for _, attr := range paths[0].Attrs {
 					if p, ok := attr.(*gobgp.PathAttributeAsPath); ok && len(p.Value) > 0 {
 						as := p.Value[len(p.Value)-1].GetAS()
@@ -199,6 +200,9 @@ func BenchmarkLookup(b *testing.B) {
 				b.Fatal(err)
 			}
 			i++
+		}
+		if found != i {
+			b.Fatalf("gobgp found %d routes for %d lookups", found, i)
 		}
 		sink = sum
 	})

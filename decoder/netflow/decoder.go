@@ -60,8 +60,8 @@ type Decoder struct {
 	mu        sync.RWMutex
 	exporters map[netip.AddrPort]*exporter
 
-	// emitted flows bypass the flow-start timestamp when the config does not ask for it
-	tsSource TimestampSource
+	// tsSource is cfg.TimestampSource as a small integer for the per-flow switch.
+	tsSource tsSource
 
 	persist persistState
 }
@@ -113,7 +113,7 @@ func New(r prometheus.Registerer, cfg Configuration, s *schema.Schema) (*Decoder
 		schema:    s,
 		metrics:   m,
 		exporters: make(map[netip.AddrPort]*exporter),
-		tsSource:  cfg.TimestampSource,
+		tsSource:  tsSourceOf(cfg.TimestampSource),
 	}
 	if err := d.initDataLink(); err != nil {
 		return nil, err
@@ -247,7 +247,7 @@ func (c *decodeContext) begin() {
 	fm.Reset()
 	fm.ExporterAddress = c.e.addr.Addr()
 	switch c.d.tsSource {
-	case TimestampReceive:
+	case tsReceive:
 		fm.TimeReceived = c.recvSec
 	default:
 		fm.TimeReceived = uint64(c.exportSec)
@@ -304,9 +304,9 @@ func (c *decodeContext) decodeV5(data []byte) error {
 		fm.AppendUint(schema.ColumnTimeFlowStart, first/1000)
 		fm.AppendUint(schema.ColumnTimeFlowEnd, last/1000)
 		switch d.tsSource {
-		case TimestampFlowStart:
+		case tsFlowStart:
 			fm.TimeReceived = first / 1000
-		case TimestampFlowEnd:
+		case tsFlowEnd:
 			fm.TimeReceived = last / 1000
 		}
 		srcPort := binary.BigEndian.Uint16(r[32:])
@@ -330,6 +330,27 @@ func (c *decodeContext) decodeV5(data []byte) error {
 		c.finish(rate)
 	}
 	return err
+}
+
+type tsSource uint8
+
+const (
+	tsReceive tsSource = iota
+	tsPacket
+	tsFlowStart
+	tsFlowEnd
+)
+
+func tsSourceOf(s TimestampSource) tsSource {
+	switch s {
+	case TimestampPacket:
+		return tsPacket
+	case TimestampFlowStart:
+		return tsFlowStart
+	case TimestampFlowEnd:
+		return tsFlowEnd
+	}
+	return tsReceive
 }
 
 const (

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -90,6 +91,20 @@ func TestPendingBound(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(session(t, d).m.errors[reasonPendingFull]); got != 3 {
 		t.Errorf("pending-full: %v, want 3", got)
+	}
+	// Sets whose template never comes expire to make room.
+	for range 2 {
+		if err := d.Decode(Packet{Payload: data, Exporter: netip.MustParseAddrPort("192.0.2.10:1"), TimeReceived: testTime}, fm, func(*schema.FlowMessage) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := testTime.Add(cfg.PendingMaxAge + time.Second)
+	if err := d.Decode(Packet{Payload: data, Exporter: netip.MustParseAddrPort("192.0.2.10:1"), TimeReceived: later}, fm, func(*schema.FlowMessage) {}); err != nil {
+		t.Errorf("after expiry: %v", err)
+	}
+	e := d.exporters[netip.MustParseAddrPort("192.0.2.10:1")]
+	if len(e.pending) != 1 || testutil.ToFloat64(e.m.errors[reasonPendingExpired]) != 2 {
+		t.Errorf("after expiry: %d pending, %v expired", len(e.pending), testutil.ToFloat64(e.m.errors[reasonPendingExpired]))
 	}
 }
 
@@ -208,32 +223,36 @@ sampling-rates:
 	}
 }
 
-// TestDefaultSchema: disabled columns (MACs, VLANs, MPLS...) are not decoded.
-func TestDefaultSchema(t *testing.T) {
-	s, err := schema.New(schema.DefaultConfiguration())
+// TestSchemaColumns: disabled columns compile to nothing and never reach the message; the
+// default schema keeps the L2 columns (MACs) off.
+func TestSchemaColumns(t *testing.T) {
+	s, err := schema.New(schema.Configuration{Disabled: []string{"ForwardingStatus", "IngressVRFID"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if s.Enabled(schema.ColumnSrcMAC) || s.Enabled(schema.ColumnForwardingStatus) {
+		t.Fatal("SrcMAC and ForwardingStatus should be disabled")
+	}
 	d, _ := newTestDecoder(t, DefaultConfiguration(), s)
-	got := decodeFiles(t, d, s, "ipfixprobe-templates.pcap", "ipfixprobe-data.pcap")
-	for _, f := range got[1] {
-		for _, col := range []string{"SrcMAC=", "DstMAC=", "TCPFlags="} {
-			if !s.Enabled(mustColumn(t, strings.TrimSuffix(col, "="))) && strings.Contains(f, col) {
+	got := decodeFiles(t, d, s, "options-template.pcap", "options-data.pcap", "template.pcap", "data.pcap",
+		"ipfixprobe-templates.pcap", "ipfixprobe-data.pcap")
+	if len(got[3]) != 4 || len(got[5]) != 6 {
+		t.Fatalf("%d and %d flows, want 4 and 6", len(got[3]), len(got[5]))
+	}
+	for _, f := range append(got[3], got[5]...) {
+		for _, col := range []string{"SrcMAC=", "DstMAC=", "ForwardingStatus=", "IngressVRFID="} {
+			if strings.Contains(f, col) {
 				t.Errorf("disabled column %s in %s", col, f)
 			}
 		}
 	}
-	if len(got[1]) != 6 {
-		t.Errorf("%d flows, want 6", len(got[1]))
+	for k, tpl := range session(t, d).templates {
+		for _, st := range append(tpl.fwd, tpl.rev...) {
+			if st.act != actSkip && st.col != 0 && !s.Enabled(st.col) && !st.act.alwaysNeeded() {
+				t.Errorf("template %v decodes disabled column %s", k, schema.Lookup(st.col).Name)
+			}
+		}
 	}
-}
-
-func mustColumn(t *testing.T, name string) schema.ColumnKey {
-	k, ok := schema.ColumnByName(name)
-	if !ok {
-		t.Fatalf("no column %s", name)
-	}
-	return k
 }
 
 // TestMalformed: every prefix of every capture decodes without panicking; truncated
@@ -265,20 +284,30 @@ func TestMalformed(t *testing.T) {
 	}
 }
 
-// TestZeroAllocs: decoding and finalizing data.pcap allocates nothing in steady state.
+// TestZeroAllocs: decoding and finalizing allocates nothing in steady state (NetFlow v9
+// with options, IPFIX biflows, NetFlow v5).
 func TestZeroAllocs(t *testing.T) {
 	s, err := schema.New(schema.DefaultConfiguration())
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, _ := newTestDecoder(t, DefaultConfiguration(), s)
-	decodeFiles(t, d, s, "options-template.pcap", "options-data.pcap", "template.pcap")
-	fm := s.NewFlowMessage()
-	pkt := Packet{Payload: payloads(t, "data.pcap")[0], Exporter: testExporter, TimeReceived: testTime}
-	size := 0
-	emit := func(fm *schema.FlowMessage) { size += len(fm.Finalize()) }
-	if allocs := testing.AllocsPerRun(100, func() { _ = d.Decode(pkt, fm, emit) }); allocs != 0 {
-		t.Errorf("%v allocations per datagram, want 0", allocs)
+	for _, tc := range []struct {
+		setup    []string
+		measured string
+	}{
+		{[]string{"options-template.pcap", "options-data.pcap", "template.pcap"}, "data.pcap"},
+		{[]string{"ipfixprobe-templates.pcap"}, "ipfixprobe-data.pcap"},
+		{nil, "nfv5.pcap"},
+	} {
+		d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+		decodeFiles(t, d, s, tc.setup...)
+		fm := s.NewFlowMessage()
+		pkt := Packet{Payload: payloads(t, tc.measured)[0], Exporter: testExporter, TimeReceived: testTime}
+		size := 0
+		emit := func(fm *schema.FlowMessage) { size += len(fm.Finalize()) }
+		if allocs := testing.AllocsPerRun(100, func() { _ = d.Decode(pkt, fm, emit) }); allocs != 0 {
+			t.Errorf("%s: %v allocations per datagram, want 0", tc.measured, allocs)
+		}
 	}
 }
 
@@ -416,5 +445,91 @@ func TestConfiguration(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%q: %v, want an error naming %s", doc, err, key)
 		}
+	}
+}
+
+// ipfixBuilder builds IPFIX datagrams for hand-made cases.
+type ipfixBuilder struct{ b []byte }
+
+func (x *ipfixBuilder) u8(v ...byte) *ipfixBuilder { x.b = append(x.b, v...); return x }
+func (x *ipfixBuilder) u16(v ...uint16) *ipfixBuilder {
+	for _, n := range v {
+		x.b = binary.BigEndian.AppendUint16(x.b, n)
+	}
+	return x
+}
+func (x *ipfixBuilder) u32(v ...uint32) *ipfixBuilder {
+	for _, n := range v {
+		x.b = binary.BigEndian.AppendUint32(x.b, n)
+	}
+	return x
+}
+
+// datagram wraps sets into an IPFIX message of domain 7, export time 1700000000.
+func ipfixDatagram(sets ...[]byte) []byte {
+	x := &ipfixBuilder{}
+	x.u16(10, 0).u32(1700000000, 1, 7)
+	for _, s := range sets {
+		x.u8(s...)
+	}
+	binary.BigEndian.PutUint16(x.b[2:], uint16(len(x.b)))
+	return x.b
+}
+
+// set wraps a body into a set with its header, padded to 4 bytes.
+func ipfixSet(id uint16, body []byte) []byte {
+	for len(body)%4 != 0 {
+		body = append(body, 0)
+	}
+	x := &ipfixBuilder{}
+	x.u16(id, uint16(4+len(body))).u8(body...)
+	return x.b
+}
+
+// TestVariableLengthAndEnterprise: RFC 7011 §7 variable-length fields in both forms, an
+// unknown enterprise element skipped, reduced-size counters, padding after the records.
+func TestVariableLengthAndEnterprise(t *testing.T) {
+	tpl := &ipfixBuilder{}
+	tpl.u16(300, 6)
+	tpl.u16(8, 4)             // sourceIPv4Address
+	tpl.u16(82, 0xffff)       // interfaceName, variable length, not a column
+	tpl.u16(0x8000|1, 0xffff) // enterprise element 1 of PEN 9999, variable length
+	tpl.u32(9999)
+	tpl.u16(12, 4) // destinationIPv4Address
+	tpl.u16(1, 3)  // octetDeltaCount, reduced to 3 bytes
+	tpl.u16(2, 4)  // packetDeltaCount
+	data := &ipfixBuilder{}
+	// Record 1: short forms.
+	data.u8(192, 0, 2, 1).u8(3, 'e', 't', '0').u8(0).u8(198, 51, 100, 1).u8(0x01, 0x00, 0x00).u32(3)
+	// Record 2: long form (255, then a 2-byte length) for the enterprise element.
+	data.u8(192, 0, 2, 2).u8(0).u8(255).u16(300).u8(make([]byte, 300)...).u8(198, 51, 100, 2).u8(0, 0, 40).u32(1)
+	pkt := ipfixDatagram(ipfixSet(ipfixTemplateSetID, tpl.b), ipfixSet(300, data.b))
+
+	s := allColumns(t)
+	d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+	fm := s.NewFlowMessage()
+	var got []string
+	err := d.Decode(Packet{Payload: pkt, Exporter: testExporter, TimeReceived: testTime}, fm, func(fm *schema.FlowMessage) {
+		got = append(got, flowString(t, s, fm.Finalize()))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"Bytes=65536 DstAddr=198.51.100.1 EType=2048 ExporterAddress=192.0.2.10 Packets=3 SrcAddr=192.0.2.1 TimeReceived=1795327200",
+		"Bytes=40 DstAddr=198.51.100.2 EType=2048 ExporterAddress=192.0.2.10 Packets=1 SrcAddr=192.0.2.2 TimeReceived=1795327200",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// A record cut inside its variable-length field is an error, after the good ones.
+	cut := ipfixDatagram(ipfixSet(300, data.b[:len(data.b)-200]))
+	got = got[:0]
+	err = d.Decode(Packet{Payload: cut, Exporter: testExporter, TimeReceived: testTime}, fm, func(fm *schema.FlowMessage) {
+		got = append(got, flowString(t, s, fm.Finalize()))
+	})
+	if !errors.Is(err, ErrTruncatedRecord) || len(got) != 1 {
+		t.Errorf("cut record: %v, %d flows; want ErrTruncatedRecord after 1 flow", err, len(got))
 	}
 }

@@ -17,6 +17,9 @@ type pendingSet struct {
 func (c *decodeContext) keepPending(key templateKey, body []byte) error {
 	e, cfg := c.e, &c.d.cfg
 	if len(e.pending) >= cfg.PendingSets || e.pendingBytes+len(body) > cfg.PendingBytes {
+		c.expirePending()
+	}
+	if len(e.pending) >= cfg.PendingSets || e.pendingBytes+len(body) > cfg.PendingBytes {
 		if cfg.PendingSets == 0 {
 			return e.fail(reasonTemplateNotFound)
 		}
@@ -69,4 +72,25 @@ func (c *decodeContext) replayPending() {
 	*c = saved
 	c.flows = flows
 	c.rateCache.valid = false // options data may have been replayed
+}
+
+// expirePending drops the pending data sets older than pending-max-age, whose template
+// never came, to make room.
+func (c *decodeContext) expirePending() {
+	e, maxAge := c.e, c.d.cfg.PendingMaxAge
+	if maxAge <= 0 || c.recv.IsZero() {
+		return
+	}
+	n := 0
+	for i := range e.pending {
+		if c.recv.Sub(e.pending[i].recv) > maxAge {
+			e.pendingBytes -= len(e.pending[i].data)
+			e.m.errors[reasonPendingExpired].Inc()
+			continue
+		}
+		// Swap rather than copy so that the dropped entry's buffer stays for reuse.
+		e.pending[n], e.pending[i] = e.pending[i], e.pending[n]
+		n++
+	}
+	e.pending = e.pending[:n]
 }

@@ -345,11 +345,11 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 		fm.AppendUint(schema.ColumnTimeFlowEnd, endMs/1000)
 	}
 	switch d.tsSource {
-	case TimestampFlowStart:
+	case tsFlowStart:
 		if startMs != 0 {
 			fm.TimeReceived = startMs / 1000
 		}
-	case TimestampFlowEnd:
+	case tsFlowEnd:
 		if endMs != 0 {
 			fm.TimeReceived = endMs / 1000
 		}

@@ -5,8 +5,10 @@
 // Design note. A Parser is configured once (which tunnel to look through, if any) and then is
 // only read, so one Parser serves every worker. Parsing walks the bytes once, front to back,
 // with explicit bounds checks and no intermediate structure: each field is written to the
-// FlowMessage as soon as it is read, and columns switched off in the schema cost one bit test
-// in the FlowMessage. Nothing allocates.
+// FlowMessage as soon as it is read; columns switched off in the schema cost one bit test in
+// the FlowMessage, and whole groups (L2, L3/L4 extras) are skipped when none of their columns
+// is on. Nothing allocates: the MPLS label stack, which FlowMessage.AppendArrayUint32 would
+// force onto the heap, is collected in a pooled buffer.
 //
 // The headers are a sample: the exporter usually truncates them (sFlow's default is 128
 // bytes), so a missing transport header is not an error, the flow simply has no ports. What

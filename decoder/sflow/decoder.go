@@ -224,6 +224,8 @@ func (d *Decoder) Decode(pkt Packet, fm *schema.FlowMessage, emit func(*schema.F
 		g.agent.skippedRecords.Add(float64(g.skipped))
 	}
 	if g.scratch != nil {
+		// The last flow may still point into the scratch lists: let go of them first.
+		fm.DstASPath, fm.DstCommunities = nil, nil
 		scratchPool.Put(g.scratch)
 	}
 	if g.err != nil {

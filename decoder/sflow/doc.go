@@ -28,11 +28,11 @@
 //
 // Field precedence: records are read in the order of the sample. Hot fields (addresses,
 // VLANs, AS numbers, next hop) take the last value written, except that a zero next hop or
-// an out-of-range VLAN (above 4095) never replaces a value; other columns keep the first
+// a VLAN of 0 or above 4095 (none) never replaces a value; other columns keep the first
 // value written. Bytes is the L3 length (the IP total length) of the sampled packet, from
 // the raw header or the sampled IPv4/IPv6 record; when none is known (a non-IP frame), the
 // L2 frame length. When decapsulation is configured, only the tunnelled packet is reported:
-// the outer-packet records (sampled Ethernet/IPv4/IPv6, switch, router, gateway) are
+// the outer-packet records (sampled Ethernet/IPv4/IPv6, switch, router, gateway, NAT) are
 // skipped, and a sample whose header does not carry the tunnel is dropped and counted
 // (reason not-encapsulated), as Akvorado does.
 //

@@ -23,6 +23,13 @@ uint64_t chdb_result_rows_written(chdb_result * result);
 uint64_t chdb_result_bytes_written(chdb_result * result);
 const char * chdb_result_error(chdb_result * result);
 const char * chdb_version(void);
+typedef struct chdb_insert_stream_ { void * internal_data; } * chdb_insert_stream;
+chdb_insert_stream chdb_stream_insert_n(chdb_connection conn, const char * query, size_t query_len, const char * format, size_t format_len);
+int chdb_stream_append(chdb_insert_stream stream, const void * data, size_t len);
+chdb_result * chdb_stream_done(chdb_insert_stream stream);
+void chdb_stream_cancel_insert(chdb_insert_stream stream);
+const char * chdb_stream_insert_error(chdb_insert_stream stream);
+void chdb_destroy_insert_stream(chdb_insert_stream stream);
 void chdb_set_signal_handlers_enabled(int enabled);
 */
 import "C"
@@ -131,8 +138,8 @@ func (c *Conn) QueryResult(sql, format string) (Result, error) {
 	return c.query(unsafe.StringData(sql), len(sql), format)
 }
 
-// QueryBytes is QueryResult for a statement held in a byte slice, typically an INSERT
-// followed by its data: the buffer is handed to the engine without a copy.
+// QueryBytes is QueryResult for a statement held in a byte slice, handed to the engine
+// without a copy. For INSERT data in a binary format use Insert.
 func (c *Conn) QueryBytes(stmt []byte, format string) (Result, error) {
 	return c.query(unsafe.SliceData(stmt), len(stmt), format)
 }
@@ -170,6 +177,59 @@ func (c *Conn) query(p *byte, n int, format string) (Result, error) {
 		res.Data = C.GoBytes(unsafe.Pointer(C.chdb_result_buffer(r)), C.int(n))
 	}
 	return res, nil
+}
+
+// Insert runs an INSERT statement without FORMAT clause (for example
+// "INSERT INTO t SETTINGS format_schema = 'f.proto:M'") and streams chunks to it as input in
+// format, through chDB's streaming insert: the data never goes through the SQL parser, so any
+// byte may appear in it. (Data inline in a statement given to Query is cut by the engine's
+// multi-statement splitting at some newlines: binary formats must come through here.)
+func (c *Conn) Insert(query, format string, chunks ...[]byte) (Result, error) {
+	if query == "" || format == "" {
+		return Result{}, errors.New("chdb: Insert needs a statement and a format")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return Result{}, errors.New("chdb: connection closed")
+	}
+	q := unsafe.Pointer(unsafe.StringData(query))
+	f := unsafe.Pointer(unsafe.StringData(format))
+	st := C.chdb_stream_insert_n(*c.c, (*C.char)(q), C.size_t(len(query)), (*C.char)(f), C.size_t(len(format)))
+	if st == nil {
+		return Result{}, &Error{Query: shorten(query), Msg: "no insert stream"}
+	}
+	defer C.chdb_destroy_insert_stream(st)
+	if e := C.chdb_stream_insert_error(st); e != nil {
+		return Result{}, &Error{Query: shorten(query), Msg: C.GoString(e)}
+	}
+	for _, chunk := range chunks {
+		if len(chunk) == 0 {
+			continue
+		}
+		// The engine copies the chunk before returning.
+		if C.chdb_stream_append(st, unsafe.Pointer(unsafe.SliceData(chunk)), C.size_t(len(chunk))) != 0 {
+			msg := "append failed"
+			if e := C.chdb_stream_insert_error(st); e != nil {
+				msg = C.GoString(e)
+			}
+			C.chdb_stream_cancel_insert(st)
+			return Result{}, &Error{Query: shorten(query), Msg: msg}
+		}
+	}
+	r := C.chdb_stream_done(st)
+	if r == nil {
+		return Result{}, &Error{Query: shorten(query), Msg: "no result"}
+	}
+	defer C.chdb_destroy_query_result(r)
+	if e := C.chdb_result_error(r); e != nil {
+		return Result{}, &Error{Query: shorten(query), Msg: C.GoString(e)}
+	}
+	return Result{
+		RowsWritten:  uint64(C.chdb_result_rows_written(r)),
+		BytesWritten: uint64(C.chdb_result_bytes_written(r)),
+		Elapsed:      float64(C.chdb_result_elapsed(r)),
+	}, nil
 }
 
 // Close closes the connection. The engine keeps running for the process's other connections;

@@ -81,3 +81,42 @@ func TestInlineBinaryInsertAndPersistence(t *testing.T) {
 		t.Fatalf("after reopening: %q, want %q", got, want)
 	}
 }
+
+// TestInsertBinaryStream streams RowBinary rows whose bytes hold newlines, NULs and a
+// semicolon through Insert, in several chunks that split a row.
+func TestInsertBinaryStream(t *testing.T) {
+	c, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Exec("CREATE TABLE b (a UInt32, s String) ENGINE = MergeTree ORDER BY a"); err != nil {
+		t.Fatal(err)
+	}
+	row1 := []byte{0x0a, 0x0a, 0, 0, 4, '\n', '\n', ';', 0}
+	row2 := []byte{0x0d, 0x0a, 0, 0, 2, ';', '\n'}
+	res, err := c.Insert("INSERT INTO b", "RowBinary", row1[:3], row1[3:], row2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RowsWritten != 2 {
+		t.Errorf("RowsWritten = %d", res.RowsWritten)
+	}
+	out, err := c.Query("SELECT a, hex(s) FROM b ORDER BY a", "TSV")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(out), "2570\t0A0A3B00\n2573\t3B0A\n"; got != want {
+		t.Errorf("read back %q, want %q", got, want)
+	}
+	// A malformed stream is an error, and the connection still works.
+	if _, err := c.Insert("INSERT INTO b", "RowBinary", []byte{1, 2}); err == nil {
+		t.Error("a truncated row must be an error")
+	}
+	if _, err := c.Insert("INSERT INTO nowhere", "RowBinary", row2); err == nil {
+		t.Error("an unknown table must be an error")
+	}
+	if out, err := c.Query("SELECT count() FROM b", ""); err != nil || string(out) != "2\n" {
+		t.Errorf("after errors: %q, %v", out, err)
+	}
+}

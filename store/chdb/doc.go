@@ -12,8 +12,9 @@
 //   - A connection runs one statement at a time; Conn serializes its callers with a mutex.
 //   - chDB's own signal handlers are disabled before the first connection: the Go runtime owns
 //     SIGSEGV, SIGPROF, SIGURG and friends.
-//   - Statements and input data go to chdb_query_n as one binary-safe buffer, so an INSERT can
-//     carry its rows inline (`INSERT INTO t FORMAT Protobuf\n<bytes>`) without a copy.
+//   - Statements go to chdb_query_n; INSERT data goes through chDB's streaming insert
+//     (chdb_stream_insert/append/done), never inline in a statement: the engine splits
+//     statement text into queries and would cut binary data at some newline bytes.
 package chdb
 
 import (

@@ -31,3 +31,8 @@ func (c *Conn) Close() error { return nil }
 
 // QueryBytes returns ErrNotBuilt.
 func (c *Conn) QueryBytes(stmt []byte, format string) (Result, error) { return Result{}, ErrNotBuilt }
+
+// Insert returns ErrNotBuilt.
+func (c *Conn) Insert(query, format string, chunks ...[]byte) (Result, error) {
+	return Result{}, ErrNotBuilt
+}

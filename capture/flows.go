@@ -1,0 +1,380 @@
+package capture
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+
+	"flowzero/decoder/packet"
+	"flowzero/internal/config"
+	"flowzero/output"
+	"flowzero/schema"
+)
+
+// Flows from captured packets.
+//
+// With flows enabled, the server also aggregates each agent's packets into flows, as a
+// software exporter (softflowd, pmacct's pmacctd) would: one flow per (interface, addresses,
+// protocol, ports), with packet and byte (L3 length) counters and the OR of the TCP flags,
+// exported after IdleTimeout without packets or every ActiveTimeout while active, and at
+// Stop. The flow's columns come from parsing its first packet's headers with decoder/packet
+// (the same parser as sFlow's sampled headers), so captured traffic has the same schema as
+// exported flows; SamplingRate is 1, ExporterAddress the agent's address, ExporterName the
+// agent's name and InIf the agent's interface index plus one (SNMP indexes start at 1).
+// Timeouts run on packet time, so that a replayed capture gives the flows it had then;
+// TimeReceived is the time of the flow's last packet.
+//
+// The per-packet path extracts the key with a few bounds-checked loads, finds the entry in a
+// map of indexes into a slice of entries and adds to its counters: no allocation once the
+// table has grown to its working size.
+
+// FlowConfiguration configures flows from captured packets (server side).
+type FlowConfiguration struct {
+	Enable        bool          `yaml:"enable"`
+	ActiveTimeout time.Duration `yaml:"active-timeout"`
+	IdleTimeout   time.Duration `yaml:"idle-timeout"`
+	// MaxFlows bounds each agent's flow table; a packet of a new flow that does not fit is
+	// exported at once as a one-packet flow.
+	MaxFlows int `yaml:"max-flows"`
+	// Packet configures the header parser (decapsulation).
+	Packet packet.Configuration `yaml:"packet"`
+}
+
+// DefaultFlowConfiguration returns the defaults: off, 60 s active, 15 s idle timeouts.
+func DefaultFlowConfiguration() FlowConfiguration {
+	return FlowConfiguration{ActiveTimeout: time.Minute, IdleTimeout: 15 * time.Second, MaxFlows: 1 << 16,
+		Packet: packet.DefaultConfiguration()}
+}
+
+func (c *FlowConfiguration) validate() error {
+	if !c.Enable {
+		return nil
+	}
+	if c.ActiveTimeout < time.Second {
+		return config.Errorf("active-timeout", "%v: want at least 1s", c.ActiveTimeout)
+	}
+	if c.IdleTimeout < time.Second || c.IdleTimeout > c.ActiveTimeout {
+		return config.Errorf("idle-timeout", "%v: want 1s to active-timeout", c.IdleTimeout)
+	}
+	if c.MaxFlows < 1 {
+		return config.Errorf("max-flows", "%d: want at least 1", c.MaxFlows)
+	}
+	if err := c.Packet.Validate(); err != nil {
+		return config.Prefix("packet", err)
+	}
+	return nil
+}
+
+// flowHeaderLen is how much of a flow's first packet is kept for its columns (sFlow's default
+// sampled header is 128 bytes; tunnels need more).
+const flowHeaderLen = 256
+
+type flowKey struct {
+	iface            uint32
+	src, dst         netip.Addr
+	proto            uint8
+	srcPort, dstPort uint16
+}
+
+type flowEntry struct {
+	key            flowKey
+	first, last    int64 // packet time, ns
+	packets, bytes uint64
+	tcpFlags       uint16
+	linkType       uint16
+	hdrLen         uint16
+	hdr            [flowHeaderLen]byte
+}
+
+// flowTable aggregates one agent's packets. Not safe for concurrent use: the server calls it
+// under the agent's output lock.
+type flowTable struct {
+	cfg      FlowConfiguration
+	parser   *packet.Parser
+	fm       *schema.FlowMessage
+	emit     func(*schema.FlowMessage)
+	agent    string
+	exporter netip.Addr
+
+	index    map[flowKey]int32
+	entries  []flowEntry
+	free     []int32
+	clock    int64 // latest packet time
+	lastScan int64
+	lastWall time.Time
+
+	stats FlowStats
+}
+
+// FlowStats counts a flow table's work.
+type FlowStats struct {
+	Flows, Packets, NotIP, ParseErrors, TableFull uint64
+}
+
+func newFlowTable(cfg FlowConfiguration, parser *packet.Parser, s *schema.Schema, emit func(*schema.FlowMessage), agent string) *flowTable {
+	return &flowTable{cfg: cfg, parser: parser, fm: s.NewFlowMessage(), emit: emit, agent: agent,
+		index: map[flowKey]int32{}}
+}
+
+// add accounts one packet.
+func (t *flowTable) add(iface uint32, linkType uint16, ts int64, data []byte) {
+	key, l3, flags, ok := extractFlowKey(data, linkType)
+	if !ok {
+		t.stats.NotIP++
+		return
+	}
+	key.iface = iface
+	t.stats.Packets++
+	if ts > t.clock {
+		t.clock = ts
+	}
+	i, found := t.index[key]
+	if !found {
+		if len(t.index) >= t.cfg.MaxFlows {
+			t.stats.TableFull++
+			var e flowEntry
+			t.fill(&e, key, linkType, ts, data)
+			e.packets, e.bytes, e.tcpFlags = 1, uint64(l3), flags
+			t.export(&e)
+			return
+		}
+		if n := len(t.free); n > 0 {
+			i = t.free[n-1]
+			t.free = t.free[:n-1]
+		} else {
+			t.entries = append(t.entries, flowEntry{})
+			i = int32(len(t.entries) - 1)
+		}
+		t.fill(&t.entries[i], key, linkType, ts, data)
+		t.index[key] = i
+	}
+	e := &t.entries[i]
+	e.last = max(e.last, ts)
+	e.packets++
+	e.bytes += uint64(l3)
+	e.tcpFlags |= flags
+	if t.clock-t.lastScan >= int64(time.Second) {
+		t.expire(false)
+	}
+}
+
+func (t *flowTable) fill(e *flowEntry, key flowKey, linkType uint16, ts int64, data []byte) {
+	e.key, e.first, e.last, e.packets, e.bytes, e.tcpFlags, e.linkType = key, ts, ts, 0, 0, 0, linkType
+	e.hdrLen = uint16(copy(e.hdr[:], data))
+}
+
+// expire exports idle flows and the active ones past their active timeout (all with force).
+func (t *flowTable) expire(force bool) {
+	t.lastScan = t.clock
+	idle, active := int64(t.cfg.IdleTimeout), int64(t.cfg.ActiveTimeout)
+	for key, i := range t.index {
+		e := &t.entries[i]
+		switch {
+		case force || t.clock-e.last >= idle:
+			t.export(e)
+			delete(t.index, key)
+			t.free = append(t.free, i)
+		case t.clock-e.first >= active:
+			t.export(e)
+			e.first, e.packets, e.bytes, e.tcpFlags = e.last, 0, 0, 0
+		}
+	}
+}
+
+// expireQuiet exports everything once the agent has sent no packet for IdleTimeout of wall
+// time (a live capture that went quiet: packet time no longer advances).
+func (t *flowTable) expireQuiet(now time.Time) {
+	if len(t.index) > 0 && now.Sub(t.lastWall) >= t.cfg.IdleTimeout {
+		t.expire(true)
+	}
+}
+
+func (t *flowTable) export(e *flowEntry) {
+	if e.packets == 0 {
+		return
+	}
+	fm := t.fm
+	fm.Reset()
+	fm.TimeReceived = uint64(e.last / int64(time.Second))
+	fm.SamplingRate = 1
+	fm.ExporterAddress = t.exporter
+	fm.InIf = e.key.iface + 1
+	fm.SrcAddr, fm.DstAddr = e.key.src, e.key.dst
+	fm.AppendUint(schema.ColumnBytes, e.bytes)
+	fm.AppendUint(schema.ColumnPackets, e.packets)
+	fm.AppendString(schema.ColumnExporterName, t.agent)
+	if e.key.proto == 6 {
+		fm.AppendUint(schema.ColumnTCPFlags, uint64(e.tcpFlags)) // before the first packet's
+	}
+	hdr := e.hdr[:e.hdrLen]
+	var err error
+	switch layers.LinkType(e.linkType) {
+	case layers.LinkTypeEthernet:
+		_, err = t.parser.ParseEthernet(hdr, fm)
+	default:
+		_, err = t.parser.ParseIP(hdr, fm)
+	}
+	if err != nil {
+		t.stats.ParseErrors++
+	}
+	t.stats.Flows++
+	t.emit(fm)
+}
+
+// extractFlowKey reads the 5-tuple, the L3 length and the TCP flags of a packet: Ethernet with
+// VLAN tags, or raw IP, IPv6 extension headers walked. Tunnels are not followed here (the
+// flow key is the outer packet's); decoder/packet applies the configured decapsulation at
+// export.
+func extractFlowKey(data []byte, linkType uint16) (k flowKey, l3 int, flags uint16, ok bool) {
+	switch layers.LinkType(linkType) {
+	case layers.LinkTypeEthernet:
+		if len(data) < 14 {
+			return k, 0, 0, false
+		}
+		etherType := binary.BigEndian.Uint16(data[12:14])
+		data = data[14:]
+		for etherType == 0x8100 || etherType == 0x88a8 || etherType == 0x9100 { // IEEE 802.1Q/ad
+			if len(data) < 4 {
+				return k, 0, 0, false
+			}
+			etherType = binary.BigEndian.Uint16(data[2:4])
+			data = data[4:]
+		}
+		if etherType != 0x0800 && etherType != 0x86dd {
+			return k, 0, 0, false
+		}
+	case layers.LinkTypeRaw, layers.LinkTypeIPv4, layers.LinkTypeIPv6:
+	default:
+		return k, 0, 0, false
+	}
+	if len(data) < 1 {
+		return k, 0, 0, false
+	}
+	var transport []byte
+	switch data[0] >> 4 {
+	case 4: // RFC 791 §3.1
+		if len(data) < 20 {
+			return k, 0, 0, false
+		}
+		ihl := int(data[0]&0x0f) * 4
+		k.src = netip.AddrFrom4([4]byte(data[12:16]))
+		k.dst = netip.AddrFrom4([4]byte(data[16:20]))
+		k.proto = data[9]
+		l3 = int(binary.BigEndian.Uint16(data[2:4]))
+		if binary.BigEndian.Uint16(data[6:8])&0x1fff == 0 && ihl >= 20 && len(data) >= ihl {
+			transport = data[ihl:]
+		}
+	case 6: // RFC 8200 §3
+		if len(data) < 40 {
+			return k, 0, 0, false
+		}
+		k.src = netip.AddrFrom16([16]byte(data[8:24]))
+		k.dst = netip.AddrFrom16([16]byte(data[24:40]))
+		k.proto = data[6]
+		l3 = int(binary.BigEndian.Uint16(data[4:6])) + 40
+		transport = data[40:]
+		// Extension headers (RFC 8200 §4), a bounded walk: each is at least 8 bytes.
+	walk:
+		for len(transport) >= 8 {
+			switch k.proto {
+			case 0, 43, 60: // hop-by-hop, routing, destination options
+				n := (int(transport[1]) + 1) * 8
+				if len(transport) < n {
+					transport = nil
+					break walk
+				}
+				k.proto, transport = transport[0], transport[n:]
+			case 44: // fragment: only the first one carries the ports
+				first := binary.BigEndian.Uint16(transport[2:4])>>3 == 0
+				k.proto, transport = transport[0], transport[8:]
+				if !first {
+					transport = nil
+					break walk
+				}
+			default:
+				break walk
+			}
+		}
+	default:
+		return k, 0, 0, false
+	}
+	switch k.proto {
+	case 6, 17, 33, 132, 136: // TCP, UDP, DCCP, SCTP, UDP-Lite: ports first
+		if len(transport) >= 4 {
+			k.srcPort = binary.BigEndian.Uint16(transport[0:2])
+			k.dstPort = binary.BigEndian.Uint16(transport[2:4])
+		}
+		if k.proto == 6 && len(transport) >= 14 {
+			flags = binary.BigEndian.Uint16(transport[12:14]) & 0x0fff
+		}
+	}
+	return k, l3, flags, true
+}
+
+// Enricher is what SinkEmitter calls before finalizing a flow (collector.Enricher).
+type Enricher interface {
+	Enrich(fm *schema.FlowMessage)
+}
+
+// SinkEmitter feeds the flows of captured packets into the collector's outputs: it enriches
+// and finalizes each flow and hands batches to the sinks (Kafka, file, store) exactly like
+// the collector's workers do. Safe for concurrent use; pass its Emit as
+// ServerDependencies.EmitFlow.
+type SinkEmitter struct {
+	mu       sync.Mutex
+	enricher Enricher
+	sinks    []output.Sink
+	pool     *output.BatchPool
+	batch    *output.Batch
+	flows    uint64
+}
+
+// NewSinkEmitter returns an emitter batching flows into batchSize-byte batches; enricher may
+// be nil.
+func NewSinkEmitter(enricher Enricher, sinks []output.Sink, batchSize int) *SinkEmitter {
+	return &SinkEmitter{enricher: enricher, sinks: sinks, pool: output.NewBatchPool(batchSize, 16)}
+}
+
+// Emit enriches, finalizes and batches one flow.
+func (e *SinkEmitter) Emit(fm *schema.FlowMessage) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.enricher != nil {
+		e.enricher.Enrich(fm)
+	}
+	msg := fm.Finalize()
+	if e.batch != nil && len(e.batch.Data)+len(msg) > cap(e.batch.Data) {
+		e.flushLocked()
+	}
+	if e.batch == nil {
+		e.batch = e.pool.Get()
+	}
+	e.batch.Append(msg)
+	e.flows++
+}
+
+// Flush hands the current batch to the sinks.
+func (e *SinkEmitter) Flush() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.flushLocked()
+}
+
+func (e *SinkEmitter) flushLocked() {
+	b := e.batch
+	e.batch = nil
+	if b == nil {
+		return
+	}
+	if b.Flows == 0 || len(e.sinks) == 0 {
+		b.Release()
+		return
+	}
+	b.Retain(len(e.sinks) - 1)
+	for _, s := range e.sinks {
+		s.Send(b)
+	}
+}
