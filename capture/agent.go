@@ -52,6 +52,8 @@ type Agent struct {
 	stopOnce      sync.Once
 	stopErr       error
 	stopSender    chan struct{}
+	senderCtx     context.Context // cancelled with stopSender: interrupts dials and blocked writes
+	cancelSender  context.CancelFunc
 	senderDone    chan struct{}
 }
 
@@ -84,6 +86,7 @@ func NewAgent(r prometheus.Registerer, cfg AgentConfiguration, logger *slog.Logg
 		stopSender: make(chan struct{}), senderDone: make(chan struct{}), sourcesDone: make(chan struct{}),
 	}
 	a.q = newFrameQueue(cfg.BufferSize, cfg.FrameSize)
+	a.senderCtx, a.cancelSender = context.WithCancel(context.Background())
 	if len(cfg.Live.Interfaces) > 0 {
 		if a.filter, err = CompileFilter(cfg.Live.Filter, cfg.Live.SnapLength); err != nil {
 			return nil, err
@@ -151,6 +154,7 @@ func (a *Agent) stop() error {
 	}
 	a.q.waitEmpty(a.cfg.DrainTimeout)
 	close(a.stopSender)
+	a.cancelSender()
 	a.q.wake()
 	<-a.senderDone
 	a.q.dropAll()
@@ -329,14 +333,18 @@ func (a *Agent) connect() (net.Conn, wire.Welcome, error) {
 	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	var conn net.Conn
 	var err error
+	ctx := a.senderCtx
 	if a.tls != nil {
-		conn, err = (&tls.Dialer{NetDialer: &d, Config: a.tls}).Dial("tcp", a.cfg.Server)
+		conn, err = (&tls.Dialer{NetDialer: &d, Config: a.tls}).DialContext(ctx, "tcp", a.cfg.Server)
 	} else {
-		conn, err = d.Dial("tcp", a.cfg.Server)
+		conn, err = d.DialContext(ctx, "tcp", a.cfg.Server)
 	}
 	if err != nil {
 		return nil, wel, err
 	}
+	// Stop interrupts the handshake at once.
+	stopHandshake := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	defer stopHandshake()
 	caps := uint16(0)
 	if a.cfg.Compress {
 		caps |= wire.CapZstd
@@ -375,6 +383,10 @@ func (a *Agent) connect() (net.Conn, wire.Welcome, error) {
 // stream sends frames on one connection until it fails or Stop.
 func (a *Agent) stream(conn net.Conn, wel wire.Welcome) error {
 	a.q.startConnection(wel.LastSeq)
+	// After Stop, a write blocked on a server that stopped reading gets one more second (for
+	// the last drop report) instead of the full write timeout.
+	stopWrites := context.AfterFunc(a.senderCtx, func() { _ = conn.SetWriteDeadline(time.Now().Add(time.Second)) })
+	defer stopWrites()
 	ackDone := make(chan struct{})
 	go func() {
 		defer close(ackDone)
@@ -409,7 +421,7 @@ func (a *Agent) stream(conn net.Conn, wel wire.Welcome) error {
 		if err != nil {
 			return err
 		}
-		_ = conn.SetWriteDeadline(time.Now().Add(a.cfg.Heartbeat * 3))
+		_ = conn.SetWriteDeadline(a.writeDeadline())
 		_, err = conn.Write(frame)
 		return err
 	}
@@ -429,13 +441,21 @@ func (a *Agent) stream(conn net.Conn, wel wire.Welcome) error {
 		if len(frames) == 0 {
 			continue
 		}
-		_ = conn.SetWriteDeadline(time.Now().Add(a.cfg.Heartbeat * 3))
+		_ = conn.SetWriteDeadline(a.writeDeadline())
 		iov = frames
 		if _, err := iov.WriteTo(conn); err != nil {
 			return err
 		}
 		iov = frames[:0]
 	}
+}
+
+// writeDeadline bounds a write: three heartbeats, or one second once stopping.
+func (a *Agent) writeDeadline() time.Time {
+	if a.senderCtx.Err() != nil {
+		return time.Now().Add(time.Second)
+	}
+	return time.Now().Add(a.cfg.Heartbeat * 3)
 }
 
 // readAcks applies the server's acknowledgements until the connection fails.

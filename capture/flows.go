@@ -225,7 +225,7 @@ func (t *flowTable) export(e *flowEntry) {
 }
 
 // extractFlowKey reads the 5-tuple, the L3 length and the TCP flags of a packet: Ethernet with
-// VLAN tags, or raw IP, IPv6 extension headers walked. Tunnels are not followed here (the
+// VLAN tags and MPLS labels, or raw IP, IPv6 extension headers walked. Tunnels are not followed here (the
 // flow key is the outer packet's); decoder/packet applies the configured decapsulation at
 // export.
 func extractFlowKey(data []byte, linkType uint16) (k flowKey, l3 int, flags uint16, ok bool) {
@@ -242,6 +242,21 @@ func extractFlowKey(data []byte, linkType uint16) (k flowKey, l3 int, flags uint
 			}
 			etherType = binary.BigEndian.Uint16(data[2:4])
 			data = data[4:]
+		}
+		if etherType == 0x8847 || etherType == 0x8848 {
+			// RFC 3032 label stack: walk to the bottom of stack; its payload is IP when the
+			// label is an explicit null or the first nibble says so (as decoder/packet does).
+			for {
+				if len(data) < 4 {
+					return k, 0, 0, false
+				}
+				entry := binary.BigEndian.Uint32(data[0:4])
+				data = data[4:]
+				if entry&0x100 != 0 {
+					break
+				}
+			}
+			etherType = 0x0800 // the version nibble below tells IPv4 from IPv6
 		}
 		if etherType != 0x0800 && etherType != 0x86dd {
 			return k, 0, 0, false

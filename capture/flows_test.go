@@ -105,6 +105,18 @@ func TestFlowsFromCaptures(t *testing.T) {
 	flows := fc.flows(t)
 	if len(flows) != len(want) {
 		t.Errorf("%d flows, want %d", len(flows), len(want))
+		seen := map[string]bool{}
+		for _, f := range flows {
+			u := func(name string) uint64 { v, _ := f[name].(uint64); return v }
+			src, _ := f["SrcAddr"].(netip.Addr)
+			dst, _ := f["DstAddr"].(netip.Addr)
+			seen[flowID(u("InIf"), src, dst, u("Proto"), u("SrcPort"), u("DstPort"))] = true
+		}
+		for id := range want {
+			if !seen[id] {
+				t.Logf("missing %s %+v", id, *want[id])
+			}
+		}
 	}
 	multi := 0
 	for _, f := range flows {
@@ -293,4 +305,27 @@ func flowFacts(data []byte) flowFact {
 		f.srcPort, f.dstPort = 0, 0
 	}
 	return f
+}
+
+// BenchmarkFlowTableAdd measures the per-packet cost of flow aggregation on real frames.
+func BenchmarkFlowTableAdd(b *testing.B) {
+	sch, _ := schema.New(schema.DefaultConfiguration())
+	parser, _ := packet.New(packet.DefaultConfiguration())
+	table := newFlowTable(DefaultFlowConfiguration(), parser, sch, func(*schema.FlowMessage) {}, "b")
+	var frames [][]byte
+	for _, path := range allCaptures(b) {
+		fr, _ := pcapfile.ReadFrames(path)
+		for _, f := range fr {
+			if f.LinkType == layers.LinkTypeEthernet {
+				frames = append(frames, f.Data)
+			}
+		}
+	}
+	ts := time.Now().UnixNano()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		table.add(0, 1, ts, frames[i%len(frames)])
+		i++
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"flowzero/internal/pcapfile"
 )
 
@@ -76,6 +78,9 @@ func TestServerRestart(t *testing.T) {
 	}
 	if stats.DroppedAgent == 0 || stats.Connections != 2 {
 		t.Fatalf("want drops during the outage and 2 connections: %+v", stats)
+	}
+	if d := testutil.ToFloat64(s2.metrics.drops.WithLabelValues("probe", "agent")); d != float64(second.DropAgent) {
+		t.Fatalf("agent drops metric %v, stats %d", d, second.DropAgent)
 	}
 	if first.DropAgent+second.DropAgent != stats.DroppedAgent {
 		t.Fatalf("drops reported to the servers %d + %d, agent counted %d", first.DropAgent, second.DropAgent, stats.DroppedAgent)
@@ -200,6 +205,16 @@ func TestAgentKilled(t *testing.T) {
 	after := s.Stats("victim")
 	if after.Packets != before+stats.Sent || after.Connections != 2 {
 		t.Fatalf("server wrote %d packets, want %d + %d; %d connections", after.Packets, before, stats.Sent, after.Connections)
+	}
+	m := s.metrics
+	if r := testutil.ToFloat64(m.reconnects.WithLabelValues("victim")); r != 1 {
+		t.Fatalf("reconnects metric %v", r)
+	}
+	if p := testutil.ToFloat64(m.packets.WithLabelValues("victim")); p != float64(after.Packets) {
+		t.Fatalf("packets metric %v, stats %d", p, after.Packets)
+	}
+	if b := testutil.ToFloat64(m.bytes.WithLabelValues("victim")); b != float64(after.Bytes) || b == 0 {
+		t.Fatalf("bytes metric %v, stats %d", b, after.Bytes)
 	}
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)

@@ -421,7 +421,7 @@ func (s *Server) readFrames(sc *serverConn, st *agentState, h wire.Hello) error 
 	fr := wire.NewFrameReader(br, dec)
 	conn := connInterfaces{}
 	ack := make([]byte, 0, wire.AckLen)
-	var unacked bool
+	var unacked int
 	for {
 		sc.mu.Lock()
 		if sc.closed {
@@ -451,16 +451,18 @@ func (s *Server) readFrames(sc *serverConn, st *agentState, h wire.Hello) error 
 			return err
 		}
 		if fh.Seq != 0 {
-			unacked = true
+			unacked++
 		}
-		// Acknowledge once the agent's burst is consumed rather than after every frame.
-		if unacked && br.Buffered() == 0 {
+		// Acknowledge once the agent's burst is consumed, and at least every 16 frames so
+		// that a sustained stream (whose next frame is always partly buffered) is acknowledged
+		// too.
+		if unacked > 0 && (br.Buffered() == 0 || unacked >= 16) {
 			ack = wire.AppendAck(ack[:0], seq)
 			_ = sc.c.SetWriteDeadline(time.Now().Add(s.cfg.IdleTimeout))
 			if _, err := sc.c.Write(ack); err != nil {
 				return err
 			}
-			unacked = false
+			unacked = 0
 		}
 	}
 }

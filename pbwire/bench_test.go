@@ -61,37 +61,41 @@ func scatterNested(w *ScatteredWriter) {
 func BenchmarkWrite(b *testing.B) {
 	buf := make([]byte, 0, 512)
 	b.Run("Append", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
+		c := startCPU(b)
+		for range b.N {
 			benchNested(buf)
 		}
+		c.stop(b)
 	})
 	b.Run("AppendCompact", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
+		c := startCPU(b)
+		for range b.N {
 			if _, err := Compact(benchNested(buf)); err != nil {
 				b.Fatal(err)
 			}
 		}
+		c.stop(b)
 	})
 	b.Run("Compact", func(b *testing.B) {
 		msg := benchNested(nil)
 		out := make([]byte, 0, len(msg))
-		b.ReportAllocs()
 		b.SetBytes(int64(len(msg)))
-		for b.Loop() {
+		c := startCPU(b)
+		for range b.N {
 			if _, err := AppendCompact(out, msg); err != nil {
 				b.Fatal(err)
 			}
 		}
+		c.stop(b)
 	})
 	b.Run("Scattered", func(b *testing.B) {
 		w := NewScatteredWriter(NewPooledDelegate(128, 16))
-		b.ReportAllocs()
-		for b.Loop() {
+		c := startCPU(b)
+		for range b.N {
 			w.Reset()
 			scatterNested(w)
 		}
+		c.stop(b)
 	})
 }
 
@@ -99,10 +103,10 @@ func BenchmarkWrite(b *testing.B) {
 // messages.
 func BenchmarkRead(b *testing.B) {
 	msg := benchNested(nil)
-	b.ReportAllocs()
 	b.SetBytes(int64(len(msg)))
 	var sum uint64
-	for b.Loop() {
+	c := startCPU(b)
+	for range b.N {
 		for m := msg; m != nil; {
 			r := NewReader(m)
 			m = nil
@@ -122,6 +126,7 @@ func BenchmarkRead(b *testing.B) {
 			}
 		}
 	}
+	c.stop(b)
 	if sum == 0 {
 		b.Fatal("nothing read")
 	}

@@ -18,8 +18,8 @@ const maxCompactDepth = 10000
 //
 // Nested messages are recognized by their redundant (non-minimal) size, which only
 // BeginNested writes; bytes, strings and sizes of 2 MiB or more (whose 4-byte size is
-// already minimal) are copied as they are. Compacting costs a pass over the field keys of each
-// level plus one memmove of the payload; see BenchmarkCompact.
+// already minimal) are copied as they are. It is one pass over the field keys; each nested
+// payload is moved down by the bytes its size lost (see BenchmarkWrite/Compact).
 func Compact(msg []byte) ([]byte, error) {
 	return compactTo(msg[:0], msg, 0)
 }
@@ -28,37 +28,6 @@ func Compact(msg []byte) ([]byte, error) {
 // and msg must not overlap.
 func AppendCompact(dst, msg []byte) ([]byte, error) {
 	return compactTo(dst, msg, 0)
-}
-
-// compactSize is the length msg will have once compacted.
-func compactSize(msg []byte, depth int) (int, error) {
-	if depth > maxCompactDepth {
-		return 0, ErrTooDeep
-	}
-	size := 0
-	for off := 0; off < len(msg); {
-		var f Field
-		n, err := readField(msg[off:], &f)
-		if err != nil {
-			return 0, fmt.Errorf("pbwire: compact: offset %d: %w", off, err)
-		}
-		if f.Type == Bytes {
-			hdr := n - len(f.Bytes)
-			// A non-minimal size is the mark of a nested message written by BeginNested.
-			if ln := sizeLenPrefix(msg[off : off+hdr]); ln > SizeVarint(uint64(len(f.Bytes))) {
-				inner, err := compactSize(f.Bytes, depth+1)
-				if err != nil {
-					return 0, err
-				}
-				size += hdr - ln + SizeVarint(uint64(inner)) + inner
-				off += n
-				continue
-			}
-		}
-		size += n
-		off += n
-	}
-	return size, nil
 }
 
 // sizeLenPrefix is the length of the varint length ending the header hdr (key then length):
@@ -72,36 +41,45 @@ func sizeLenPrefix(hdr []byte) int {
 	return 0
 }
 
+// compactTo appends the compacted msg to dst. When compacting in place, dst and msg share
+// memory and dst never gets ahead of the part of msg not yet read: each rewritten part is no
+// longer than the original it replaces.
 func compactTo(dst, msg []byte, depth int) ([]byte, error) {
 	if depth > maxCompactDepth {
 		return dst, ErrTooDeep
 	}
+	run := 0 // start of the fields not copied yet: runs of plain fields are copied at once
 	for off := 0; off < len(msg); {
 		var f Field
 		n, err := readField(msg[off:], &f)
 		if err != nil {
 			return dst, fmt.Errorf("pbwire: compact: offset %d: %w", off, err)
 		}
-		if f.Type == Bytes {
-			hdr := n - len(f.Bytes)
-			if ln := sizeLenPrefix(msg[off : off+hdr]); ln > SizeVarint(uint64(len(f.Bytes))) {
-				inner, err := compactSize(f.Bytes, depth+1)
-				if err != nil {
-					return dst, err
-				}
-				// In place, dst never gets ahead of msg: each rewritten part is no longer
-				// than the original it replaces.
-				dst = append(dst, msg[off:off+hdr-ln]...)
-				dst = AppendVarint(dst, uint64(inner))
-				if dst, err = compactTo(dst, f.Bytes, depth+1); err != nil {
-					return dst, err
-				}
-				off += n
-				continue
-			}
+		if f.Type != Bytes {
+			off += n
+			continue
 		}
-		dst = append(dst, msg[off:off+n]...)
+		hdr := n - len(f.Bytes)
+		ln := sizeLenPrefix(msg[off : off+hdr])
+		if ln <= SizeVarint(uint64(len(f.Bytes))) {
+			off += n
+			continue
+		}
+		// A nested message: keep the room of its old size, compact the payload after it,
+		// then write the new size and move the payload down next to it.
+		dst = append(dst, msg[run:off+hdr]...)
+		start := len(dst)
+		if dst, err = compactTo(dst, f.Bytes, depth+1); err != nil {
+			return dst, err
+		}
+		size := len(dst) - start
+		sz := SizeVarint(uint64(size))
+		sizeAt := start - ln
+		AppendVarint(dst[sizeAt:sizeAt], uint64(size))
+		copy(dst[sizeAt+sz:], dst[start:])
+		dst = dst[:sizeAt+sz+size]
 		off += n
+		run = off
 	}
-	return dst, nil
+	return append(dst, msg[run:]...), nil
 }

@@ -154,6 +154,7 @@ func benchOpen(b *testing.B, cfg Configuration, s *schema.Schema) (*chdb.Conn, *
 }
 
 func benchSink(b *testing.B, cfg Configuration, s *schema.Schema, batches [][]byte) {
+	cfg.Embedded.QueueLength = 2 * len(batches) // measure the engine, not the drop policy
 	sink, err := NewSink(nil, cfg, s, quietLogger())
 	if err != nil {
 		b.Fatal(err)

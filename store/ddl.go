@@ -1,10 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -147,7 +149,10 @@ func ttlExpr(ttl time.Duration) string {
 func (d *DDL) Objects() []Object {
 	out := []Object{d.DatabaseObject()}
 	out = append(out, d.FlowsObjects()...)
-	for _, r := range d.cfg.Resolutions {
+	// Finest first: a cascading view's source table must exist before it.
+	rs := slices.Clone(d.cfg.Resolutions)
+	slices.SortStableFunc(rs, func(a, b Resolution) int { return cmp.Compare(a.Interval, b.Interval) })
+	for _, r := range rs {
 		out = append(out, d.AggregatedObjects(r)...)
 	}
 	out = append(out, d.DictionaryObjects()...)
@@ -307,7 +312,7 @@ func (d *DDL) aggregatedColumns() (cols []ColumnDef, key []string, primaryLen in
 func AggregatedTableName(r Resolution) string { return "flows_" + r.suffix() }
 
 // AggregatedObjects returns a resolution's table (SummingMergeTree on Bytes and Packets,
-// its own TTL) and the materialized view that feeds it from the flows table, summing each
+// its own TTL) and the materialized view that feeds it (see viewSource), summing each
 // inserted block once more so fewer rows reach the table.
 func (d *DDL) AggregatedObjects(r Resolution) []Object {
 	name := AggregatedTableName(r)
@@ -336,6 +341,21 @@ func (d *DDL) AggregatedObjects(r Resolution) []Object {
 	return out
 }
 
+// viewSource returns the table a resolution's view reads: the coarsest other resolution
+// whose interval divides this one (flows_5m reads flows_1m, flows_1h reads flows_5m), or the
+// flows table. The views cascade, so only the finest one groups every flow; the others see
+// already summed rows.
+func (d *DDL) viewSource(r Resolution) string {
+	var best time.Duration
+	name := "flows"
+	for _, o := range d.cfg.Resolutions {
+		if o.Interval < r.Interval && r.Interval%o.Interval == 0 && o.Interval > best {
+			best, name = o.Interval, AggregatedTableName(o)
+		}
+	}
+	return d.dataName(name)
+}
+
 func (d *DDL) aggregatedView(r Resolution, cols []ColumnDef) Object {
 	name := AggregatedTableName(r)
 	var sel, group []string
@@ -353,7 +373,7 @@ func (d *DDL) aggregatedView(r Resolution, cols []ColumnDef) Object {
 	}
 	create := fmt.Sprintf("CREATE MATERIALIZED VIEW IF NOT EXISTS %s%s TO %s\nAS SELECT\n    %s\nFROM %s\nGROUP BY %s",
 		d.q(name+"_consumer"), d.onCluster(), d.q(d.dataName(name)),
-		strings.Join(sel, ",\n    "), d.q(d.dataName("flows")), strings.Join(group, ", "))
+		strings.Join(sel, ",\n    "), d.q(d.viewSource(r)), strings.Join(group, ", "))
 	return finish(Object{Kind: KindView, Name: name + "_consumer", Create: create})
 }
 

@@ -82,6 +82,24 @@ func TestDDLSingleNode(t *testing.T) {
 		}
 	}
 	mustContain(t, "flows_1h", objectByName(t, d, "flows_1h").Create, "PARTITION BY toYYYYMM(TimeReceived)", "toIntervalSecond(31536000)")
+	// The coarser views cascade from the finest table their interval is a multiple of.
+	mustContain(t, "flows_5m_consumer", objectByName(t, d, "flows_5m_consumer").Create, "FROM `flowzero`.`flows_1m`\n")
+	mustContain(t, "flows_1h_consumer", objectByName(t, d, "flows_1h_consumer").Create, "toIntervalSecond(3600)", "FROM `flowzero`.`flows_5m`\n")
+	odd := newTestDDL(t, func(c *Configuration) {
+		c.Resolutions = []Resolution{{Interval: 10 * time.Minute}, {Interval: 3 * time.Minute}, {Interval: time.Hour}, {Interval: 5 * time.Minute}}
+	})
+	for view, from := range map[string]string{"flows_10m_consumer": "flows_5m", "flows_3m_consumer": "flows", "flows_1h_consumer": "flows_10m", "flows_5m_consumer": "flows"} {
+		mustContain(t, view, objectByName(t, odd, view).Create, "FROM `flowzero`.`"+from+"`\n")
+	}
+	var order []string
+	for _, o := range odd.Objects() {
+		if o.Kind == KindTable {
+			order = append(order, o.Name)
+		}
+	}
+	if got := strings.Join(order, " "); got != "flows flows_3m flows_5m flows_10m flows_1h" {
+		t.Errorf("tables not created finest first: %s", got)
+	}
 	view := objectByName(t, d, "flows_1m_consumer")
 	mustContain(t, "flows_1m_consumer", view.Create,
 		"CREATE MATERIALIZED VIEW IF NOT EXISTS `flowzero`.`flows_1m_consumer` TO `flowzero`.`flows_1m`\nAS SELECT\n    toStartOfInterval(TimeReceived, toIntervalSecond(60)) AS TimeReceived,\n",
@@ -119,6 +137,8 @@ func TestDDLCluster(t *testing.T) {
 	// Views read and write the local tables: each node aggregates its own shard.
 	mustContain(t, "flows_1m_consumer", objectByName(t, d, "flows_1m_consumer").Create,
 		"TO `flowzero`.`flows_1m_local`", "FROM `flowzero`.`flows_local`")
+	mustContain(t, "flows_1h_consumer", objectByName(t, d, "flows_1h_consumer").Create,
+		"TO `flowzero`.`flows_1h_local`", "FROM `flowzero`.`flows_5m_local`")
 	mustContain(t, "kafka view", objectByName(t, d, d.KafkaTableName()+"_consumer").Create, "TO `flowzero`.`flows_local`")
 	// The sink and the console use the Distributed table.
 	if d.FlowsTable() != "`flowzero`.`flows`" {

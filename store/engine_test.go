@@ -140,17 +140,18 @@ func TestSinkBatchesBySizeAndTime(t *testing.T) {
 	cfg.Embedded.BatchBytes = 1024
 	cfg.Embedded.FlushInterval = 200 * time.Millisecond
 	cfg.Embedded.QueueLength = 1000
+	cfg.Resolutions = nil // one part per INSERT instead of four: the test is about batching
 	s := mustSchema(t, schema.DefaultConfiguration())
 	sink := startSink(t, cfg, s)
 	fm := s.NewFlowMessage()
-	const n = 100 // about ten batches: each INSERT writes a part per table, keep them few
+	const n = 50 // about six batches: each INSERT writes a part, keep them few
 	for i := 0; i < n; i++ {
 		f := testFlows[i%len(testFlows)]
 		f.srcPort = uint64(i)
 		sink.Write(f.encode(fm))
 	}
 	// Size: about 1 KiB per batch, so several batches before any timer.
-	waitFor(t, func() bool { return testutil.ToFloat64(sink.m.batches) >= 5 })
+	waitFor(t, func() bool { return testutil.ToFloat64(sink.m.batches) >= 3 })
 	sink.Write(testFlows[0].encode(fm))
 	// Age: the last, small batch goes in without Flush.
 	waitFor(t, func() bool { return testutil.ToFloat64(sink.m.flows) == n+1 })
@@ -345,6 +346,7 @@ func TestPersistenceChild(t *testing.T) {
 		t.Skip("run by TestPersistenceAcrossProcesses")
 	}
 	cfg := testConfig(t, os.Getenv("FLOWZERO_STORE_DIR"))
+	cfg.Resolutions = nil
 	s := mustSchema(t, schema.DefaultConfiguration())
 	sink := startSink(t, cfg, s)
 	switch phase {
@@ -367,10 +369,11 @@ func TestSinkDropsWhenQueueFull(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.Embedded.BatchBytes = 1024
 	cfg.Embedded.QueueLength = 1
+	cfg.Resolutions = nil
 	s := mustSchema(t, schema.DefaultConfiguration())
 	sink := startSink(t, cfg, s)
 	fm := s.NewFlowMessage()
-	const n = 2000
+	const n = 1000
 	for i := 0; i < n; i++ {
 		sink.Write(testFlows[i%len(testFlows)].encode(fm))
 	}

@@ -74,7 +74,7 @@ func loadInto(r *rib.RIB, path string, progress io.Writer) (mrt.Stats, error) {
 		err := r.LoadSnapshotFile(path)
 		return mrt.Stats{Duration: time.Since(start)}, err
 	}
-	return mrt.LoadFile(r, path, mrt.Options{Progress: progress})
+	return mrt.LoadFile(r, path, mrt.Options{Progress: progress, GCPercent: 400})
 }
 
 func ribLoad(args []string, stdout, stderr io.Writer) error {

@@ -55,7 +55,7 @@ func (c *decodeContext) replayPending() {
 			continue
 		}
 		e.pendingBytes -= len(p.data)
-		if c.d.cfg.PendingMaxAge > 0 && !c.recv.IsZero() && c.recv.Sub(p.recv) > c.d.cfg.PendingMaxAge {
+		if c.d.cfg.PendingMaxAge > 0 && !saved.recv.IsZero() && saved.recv.Sub(p.recv) > c.d.cfg.PendingMaxAge {
 			e.m.errors[reasonPendingExpired].Inc()
 		} else {
 			c.version, c.domain, c.exportSec, c.sysUptime, c.recv = p.key.version, p.key.domain, p.exportSec, p.sysUptime, p.recv

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"flowzero/rib"
@@ -22,6 +23,11 @@ type Options struct {
 	ProgressInterval time.Duration
 	// MaxRecords stops after that many records (0: the whole file).
 	MaxRecords int
+	// GCPercent, when positive, is the garbage collector's target (debug.SetGCPercent) for the
+	// duration of the load, restored afterwards. A full table allocates a few hundred MB that
+	// all stay live; a higher target (400) saves a third of the collection work while the
+	// heap grows, for a higher peak during the load only.
+	GCPercent int
 }
 
 // Stats count what a load did.
@@ -110,6 +116,9 @@ func (l *Loader) Load(in io.Reader) (err error) {
 		return err
 	}
 	defer rd.Close()
+	if l.opts.GCPercent > 0 {
+		defer debug.SetGCPercent(debug.SetGCPercent(l.opts.GCPercent))
+	}
 	l.tx = l.rib.Begin()
 	defer func() {
 		l.dropCache()

@@ -1,0 +1,32 @@
+# Storage (owner: storage/infrastructure): chDB's libchdb.so for the embedded ClickHouse engine,
+# the store package's integration run against a real Kafka, and its benchmark.
+#   make chdb-fetch         cache libchdb.so (npm @chdb/lib-linux-x64-gnu) under .cache/chdb
+#   make store-integration  Kafka → chDB Kafka engine → flows table, against a fresh broker
+#   make bench-store        sustained insert rate and bytes on disk per flow (not in make test)
+CHDB_DIR := $(CACHE)/chdb
+
+.PHONY: chdb-fetch store-integration bench-store
+
+chdb-fetch:
+	@CHDB_DIR=$(CHDB_DIR) scripts/chdb.sh fetch
+
+# The unit run builds the cgo binding (store/chdb, tag chdb) and runs the engine tests. The
+# binding's #cgo directives already point at .cache/chdb; these flags also cover a CHDB_DIR
+# given on the command line. -race works with libchdb (checked with chDB 26.7).
+TEST_TAGS += chdb
+TEST_DEPS += chdb-fetch
+export CGO_LDFLAGS := $(CGO_LDFLAGS) -L$(CHDB_DIR) -Wl,-rpath,$(CHDB_DIR)
+
+store-integration: chdb-fetch kafka-fetch
+	$(call with-kafka,$(GO) test -race -count=1 -timeout 10m -tags 'integration chdb' -run 'Kafka' ./store/...)
+
+INTEGRATION_TARGETS += store-integration
+
+BENCH_COUNT ?= 5
+bench-store: chdb-fetch tools
+	@mkdir -p $(VAR)/bench
+	$(GO) test -tags chdb -run '^$$' -bench 'BenchmarkStoreInsert' -benchtime 2x -count $(BENCH_COUNT) -timeout 60m ./store \
+	  | tee $(VAR)/bench/store.txt
+	benchstat -col /table $(VAR)/bench/store.txt
+
+BENCH_TARGETS += bench-store
