@@ -117,7 +117,7 @@ func (a *App) Start() error {
 		Logger:   a.log,
 		Reload:   a.Reload,
 		ExporterDetails: func(addr netip.Addr) any {
-			return nil
+			return collector.MergeExporterDetails(addr, map[string]collector.DetailsSource{"netflow": a.netflow, "sflow": a.sflow})
 		},
 	})
 	if err != nil {

@@ -274,6 +274,9 @@ func (s *Server) acceptLoop() {
 			continue
 		}
 		backoff = 5 * time.Millisecond
+		if s.tls != nil {
+			c = tls.Server(c, s.tls) // the TLS handshake runs on the first read, in serve
+		}
 		sc := &serverConn{c: c, done: make(chan struct{})}
 		s.mu.Lock()
 		if len(s.conns) >= s.cfg.MaxAgents || s.stopping.Load() {
@@ -298,9 +301,6 @@ func (s *Server) serve(sc *serverConn) {
 		s.mu.Unlock()
 		close(sc.done)
 	}()
-	if s.tls != nil {
-		sc.c = tls.Server(sc.c, s.tls)
-	}
 	st, hello, err := s.handshake(sc)
 	if err != nil {
 		s.log.Info("agent refused", "remote", sc.c.RemoteAddr().String(), "error", err)

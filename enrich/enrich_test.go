@@ -23,10 +23,13 @@ import (
 // routingSchema enables every routing column.
 func routingSchema(tb testing.TB, disabled ...string) *schema.Schema {
 	tb.Helper()
-	s, err := schema.New(schema.Configuration{
-		Enabled:  []string{"SrcCommunities", "DstCommunities", "SrcLargeCommunities", "DstLargeCommunities", "NextHop", "SrcNetMask", "DstNetMask", "DstASPath"},
-		Disabled: disabled,
-	})
+	var enabled []string
+	for _, c := range []string{"SrcCommunities", "DstCommunities", "SrcLargeCommunities", "DstLargeCommunities", "NextHop", "SrcNetMask", "DstNetMask", "DstASPath"} {
+		if !slices.Contains(disabled, c) {
+			enabled = append(enabled, c)
+		}
+	}
+	s, err := schema.New(schema.Configuration{Enabled: enabled, Disabled: disabled})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -133,9 +136,11 @@ func TestEnrich(t *testing.T) {
 
 	sch := routingSchema(t)
 	fm := sch.NewFlowMessage()
-	// From the RIPE updates (MRT): 12.231.178.0/24 via 37.49.232.7, AS path 8218 6461 7018 6318.
+	// From the RIPE updates (MRT): 12.231.178.0/24 has 10 paths; the best (shortest AS path,
+	// then IGP origin, lowest MED, lowest peer address) is via 37.49.236.61, without
+	// communities.
 	mrtSrc := "12.231.178.10"
-	mrtComms := []uint32{538574951, 538594848, 538594958}
+	var mrtComms []uint32
 	// From the BMP captures: 198.51.100.128/25 via 192.0.2.1 (peer AS 65011).
 	bmpDst := "198.51.100.200"
 	bmpPath := []uint32{65011, 65011, 174, 29447, 396919}
@@ -147,6 +152,12 @@ func TestEnrich(t *testing.T) {
 		in   flowIn
 		want flowOut
 	}{
+		{
+			name: "rib-fills-empty-flow-mrt-and-bmp",
+			in:   flowIn{src: "198.51.100.10", dst: mrtSrc},
+			want: flowOut{SrcAS: 64476, DstAS: 6318, SrcNetMask: 25, DstNetMask: 24, NextHop: netip.MustParseAddr("37.49.236.61"),
+				DstASPath: []uint32{8426, 6453, 701, 6318}, SrcCommunities: []uint32{4260560906, 4260560916}},
+		},
 		{
 			name: "rib-fills-empty-flow",
 			in:   flowIn{src: mrtSrc, dst: bmpDst},
@@ -244,8 +255,9 @@ func TestEnrich(t *testing.T) {
 
 	t.Run("large-communities", func(t *testing.T) {
 		// 2001:db8:1::/64 from 2001:db8::7 carries a large community; make it the only path.
+		paths := s.RIB.Paths(netip.MustParseAddr("2001:db8:1::1")) // before Begin: it locks too
 		tx := s.RIB.Begin()
-		for _, p := range s.RIB.Paths(netip.MustParseAddr("2001:db8:1::1")) {
+		for _, p := range paths {
 			if p.Attrs.NextHop != netip.MustParseAddr("2001:db8::7") {
 				tx.Withdraw(p.Peer, p.Prefix, p.PathID)
 			}
@@ -265,7 +277,8 @@ func TestEnrich(t *testing.T) {
 
 	t.Run("disabled-columns-skip-lookups", func(t *testing.T) {
 		sch := routingSchema(t, "SrcAS", "DstAS", "SrcNetMask", "DstNetMask", "NextHop", "DstASPath",
-			"SrcCommunities", "DstCommunities", "SrcLargeCommunities", "DstLargeCommunities", "Dst1stAS", "Dst2ndAS", "Dst3rdAS")
+			"SrcCommunities", "DstCommunities", "SrcLargeCommunities", "DstLargeCommunities", "Dst1stAS", "Dst2ndAS", "Dst3rdAS",
+			"SrcNetPrefix", "DstNetPrefix")
 		e, err := New(DefaultConfiguration(), s.RIB, sch)
 		if err != nil {
 			t.Fatal(err)

@@ -25,11 +25,11 @@ kafka-status:
 
 # $(call with-kafka,COMMAND) runs COMMAND with FLOWZERO_KAFKA_BROKERS pointing at a broker of its
 # own (free ports, fresh data directory under .cache), and stops and removes that broker when
-# COMMAND ends, on success and on failure alike (trap EXIT). FLOWZERO_REQUIRE_SERVICES=1 makes
-# a test that cannot reach a service fail instead of skip.
+# COMMAND ends, on success, failure or interruption alike (trap EXIT; INT/TERM exit).
+# FLOWZERO_REQUIRE_SERVICES=1 makes a test that cannot reach a service fail instead of skip.
 define with-kafka
 	export KAFKA_PORT=auto KAFKA_DATA=$$(mktemp -d "$(CACHE)/kafka-run.XXXXXX"); \
-	trap '$(KAFKA_SH) clean' EXIT; \
+	trap '$(KAFKA_SH) clean' EXIT; trap 'exit 130' INT TERM; \
 	$(KAFKA_SH) start; \
 	export FLOWZERO_KAFKA_BROKERS=$$($(KAFKA_SH) status) FLOWZERO_REQUIRE_SERVICES=1; \
 	$(1)
@@ -40,6 +40,6 @@ INTEGRATION_PKGS = $(sort $(dir $(shell git ls-files --cached --others --exclude
 	| grep -v -e '^bench/' -e '^store/' | xargs grep -l '^//go:build.*integration' 2>/dev/null)))
 
 kafka-integration: kafka-fetch
-	$(call with-kafka,$(GO) test -race -count=1 -timeout 10m -tags 'integration' $(addprefix ./,$(INTEGRATION_PKGS)))
+	$(if $(INTEGRATION_PKGS),$(call with-kafka,$(GO) test -race -count=1 -timeout 10m -tags 'integration' $(addprefix ./,$(INTEGRATION_PKGS))),@echo "kafka-integration: no integration-tagged tests")
 
 INTEGRATION_TARGETS += kafka-integration

@@ -2,7 +2,8 @@
 #   make bench-schema  BenchmarkFlowMessage/{default,all-columns,pbwire-only} (schema; pbwire-only
 #                      is the speed-of-light reference) and BenchmarkFlowEncode/{flowzero,goflow2}
 #                      (bench/schema, GoFlow2's generated protobuf as the peer), summarized by
-#                      benchstat (ns/flow, B/flow, allocs). The test binaries are built once and
+#                      benchstat (ns/op, cpu-ns/op: CPU time of the benchmark thread, steady on this
+#                      shared machine; B/flow, allocs). The test binaries are built once and
 #                      run $(SCHEMA_BENCH_COUNT) times in turn, so that every variant sees the
 #                      same machine load (go test -count would run all runs of one variant in a row).
 SCHEMA_BENCH_COUNT ?= 8

@@ -100,34 +100,65 @@ func BenchmarkWrite(b *testing.B) {
 }
 
 // BenchmarkRead iterates over every field of the nested event, descending into the nested
-// messages.
+// messages, with Reader.Current (no copy) and Reader.Field (a copy per field).
 func BenchmarkRead(b *testing.B) {
 	msg := benchNested(nil)
-	b.SetBytes(int64(len(msg)))
-	var sum uint64
-	c := startCPU(b)
-	for range b.N {
-		for m := msg; m != nil; {
-			r := NewReader(m)
-			m = nil
-			for r.Next() {
-				f := r.Field()
-				switch f.Type {
-				case Varint:
-					sum += f.Varint
-				case Bytes:
-					if f.Num == 14 {
-						m = f.Bytes
+	b.Run("Current", func(b *testing.B) {
+		b.SetBytes(int64(len(msg)))
+		var sum uint64
+		c := startCPU(b)
+		for range b.N {
+			for m := msg; m != nil; {
+				r := NewReader(m)
+				m = nil
+				for r.Next() {
+					f := r.Current()
+					switch f.Type {
+					case Varint:
+						sum += f.Varint
+					case Bytes:
+						if f.Num == 14 {
+							m = f.Bytes
+						}
 					}
 				}
-			}
-			if r.Err() != nil {
-				b.Fatal(r.Err())
+				if r.Err() != nil {
+					b.Fatal(r.Err())
+				}
 			}
 		}
-	}
-	c.stop(b)
-	if sum == 0 {
-		b.Fatal("nothing read")
-	}
+		c.stop(b)
+		if sum == 0 {
+			b.Fatal("nothing read")
+		}
+	})
+	b.Run("Field", func(b *testing.B) {
+		b.SetBytes(int64(len(msg)))
+		var sum uint64
+		c := startCPU(b)
+		for range b.N {
+			for m := msg; m != nil; {
+				r := NewReader(m)
+				m = nil
+				for r.Next() {
+					f := r.Field()
+					switch f.Type {
+					case Varint:
+						sum += f.Varint
+					case Bytes:
+						if f.Num == 14 {
+							m = f.Bytes
+						}
+					}
+				}
+				if r.Err() != nil {
+					b.Fatal(r.Err())
+				}
+			}
+		}
+		c.stop(b)
+		if sum == 0 {
+			b.Fatal("nothing read")
+		}
+	})
 }

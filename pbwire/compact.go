@@ -49,26 +49,22 @@ func compactTo(dst, msg []byte, depth int) ([]byte, error) {
 		return dst, ErrTooDeep
 	}
 	run := 0 // start of the fields not copied yet: runs of plain fields are copied at once
-	for off := 0; off < len(msg); {
-		var f Field
-		n, err := readField(msg[off:], &f)
-		if err != nil {
-			return dst, fmt.Errorf("pbwire: compact: offset %d: %w", off, err)
-		}
+	r := Reader{buf: msg}
+	for off := 0; r.Next(); off = r.off {
+		f := &r.field
 		if f.Type != Bytes {
-			off += n
 			continue
 		}
-		hdr := n - len(f.Bytes)
+		hdr := r.off - off - len(f.Bytes)
 		ln := sizeLenPrefix(msg[off : off+hdr])
 		if ln <= SizeVarint(uint64(len(f.Bytes))) {
-			off += n
 			continue
 		}
 		// A nested message: keep the room of its old size, compact the payload after it,
 		// then write the new size and move the payload down next to it.
 		dst = append(dst, msg[run:off+hdr]...)
 		start := len(dst)
+		var err error
 		if dst, err = compactTo(dst, f.Bytes, depth+1); err != nil {
 			return dst, err
 		}
@@ -78,8 +74,10 @@ func compactTo(dst, msg []byte, depth int) ([]byte, error) {
 		AppendVarint(dst[sizeAt:sizeAt], uint64(size))
 		copy(dst[sizeAt+sz:], dst[start:])
 		dst = dst[:sizeAt+sz+size]
-		off += n
-		run = off
+		run = r.off
+	}
+	if r.err != nil {
+		return dst, fmt.Errorf("pbwire: compact: %w", r.err)
 	}
 	return append(dst, msg[run:]...), nil
 }

@@ -205,3 +205,22 @@ func TestDelimitedReader(t *testing.T) {
 		})
 	}
 }
+
+func TestConsumeVarint(t *testing.T) {
+	for _, v := range varintSamples() {
+		enc := AppendVarint(nil, v)
+		// Alone (the careful path) and followed by other bytes (the unchecked path).
+		for _, in := range [][]byte{enc, append(bytes.Clone(enc), make([]byte, 10)...)} {
+			got, n, err := ConsumeVarint(in)
+			if err != nil || got != v || n != len(enc) {
+				t.Errorf("ConsumeVarint(%x) = %#x, %d, %v; want %#x, %d", in, got, n, err, v, len(enc))
+			}
+		}
+		// Every strict prefix is truncated.
+		for i := 1; i < len(enc); i++ {
+			if _, _, err := ConsumeVarint(enc[:i]); !errors.Is(err, ErrTruncated) {
+				t.Errorf("ConsumeVarint(%x) error = %v, want ErrTruncated", enc[:i], err)
+			}
+		}
+	}
+}

@@ -354,39 +354,26 @@ func BeginNested(dst []byte, t Tag) (out []byte, mark int) {
 // EndNested back-patches the size of the nested message whose payload starts at mark (as
 // returned by BeginNested) and ends at len(dst). The size is written as a redundant 4-byte
 // varint (7 is 87 80 80 00), which every protobuf parser accepts; Compact rewrites it
-// minimally when canonical bytes are needed. A payload of MaxNestedSize bytes or more, which
-// 4 bytes cannot describe, is moved one byte further to make room for a 5-byte size.
+// minimally when canonical bytes are needed. A payload of more than MaxNestedSize bytes,
+// which 4 bytes cannot describe, is moved one byte further to make room for a 5-byte size.
+// EndNested is inlined by the compiler.
 func EndNested(dst []byte, mark int) []byte {
-	n := uint32(len(dst) - mark)
-	if n > MaxNestedSize || mark < NestedSizeLen {
-		return endNestedSlow(dst, mark)
+	n := uint64(len(dst) - mark)
+	x := uint32(n&0x7f|n<<1&0x7f00|n<<2&0x7f0000|n<<3&0x7f000000) | 0x808080
+	if n > nestedSizeLimit {
+		// Rare enough to pay a move: the payload goes one byte up for a fifth size byte.
+		// Sizes of 32 GiB or more would need more: protobuf caps messages at 2 GiB anyway.
+		dst = append(dst, 0)
+		copy(dst[mark+1:], dst[mark:])
+		dst[mark] = byte(n >> 28)
+		x |= 0x80000000
 	}
-	b := dst[mark-NestedSizeLen : mark]
-	b[0] = byte(n) | 0x80
-	b[1] = byte(n>>7) | 0x80
-	b[2] = byte(n>>14) | 0x80
-	b[3] = byte(n >> 21)
+	binary.LittleEndian.PutUint32(dst[mark-NestedSizeLen:mark], x)
 	return dst
 }
 
-func endNestedSlow(dst []byte, mark int) []byte {
-	if mark < NestedSizeLen || mark > len(dst) {
-		panic("pbwire: EndNested with a mark BeginNested did not return")
-	}
-	n := uint64(len(dst) - mark)
-	if n > 1<<35-1 {
-		panic("pbwire: nested message larger than 32 GiB")
-	}
-	dst = append(dst, 0)
-	copy(dst[mark+1:], dst[mark:len(dst)-1])
-	b := dst[mark-NestedSizeLen : mark+1]
-	b[0] = byte(n) | 0x80
-	b[1] = byte(n>>7) | 0x80
-	b[2] = byte(n>>14) | 0x80
-	b[3] = byte(n>>21) | 0x80
-	b[4] = byte(n >> 28)
-	return dst
-}
+// nestedSizeLimit is MaxNestedSize; tests lower it to exercise the 5-byte size.
+var nestedSizeLimit uint64 = MaxNestedSize
 
 // FinishDelimited frames a message as protobuf's length-delimited streams do (a minimal varint
 // length, then the message) without moving the payload. The caller reserved ReserveDelimited

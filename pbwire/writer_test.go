@@ -301,13 +301,21 @@ func writeSample(w *Writer, s *sample) {
 }
 
 func TestEndNestedFiveByteSize(t *testing.T) {
-	// A payload of MaxNestedSize bytes or more takes the path that moves it one byte to make
-	// room for a 5-byte size; it is exercised here on a small payload.
+	// A payload of more than MaxNestedSize bytes takes the path that moves it one byte to make
+	// room for a 5-byte size; a lowered limit exercises it on a small payload.
+	defer func(limit uint64) { nestedSizeLimit = limit }(nestedSizeLimit)
+	nestedSizeLimit = 8
 	dst, mark := BeginNested([]byte{0x08, 0x01}, MakeTag(2, Bytes))
 	dst = AppendStringField(dst, MakeTag(1, Bytes), "payload")
-	dst = endNestedSlow(dst, mark)
+	dst = EndNested(dst, mark)
 	want := []byte{0x08, 0x01, 0x12, 0x89, 0x80, 0x80, 0x80, 0x00, 0x0a, 0x07, 'p', 'a', 'y', 'l', 'o', 'a', 'd'}
 	if !bytes.Equal(dst, want) {
-		t.Fatalf("endNestedSlow() = % x, want % x", dst, want)
+		t.Fatalf("EndNested() = % x, want % x", dst, want)
+	}
+	// A small one keeps its 4-byte size.
+	dst, mark = BeginNested(nil, MakeTag(2, Bytes))
+	dst = AppendVarintField(dst, MakeTag(1, Varint), 1)
+	if dst = EndNested(dst, mark); !bytes.Equal(dst, []byte{0x12, 0x82, 0x80, 0x80, 0x00, 0x08, 0x01}) {
+		t.Fatalf("EndNested() = % x", dst)
 	}
 }

@@ -14,11 +14,11 @@ var ErrBadField = errors.New("field does not match its column")
 
 // fieldColumns maps a protobuf field number to its column, for every column of the table.
 var fieldColumns = func() []ColumnKey {
-	max := 0
+	last := 0
 	for _, c := range columnTable {
-		max = maxInt(max, c.Field)
+		last = max(last, c.Field)
 	}
-	out := make([]ColumnKey, max+1)
+	out := make([]ColumnKey, last+1)
 	for _, c := range columnTable {
 		if c.Field > 0 {
 			out[c.Field] = c.Key
@@ -26,13 +26,6 @@ var fieldColumns = func() []ColumnKey {
 	}
 	return out
 }()
-
-func maxInt(a, b int) int {
-	if a > b {
-		return a
-	}
-	return b
-}
 
 // ColumnByField returns the column with protobuf field number num.
 func ColumnByField(num int) (ColumnKey, bool) {

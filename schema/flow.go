@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"unicode/utf8"
 	"unsafe"
@@ -73,6 +74,8 @@ type FlowMessage struct {
 	// the length prefix written by Finalize.
 	buf       []byte
 	finalized []byte
+	// sanitized counts values fixed or dropped since NewFlowMessage (kept by Reset).
+	sanitized uint64
 }
 
 // initialBufferSize fits a flow with every column set without growing.
@@ -93,9 +96,15 @@ func (m *FlowMessage) Schema() *Schema { return m.schema }
 
 // Reset clears the message for the next flow, keeping its buffer.
 func (m *FlowMessage) Reset() {
-	s, buf := m.schema, m.buf
-	*m = FlowMessage{schema: s, skip: s.disabled, buf: buf[:pbwire.ReserveDelimited]}
+	s, buf, sanitized := m.schema, m.buf, m.sanitized
+	*m = FlowMessage{schema: s, skip: s.disabled, buf: buf[:pbwire.ReserveDelimited], sanitized: sanitized}
 }
+
+// Sanitized is the number of values fixed or dropped by the Append methods since the message
+// was created (enum values outside the enum, strings too long for their FixedString column,
+// invalid UTF-8). FlowMessage does not log or hold metrics: its owner exports this total as a
+// counter.
+func (m *FlowMessage) Sanitized() uint64 { return m.sanitized }
 
 // IsSet tells if an Append wrote column k since Reset, or, for a hot column, if its field is
 // not zero.
@@ -172,6 +181,7 @@ func (m *FlowMessage) appendUint(k ColumnKey, v uint64) {
 	case opEnum:
 		if v >= uint64(e.limit) {
 			v = 0 // undefined
+			m.sanitized++
 		}
 	case opHot:
 		m.skip[w] |= bit
@@ -226,10 +236,15 @@ func (m *FlowMessage) appendString(k ColumnKey, s string) {
 	switch e.op {
 	case opString:
 		m.skip[w] |= bit
-		if len(s) == 0 || len(s) > e.limit {
+		if len(s) == 0 {
 			return
 		}
-		if !utf8.ValidString(s) {
+		if len(s) > e.limit {
+			m.sanitized++
+			return
+		}
+		if !isASCII(s) && !utf8.ValidString(s) {
+			m.sanitized++
 			m.buf = appendValidUTF8Field(m.buf, e.tag, s)
 			return
 		}
@@ -240,6 +255,22 @@ func (m *FlowMessage) appendString(k ColumnKey, s string) {
 			m.buf = pbwire.AppendStringField(m.buf, e.tag, s)
 		}
 	}
+}
+
+// isASCII tells if s is plain ASCII (so valid UTF-8), 8 bytes at a time: interface names and
+// descriptions nearly always are, and this is several times cheaper than utf8.ValidString on
+// such short strings.
+func isASCII(s string) bool {
+	b := unsafe.Slice(unsafe.StringData(s), len(s))
+	var acc uint64
+	for len(b) >= 8 {
+		acc |= binary.LittleEndian.Uint64(b)
+		b = b[8:]
+	}
+	for _, c := range b {
+		acc |= uint64(c)
+	}
+	return acc&0x8080_8080_8080_8080 == 0
 }
 
 // appendValidUTF8Field writes s with each invalid byte replaced by U+FFFD: proto3 parsers

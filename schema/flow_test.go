@@ -584,7 +584,15 @@ func TestFlowMessageBadValues(t *testing.T) {
 	if !m.IsSet(ColumnFlowDirection) || !m.IsSet(ColumnSrcCountry) {
 		t.Error("dropped values must still count as set")
 	}
-	checkDynamic(t, md, unframe(t, m.Finalize()), map[ColumnKey]any{
+	if got := m.Sanitized(); got != 4 {
+		t.Errorf("Sanitized() = %d, want 4", got)
+	}
+	msg := append([]byte(nil), unframe(t, m.Finalize())...)
+	m.Reset()
+	if m.Sanitized() != 4 {
+		t.Error("Reset cleared the Sanitized counter")
+	}
+	checkDynamic(t, md, msg, map[ColumnKey]any{
 		ColumnInIfBoundary: uint64(BoundaryInternal),
 		ColumnDstCountry:   "D",
 		ColumnInIfName:     "ge-0/0/0 \uFFFD\uFFFD café",

@@ -20,6 +20,14 @@
 // from being written twice, in one bit test. Values later stages still need (addresses, AS
 // numbers, interfaces, ...) are kept as plain fields and encoded by Finalize, which also
 // writes the length prefix into room reserved at the front of the buffer.
+//
+// Values ClickHouse would refuse (failing a whole Kafka batch) are fixed on the way in and
+// counted (FlowMessage.Sanitized). Tests check the generated .proto with protocompile and
+// dynamicpb, and, with the chdb build tag, the DDL and Protobuf input with the real ClickHouse.
+//
+// Files: columns.go (keys, kinds, groups), table.go (the column table: field numbers, types,
+// defaults), config.go, flow.go (FlowMessage), proto.go (.proto), clickhouse.go (DDL),
+// decode.go (DecodeMessage, for tests and printing sinks).
 package schema
 
 import (

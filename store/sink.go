@@ -33,6 +33,8 @@ type Sink struct {
 	ddl    *DDL
 	insert string // the INSERT statement of every batch
 
+	// life keeps Stop from closing the queue under a Flush.
+	life    sync.RWMutex
 	mu      sync.Mutex
 	cur     *batch
 	first   time.Time // when the first flow of cur was written
@@ -211,6 +213,8 @@ func (s *Sink) insertLoop() {
 // Flush inserts every flow written so far and waits until the engine has them. It returns
 // the first insert error since the previous Flush.
 func (s *Sink) Flush() error {
+	s.life.RLock()
+	defer s.life.RUnlock()
 	s.mu.Lock()
 	if !s.started || s.stopped {
 		s.mu.Unlock()
@@ -236,7 +240,9 @@ func (s *Sink) Flush() error {
 	return err
 }
 
-// Stop inserts what is buffered, stops the inserter and closes the engine connection.
+// Stop inserts what is buffered, stops the inserter and closes the engine connection. With
+// kafka.enabled, the Kafka table and its view are dropped first (the next Start creates them
+// again): chDB cannot reopen a data directory holding a Kafka table.
 func (s *Sink) Stop() error {
 	s.mu.Lock()
 	if !s.started || s.stopped {
@@ -245,12 +251,24 @@ func (s *Sink) Stop() error {
 	}
 	s.mu.Unlock()
 	err := s.Flush()
+	s.life.Lock()
 	s.mu.Lock()
+	stopped := s.stopped
 	s.stopped = true
 	s.mu.Unlock()
+	s.life.Unlock()
+	if stopped {
+		return err
+	}
 	close(s.done)
 	close(s.queue)
 	s.wg.Wait()
+	if s.cfg.Kafka.Enabled {
+		m := &Migrator{DDL: s.ddl, Exec: Embedded{Conn: s.conn}, Logger: s.log}
+		if derr := m.DropKafka(context.Background()); derr != nil && err == nil {
+			err = derr
+		}
+	}
 	if cerr := s.conn.Close(); err == nil {
 		err = cerr
 	}

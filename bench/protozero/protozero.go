@@ -8,6 +8,9 @@
 // uint64 and a 31-byte string, with the values of Perfetto's g_fake_input_simple); "Nested" is
 // the same message nested 4 levels deep through the repeated field_nested field.
 //
+// Besides ns/op, each benchmark reports cpu-ns/op, the CPU time of its own thread: on a shared
+// machine, wall-clock time also counts the time other processes hold the core.
+//
 // Variants:
 //   - SpeedOfLight: raw values stored with unsafe, no encoding and no bounds checks (Perfetto's
 //     SOLMsg);

@@ -136,27 +136,33 @@ func NextRecord(b []byte) (rec Record, rest []byte, err error) {
 }
 
 // ReadPacket decodes the packet record at the start of b without copying: p.Data points
-// into b. It returns the record's length.
+// into b. It returns the record's length. The fast path is small enough to be inlined: one
+// 64-bit load checks type, flags and length at once.
 func ReadPacket(b []byte, p *Packet) (int, error) {
+	if len(b) >= PacketHeaderLen {
+		h := binary.LittleEndian.Uint64(b)
+		end := RecordHeaderLen + int(h>>32)
+		if uint32(h) == uint32(RecordPacket) && end >= PacketHeaderLen && end <= len(b) {
+			p.Timestamp = int64(binary.LittleEndian.Uint64(b[8:]))
+			p.Length = binary.LittleEndian.Uint32(b[16:])
+			p.Interface = binary.LittleEndian.Uint32(b[20:])
+			p.Data = b[PacketHeaderLen:end:end]
+			return end, nil
+		}
+	}
+	return 0, packetError(b)
+}
+
+// packetError says why ReadPacket refused a record (out of line: the slow path).
+func packetError(b []byte) error {
 	if len(b) < PacketHeaderLen {
-		return 0, ErrTruncated
+		return ErrTruncated
 	}
-	if RecordType(binary.LittleEndian.Uint16(b[0:])) != RecordPacket {
-		return 0, ErrBadRecord
+	h := binary.LittleEndian.Uint64(b)
+	if uint32(h) != uint32(RecordPacket) || h>>32 < 16 {
+		return ErrBadRecord
 	}
-	n := uint64(binary.LittleEndian.Uint32(b[4:]))
-	if n < 16 {
-		return 0, ErrBadRecord
-	}
-	if n > uint64(len(b)-RecordHeaderLen) {
-		return 0, ErrTruncated
-	}
-	end := RecordHeaderLen + int(n)
-	p.Timestamp = int64(binary.LittleEndian.Uint64(b[8:]))
-	p.Length = binary.LittleEndian.Uint32(b[16:])
-	p.Interface = binary.LittleEndian.Uint32(b[20:])
-	p.Data = b[PacketHeaderLen:end:end]
-	return end, nil
+	return ErrTruncated
 }
 
 // Packet decodes a packet record's body.

@@ -46,8 +46,8 @@
 //	22  2    reserved (0)
 //	24  ...  payload: records back to back
 //
-// Each record starts with an 8-byte header {type u16, flags u16, body length u32}; a reader
-// skips record types it does not know. Bodies:
+// Each record starts with an 8-byte header {type u16, flags u16 (0 in version 1), body length
+// u32}; a reader skips record types it does not know. Bodies:
 //
 //	packet (1):      timestamp ns since the Unix epoch i64, original length u32,
 //	                 interface index u32, then the captured bytes (body length - 16 of them)

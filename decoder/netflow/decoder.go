@@ -158,6 +158,15 @@ func (d *Decoder) evictIdleSession() bool {
 		return false
 	}
 	delete(d.exporters, oldest.addr)
+	// Its series go with it, unless another session of the address remains: otherwise
+	// spoofed sources would grow the series (about 25 per address) without bound.
+	addr := oldest.addr.Addr().Unmap()
+	for ap := range d.exporters {
+		if ap.Addr().Unmap() == addr {
+			return true
+		}
+	}
+	d.metrics.deleteExporter(addr.String())
 	return true
 }
 

@@ -401,7 +401,7 @@ func TestMaxExporters(t *testing.T) {
 	s := allColumns(t)
 	cfg := DefaultConfiguration()
 	cfg.MaxExporters = 1
-	d, _ := newTestDecoder(t, cfg, s)
+	d, reg := newTestDecoder(t, cfg, s)
 	fm := s.NewFlowMessage()
 	p := payloads(t, "nfv5.pcap")[0]
 	if err := d.Decode(Packet{Payload: p, Exporter: testExporter}, fm, func(*schema.FlowMessage) {}); err != nil {
@@ -421,6 +421,24 @@ func TestMaxExporters(t *testing.T) {
 	}
 	if _, ok := d.exporters[testExporter]; ok || len(d.exporters) != 1 {
 		t.Errorf("sessions after eviction: %v", d.exporters)
+	}
+	// The evicted exporter's series are gone: spoofed sources cannot grow them forever.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := map[string]int{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "exporter" {
+					series[l.GetValue()]++
+				}
+			}
+		}
+	}
+	if series["192.0.2.10"] != 0 || series["192.0.2.11"] == 0 {
+		t.Errorf("series by exporter after eviction: %v", series)
 	}
 }
 

@@ -142,3 +142,12 @@ func (m *metrics) forExporter(exporter string) exporterMetrics {
 	em.samplers = m.samplers.WithLabelValues(exporter)
 	return em
 }
+
+// deleteExporter removes every series of an exporter address (its last session was
+// evicted).
+func (m *metrics) deleteExporter(exporter string) {
+	l := prometheus.Labels{"exporter": exporter}
+	for _, v := range []*prometheus.CounterVec{m.packets, m.flows, m.errors, m.templates, m.pending, m.samplers} {
+		v.DeletePartialMatch(l)
+	}
+}

@@ -72,6 +72,11 @@ func (c *decodeContext) decodeV9IPFIX(data []byte) error {
 		}
 		body := p[4:length]
 		p = p[length:]
+		if len(body) == 0 {
+			// A set has at least one record (RFC 7011 §3.3.1, RFC 3954 §5.3).
+			keep(c.e.fail(reasonBadSet))
+			continue
+		}
 		var err error
 		switch {
 		case id >= minDataSetID:
@@ -182,7 +187,7 @@ func (c *decodeContext) templateSet(setID uint16, body []byte, options bool) err
 			break
 		}
 		wire := body[:hdr+n]
-		if !c.d.storeTemplate(e, key, c.version, body[hdr:hdr+n], count, scope, options, wire) && err == nil {
+		if !c.d.storeTemplate(e, key, c.version, body[hdr:hdr+n], count, scope, options, wire, int64(c.recvSec)) && err == nil {
 			err = ErrBadTemplate
 		}
 		body = body[hdr+n:]
@@ -207,6 +212,9 @@ func (c *decodeContext) dataSet(id uint16, body []byte) error {
 // decodeDataSet decodes every record of a data set; trailing bytes shorter than the
 // smallest record are padding.
 func (c *decodeContext) decodeDataSet(t *template, body []byte) error {
+	if now := int64(c.recvSec); now > t.used {
+		t.used = now // replayed pending sets carry their own, older, time
+	}
 	for len(body) > 0 && len(body) >= t.minRecord {
 		var n int
 		var r reason

@@ -52,6 +52,9 @@ type template struct {
 	// wire is the template record as received (version-specific format), compared on
 	// refresh and saved by the persistence file.
 	wire []byte
+	// received and used are the unix seconds at which the template record was last
+	// received and a data set last decoded with it (for ExporterDetails; 0: never).
+	received, used int64
 }
 
 const variableLength = 0xFFFF
@@ -85,6 +88,12 @@ func (d *Decoder) compileTemplate(version uint16, fieldSpecs []byte, count int, 
 		}
 		if version == 9 && length == variableLength {
 			return nil, reasonBadTemplate, false // NetFlow v9 has no variable-length fields
+		}
+		if length == 0 && i >= scopeFields {
+			// A field of no bytes carries nothing (reduced-size encoding stops at 1 byte,
+			// RFC 7011 §6.2). Scope fields are exempt: NetFlow v9 exporters send the
+			// System scope with length 0 (see the data+templates capture).
+			return nil, reasonBadTemplate, false
 		}
 		f := field{length: length}
 		if i >= scopeFields {
@@ -139,7 +148,8 @@ func (d *Decoder) compileTemplate(version uint16, fieldSpecs []byte, count int, 
 			}
 		}
 	}
-	if t.minRecord == 0 && !options {
+	if t.minRecord == 0 {
+		// No fields: records of 0 bytes could not be told from padding.
 		return nil, reasonBadTemplate, false
 	}
 	t.fixedLen = 0
@@ -179,9 +189,10 @@ func (d *Decoder) specFor(s spec) spec {
 
 // storeTemplate adds or replaces a template; it returns false (and counts) when the
 // session is full. A refresh with identical bytes changes nothing.
-func (d *Decoder) storeTemplate(e *exporter, key templateKey, version uint16, fieldSpecs []byte, count, scopeFields int, options bool, wire []byte) bool {
+func (d *Decoder) storeTemplate(e *exporter, key templateKey, version uint16, fieldSpecs []byte, count, scopeFields int, options bool, wire []byte, received int64) bool {
 	old := e.templates[key]
 	if old != nil && old.options == options && bytes.Equal(old.wire, wire) {
+		old.received = received
 		return true
 	}
 	if old == nil && len(e.templates) >= d.cfg.MaxTemplatesPerExporter {
@@ -193,6 +204,7 @@ func (d *Decoder) storeTemplate(e *exporter, key templateKey, version uint16, fi
 		e.m.errors[r].Inc()
 		return false
 	}
+	t.received = received
 	e.templates[key] = t
 	e.dirty = true
 	if options {

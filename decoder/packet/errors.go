@@ -15,6 +15,7 @@ const (
 	ReasonBadIPHeader     = "bad IP header"
 	ReasonMPLSPayload     = "unknown MPLS payload"
 	ReasonNotEncapsulated = "not encapsulated"
+	ReasonTooDeep         = "too many nested headers"
 )
 
 var (
@@ -29,4 +30,7 @@ var (
 	// ErrNotEncapsulated is returned when decapsulation is configured and the packet does
 	// not carry the configured tunnel.
 	ErrNotEncapsulated = &Error{ReasonNotEncapsulated, "packet: not encapsulated as configured"}
+	// ErrTooDeep is returned when Ethernet frames nest (through MPLS pseudowires, VXLAN or
+	// GRE bridging) deeper than the parser follows.
+	ErrTooDeep = &Error{ReasonTooDeep, "packet: too many nested Ethernet headers"}
 )

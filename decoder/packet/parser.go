@@ -32,7 +32,8 @@ const (
 )
 
 // maxEthernetDepth bounds Ethernet-in-MPLS-in-Ethernet nesting so that a crafted header
-// cannot make the parser recurse once per 18 bytes.
+// cannot make the parser recurse once per 18 bytes. IP tunnels need no bound: only one
+// level is decapsulated, the inner packet is parsed without looking for another tunnel.
 const maxEthernetDepth = 4
 
 // maxMPLSLabels is how many labels of a stack are recorded; deeper labels are walked over.
@@ -107,7 +108,7 @@ func (p *Parser) ethernet(data []byte, fm *schema.FlowMessage, decap Decapsulati
 		return 0, ErrTruncated
 	}
 	if depth >= maxEthernetDepth {
-		return 0, ErrMPLSPayload
+		return 0, ErrTooDeep
 	}
 	record := decap == DecapNone
 	if record && fm.Schema().GroupEnabled(schema.GroupL2) {

@@ -113,6 +113,11 @@ type datagram struct {
 	flows   int
 	skipped int
 	err     error
+
+	// Datagram header fields and the data sources of its flow samples, for ExporterDetails.
+	subAgent, sequence, uptime uint32
+	seenSources                [seenSourcesPerBatch]seenSource
+	nSeen                      int
 }
 
 // fail counts an error and remembers the first one.
@@ -180,6 +185,7 @@ func (d *Decoder) Decode(pkt Packet, fm *schema.FlowMessage, emit func(*schema.F
 	if r != reasonNone {
 		return g.fail(r)
 	}
+	g.subAgent, g.sequence, g.uptime = be32(b[off:]), be32(b[off+4:]), be32(b[off+8:])
 	samples := be32(b[off+12:])
 	b = b[off+16:]
 
@@ -217,6 +223,9 @@ func (d *Decoder) Decode(pkt Packet, fm *schema.FlowMessage, emit func(*schema.F
 		g.agent.sample(t).Inc()
 	}
 
+	// Bytes after the announced samples are ignored: the discard, local and multiple
+	// interface captures (from Akvorado's fixtures) announce 1 sample and carry more.
+	g.commitDetails(true)
 	if g.flows > 0 {
 		g.agent.flows.Add(float64(g.flows))
 	}
@@ -269,6 +278,7 @@ func (g *datagram) flowSample(s []byte, kind int) {
 			return
 		}
 		rate = be32(s[12:])
+		g.seen(sourceID{be32(s[4:]), be32(s[8:])}, rate)
 		inFormat, inValue = be32(s[24:]), be32(s[28:])
 		outFormat, outValue = be32(s[32:]), be32(s[36:])
 		records = be32(s[40:])
@@ -280,6 +290,8 @@ func (g *datagram) flowSample(s []byte, kind int) {
 			return
 		}
 		rate = be32(s[8:])
+		src := be32(s[4:]) // type (8 bits), index (24 bits)
+		g.seen(sourceID{src >> 24, src & 0xffffff}, rate)
 		in, out := be32(s[20:]), be32(s[24:])
 		inFormat, inValue = in>>30, in&0x3fffffff
 		outFormat, outValue = out>>30, out&0x3fffffff
@@ -336,6 +348,11 @@ func (g *datagram) flowSample(s []byte, kind int) {
 			protocol, frameLength, headerLength := be32(rec), be32(rec[4:]), be32(rec[12:])
 			if uint64(headerLength) > uint64(len(rec)-16) {
 				g.fail(reasonTruncatedRecord)
+				return
+			}
+			if headerLength > frameLength {
+				// The header is a prefix of the frame: this record contradicts itself.
+				g.fail(reasonHeaderLength)
 				return
 			}
 			header := rec[16 : 16+headerLength]
@@ -484,6 +501,11 @@ func (g *datagram) flowSample(s []byte, kind int) {
 		g.drop(reasonNotEncapsulated)
 		return
 	}
+	if len(s) > 0 {
+		// The record count is lower than the records present: the flow is emitted (its
+		// records are sound), the inconsistency counted.
+		g.fail(reasonTrailingBytes)
+	}
 
 	if l3Length > 0 {
 		fm.AppendUint(schema.ColumnBytes, l3Length)
@@ -604,6 +626,8 @@ func (g *datagram) headerError(err error) {
 		g.fail(reasonHeaderMPLS)
 	case packet.ErrNotEncapsulated:
 		g.drop(reasonNotEncapsulated)
+	case packet.ErrTooDeep:
+		g.fail(reasonHeaderTooDeep)
 	default:
 		g.fail(reasonHeaderBadIP)
 	}

@@ -23,6 +23,9 @@ const (
 	reasonHeaderBadIP
 	reasonHeaderMPLS
 	reasonNotEncapsulated
+	reasonTrailingBytes
+	reasonHeaderLength
+	reasonHeaderTooDeep
 	reasonCount
 )
 
@@ -37,6 +40,9 @@ var reasonNames = [reasonCount]string{
 	reasonHeaderBadIP:       "header-bad-ip",
 	reasonHeaderMPLS:        "header-mpls-payload",
 	reasonNotEncapsulated:   "not-encapsulated",
+	reasonTrailingBytes:     "trailing-bytes",
+	reasonHeaderLength:      "header-longer-than-frame",
+	reasonHeaderTooDeep:     "header-too-deep",
 }
 
 // sampleType is a label value of flowzero_sflow_samples_total.
@@ -119,6 +125,8 @@ type agentState struct {
 	skippedRecords  prometheus.Counter
 	samples         [sampleTypeCount]atomic.Pointer[prometheus.Counter]
 	errors          [reasonCount]atomic.Pointer[prometheus.Counter]
+	// details is what ExporterDetails reports (sub-agents, data sources, sampling rates).
+	details agentDetails
 }
 
 func (m *metrics) newAgentState(exporter, agent string) *agentState {

@@ -5,6 +5,17 @@
 // plain `go test ./...` on a laptop stays quick; but under CI=true or
 // FLOWZERO_REQUIRE_SERVICES=1 the same situation fails the test, so that an integration path
 // can never silently not run in `make test`.
+//
+// Convention: tests that need the broker live in files tagged `//go:build integration` (for
+// example foo_integration_test.go), so that the unit run (`go test -race ./...`) never sees
+// them. `make test` runs them through the kafka-integration target (mk/infra.mk), which starts
+// a broker of its own on free ports, runs `go test -tags integration` on every package holding
+// such files (store's run in store-integration, with chDB), and stops the broker on success
+// and failure. By hand:
+//
+//	make kafka-start     # 127.0.0.1:19092
+//	FLOWZERO_KAFKA_BROKERS=127.0.0.1:19092 go test -tags integration ./yourpkg/
+//	make kafka-stop
 package kafkatest
 
 import (

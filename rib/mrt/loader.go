@@ -124,7 +124,6 @@ func (l *Loader) Load(in io.Reader) (err error) {
 		l.dropCache()
 		l.tx.Commit()
 		l.tx = nil
-		l.Stats.Bytes = rd.Bytes
 		l.Stats.Duration = time.Since(start)
 		if l.opts.Progress != nil {
 			l.progress(start)
@@ -132,34 +131,14 @@ func (l *Loader) Load(in io.Reader) (err error) {
 		}
 	}()
 	nextProgress := start.Add(l.opts.ProgressInterval)
-	for {
-		if l.opts.MaxRecords > 0 && l.Stats.Records >= uint64(l.opts.MaxRecords) {
-			return nil
-		}
-		rec, err := rd.Next()
-		switch {
-		case err == io.EOF:
-			return nil
-		case errors.Is(err, ErrCorrupt):
-			// The framing itself is broken: nothing after it can be trusted.
-			l.Stats.Corrupt++
-			return err
-		case err != nil:
-			return err
-		}
-		l.Stats.Records++
-		l.Stats.Bytes = rd.Bytes
-		if err := l.Apply(rec); err != nil {
-			l.Stats.Corrupt++
-			l.LastError = err
-		}
-		if l.opts.Progress != nil && l.Stats.Records%4096 == 0 {
+	return l.loadPipelined(rd, func() {
+		if l.opts.Progress != nil {
 			if now := time.Now(); now.After(nextProgress) {
 				l.progress(start)
 				nextProgress = now.Add(l.opts.ProgressInterval)
 			}
 		}
-	}
+	})
 }
 
 func (l *Loader) progress(start time.Time) {

@@ -4,12 +4,14 @@
 // BGP4MP/BGP4MP_ET UPDATE messages and state changes applied in order. gzip and bzip2 input is
 // recognized by its first bytes.
 //
-// Design: the Reader frames records into one reusable buffer (no allocation per record); the
-// decompressor runs in its own goroutine ahead of the parser so that the two use both cores.
-// The Loader caches interned attribute sets by the hash of their raw bytes (verified against
-// the bytes), so the attributes shared by many RIB entries are decoded and interned once.
-// A corrupt record is skipped and counted; a truncated file ends the load with the records
-// before it applied.
+// Design: three goroutines share a load. The decompressor runs ahead into large buffers; a
+// producer frames records in place in its read buffer (no allocation or copy per record),
+// decodes TABLE_DUMP_V2 RIB records and recognizes their attribute sets by a 128-bit hash of
+// the raw attribute bytes, so each distinct set of a dump is decoded once; the loading
+// goroutine interns the new sets and applies the paths to the RIB, in one transaction. Other
+// records (TABLE_DUMP, BGP4MP) are applied in file order by Loader.Apply, which caches
+// attribute sets the same way. A corrupt record is skipped and counted; a broken framing or a
+// truncated file ends the load with the records before it applied.
 package mrt
 
 import (
@@ -64,6 +66,9 @@ func corrupt(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
 }
 
+// readerBuffer is the size of the buffer records are framed in; larger records are copied.
+const readerBuffer = 1 << 18
+
 // Record is one MRT record. Body aliases the Reader's buffer: valid until the next Next.
 type Record struct {
 	Timestamp    uint32
@@ -77,8 +82,7 @@ type Record struct {
 type Reader struct {
 	br     *bufio.Reader
 	closer func()
-	buf    []byte
-	hdr    [headerLength]byte
+	buf    []byte // records larger than br's buffer
 	// Bytes counts the uncompressed bytes consumed (for progress).
 	Bytes int64
 }
@@ -86,7 +90,7 @@ type Reader struct {
 // NewReader returns a Reader over r, decompressing gzip (1f 8b) and bzip2 ("BZh") input.
 // Close stops the decompressing goroutine.
 func NewReader(r io.Reader) (*Reader, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
+	br := bufio.NewReaderSize(r, readerBuffer)
 	magic, _ := br.Peek(3)
 	var src io.Reader = br
 	switch {
@@ -102,7 +106,7 @@ func NewReader(r io.Reader) (*Reader, error) {
 		return &Reader{br: br, closer: func() {}}, nil
 	}
 	ra := newReadahead(src)
-	return &Reader{br: bufio.NewReaderSize(ra, 1<<16), closer: ra.close}, nil
+	return &Reader{br: bufio.NewReaderSize(ra, readerBuffer), closer: ra.close}, nil
 }
 
 // Close releases the decompressor.
@@ -112,29 +116,49 @@ func (r *Reader) Close() { r.closer() }
 // io.ErrUnexpectedEOF for a truncated record.
 func (r *Reader) Next() (Record, error) {
 	// §2: timestamp (4), type (2), subtype (2), length (4), message.
-	if _, err := io.ReadFull(r.br, r.hdr[:]); err != nil {
-		return Record{}, err
-	}
-	rec := Record{
-		Timestamp: binary.BigEndian.Uint32(r.hdr[0:]),
-		Type:      binary.BigEndian.Uint16(r.hdr[4:]),
-		Subtype:   binary.BigEndian.Uint16(r.hdr[6:]),
-	}
-	n := binary.BigEndian.Uint32(r.hdr[8:])
-	if n > maxRecordLength {
-		return Record{}, corrupt("record length %d", n)
-	}
-	if cap(r.buf) < int(n) {
-		r.buf = make([]byte, n, max(int(n), 1<<16))
-	}
-	body := r.buf[:n]
-	if _, err := io.ReadFull(r.br, body); err != nil {
-		if err == io.EOF {
+	hdr, err := r.br.Peek(headerLength)
+	if err != nil {
+		if err == io.EOF && len(hdr) > 0 {
 			err = io.ErrUnexpectedEOF
 		}
 		return Record{}, err
 	}
-	r.Bytes += headerLength + int64(n)
+	rec := Record{
+		Timestamp: binary.BigEndian.Uint32(hdr[0:]),
+		Type:      binary.BigEndian.Uint16(hdr[4:]),
+		Subtype:   binary.BigEndian.Uint16(hdr[6:]),
+	}
+	n := int(binary.BigEndian.Uint32(hdr[8:]))
+	if n > maxRecordLength {
+		return Record{}, corrupt("record length %d", n)
+	}
+	var body []byte
+	if headerLength+n <= r.br.Size() {
+		// Common case: the record fits in the buffer, use it in place (valid until the next
+		// read, which is the next call).
+		b, err := r.br.Peek(headerLength + n)
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return Record{}, err
+		}
+		body = b[headerLength:]
+		r.br.Discard(headerLength + n)
+	} else {
+		r.br.Discard(headerLength)
+		if cap(r.buf) < n {
+			r.buf = make([]byte, n)
+		}
+		body = r.buf[:n]
+		if _, err := io.ReadFull(r.br, body); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return Record{}, err
+		}
+	}
+	r.Bytes += int64(headerLength + n)
 	if rec.Type == TypeBGP4MPET {
 		// §3: extended timestamp types carry microseconds first, counted in the length.
 		if n < 4 {

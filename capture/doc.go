@@ -1,0 +1,31 @@
+// Package capture is flowzero's capture forwarder: agents capture packets (AF_PACKET) or
+// replay capture files and stream them to one server, which writes pcapng and, optionally,
+// turns the packets into flows for the collector's pipeline. The framing is package
+// capture/wire.
+//
+// # Design
+//
+// The seed problem is "tcpdump -w on every machine, then rsync": an extra write to disk and a
+// delay. Here the agent batches packets into frames (256 KiB by default) in its own buffers
+// and a sender writes them on one TCP (optionally TLS) connection; per packet, the agent's
+// cost is a 24-byte header and a copy, the server's a bounds-checked header read and a copy
+// into a pcapng Enhanced Packet Block.
+//
+// Delivery: every frame has a sequence number and stays in the agent's bounded queue until
+// the server acknowledges it (once written to its output buffer). After a reconnect the
+// server's welcome says which frame it wrote last, and the agent resends the rest, so a server
+// stopped cleanly (Stop acknowledges what it wrote before closing) and restarted loses or
+// duplicates nothing; after a crash, frames written but not yet acknowledged are written
+// again (at least once). When the queue is full, live capture drops the new frame and counts
+// its packets (the kernel ring cannot wait), replay waits while connected and drops while
+// disconnected. The agent reports its kernel and buffer drops in drop-report records; the
+// server exports them per agent with its own counters. Without loss from crashes:
+// captured = written + counted drops.
+//
+// Filters: no libpcap (cgo, libpcap-dev) is required. A filter is raw classic BPF as printed
+// by `tcpdump -ddd`, or an expression in a built-in subset of the tcpdump language (bpf.go).
+//
+// Output: one pcapng section, one interface description block per (agent, interface) named
+// "agent:iface" (or one file per agent), rotation by size and time with a maximum number of
+// files named like tcpdump's -C/-G/-W, or stdout or a FIFO for live tools.
+package capture

@@ -1,0 +1,208 @@
+//go:build chdb
+
+package store
+
+import (
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"flowzero/decoder/netflow"
+	"flowzero/decoder/sflow"
+	"flowzero/internal/pcapfile"
+	"flowzero/internal/testdata"
+	"flowzero/schema"
+)
+
+// captureMessages decodes every NetFlow/IPFIX and sFlow capture of the shared test data with
+// the collector's decoders (templates before data, one exporter address per capture group) and
+// returns the flows as encoded messages.
+func captureMessages(t *testing.T, s *schema.Schema) [][]byte {
+	recv := time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)
+	var msgs [][]byte
+	emitTo := func(fm *schema.FlowMessage) { msgs = append(msgs, slices.Clone(fm.Finalize())) }
+	fm := s.NewFlowMessage()
+
+	nfDir := filepath.Dir(testdata.Path(t, "netflow", "data.pcap"))
+	files, _ := filepath.Glob(filepath.Join(nfDir, "*.pcap"))
+	group := func(f string) string {
+		b := strings.TrimSuffix(filepath.Base(f), ".pcap")
+		for _, suffix := range []string{"-options-template", "-options-data", "-templates", "-template", "-data"} {
+			b = strings.TrimSuffix(b, suffix)
+		}
+		return b
+	}
+	rank := func(f string) int {
+		switch b := filepath.Base(f); {
+		case strings.Contains(b, "template"):
+			return 0
+		case strings.Contains(b, "options"):
+			return 1
+		}
+		return 2
+	}
+	slices.SortStableFunc(files, func(a, b string) int {
+		if c := strings.Compare(group(a), group(b)); c != 0 {
+			return c
+		}
+		return rank(a) - rank(b)
+	})
+	nf, err := netflow.New(prometheus.NewRegistry(), netflow.DefaultConfiguration(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		dgs, err := pcapfile.ReadUDP(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		h := fnv.New32a()
+		h.Write([]byte(group(f)))
+		exporter := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 99, byte(h.Sum32() >> 8), byte(h.Sum32())}), 2055)
+		for _, dg := range dgs {
+			_ = nf.Decode(netflow.Packet{Payload: dg.Payload, Exporter: exporter, TimeReceived: recv}, fm, emitTo)
+		}
+	}
+	nfFlows := len(msgs)
+	sfFiles, _ := filepath.Glob(filepath.Join(filepath.Dir(testdata.Path(t, "sflow", "data-1140.pcap")), "*.pcap"))
+	sf, err := sflow.New(prometheus.NewRegistry(), sflow.DefaultConfiguration(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range sfFiles {
+		dgs, err := pcapfile.ReadUDP(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, dg := range dgs {
+			_ = sf.Decode(sflow.Packet{Payload: dg.Payload, Exporter: netip.MustParseAddrPort("10.98.0.1:6343"), TimeReceived: recv}, fm, emitTo)
+		}
+	}
+	t.Logf("decoded %d NetFlow/IPFIX flows from %d files, %d sFlow flows from %d files", nfFlows, len(files), len(msgs)-nfFlows, len(sfFiles))
+	if nfFlows == 0 || len(msgs) == nfFlows {
+		t.Fatal("the captures gave no NetFlow or no sFlow flows")
+	}
+	return msgs
+}
+
+// chValue formats a decoded value as ClickHouse prints the column in TSVRaw.
+func chValue(c *schema.Column, v any) string {
+	switch x := v.(type) {
+	case netip.Addr:
+		if x.Is4() {
+			return "::ffff:" + x.String()
+		}
+		return x.String()
+	case uint64:
+		if c.Kind == schema.KindEnum {
+			return c.EnumName(x)
+		}
+		return fmt.Sprint(x)
+	case string:
+		return x
+	}
+	return fmt.Sprint(v)
+}
+
+// TestCaptureFlowsThroughSink stores every flow the decoders produce from the real captures,
+// with every column enabled, and reads each one back from the engine: the rows (every scalar
+// and integer-array column on the wire) are exactly the decoded messages.
+func TestCaptureFlowsThroughSink(t *testing.T) {
+	var all []string
+	for k := schema.ColumnKey(1); k < schema.ColumnLast; k++ {
+		all = append(all, k.String())
+	}
+	s := mustSchema(t, schema.Configuration{Enabled: all})
+	msgs := captureMessages(t, s)
+	if len(msgs) < 100 {
+		t.Fatalf("only %d flows decoded from the captures", len(msgs))
+	}
+
+	// The columns compared, and the expression reading each back.
+	var cols []*schema.Column
+	var exprs []string
+	for _, c := range s.WireColumns() {
+		switch {
+		case c.Kind == schema.KindArrayLargeCommunity || c.Kind == schema.KindBytes:
+			continue
+		case c.ClickHouseType == "DateTime":
+			exprs = append(exprs, "toUnixTimestamp("+c.Name+")")
+		case strings.HasPrefix(c.ClickHouseType, "FixedString"):
+			exprs = append(exprs, "trimRight(toString("+c.Name+"), '\\0')")
+		case c.Kind == schema.KindArrayIP:
+			exprs = append(exprs, "arrayStringConcat(arrayMap(a -> toString(a), "+c.Name+"), ',')")
+		case c.Kind == schema.KindArrayUint32 || c.Kind == schema.KindArrayUint64:
+			exprs = append(exprs, "arrayStringConcat("+c.Name+", ',')")
+		default:
+			exprs = append(exprs, c.Name)
+		}
+		cols = append(cols, c)
+	}
+	want := make([]string, 0, len(msgs))
+	for _, framed := range msgs {
+		n, w := uvarint(framed)
+		vals := map[string][]string{}
+		if err := s.DecodeMessage(framed[w:w+n], func(c *schema.Column, v any) {
+			vals[c.Name] = append(vals[c.Name], chValue(c, v))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		row := make([]string, len(cols))
+		for i, c := range cols {
+			v, ok := vals[c.Name]
+			switch {
+			case ok:
+				row[i] = strings.Join(v, ",")
+			case c.Kind == schema.KindIP:
+				row[i] = "::"
+			case c.Kind == schema.KindEnum:
+				row[i] = c.EnumName(0)
+			case c.Kind == schema.KindString || c.Kind.Repeated():
+				row[i] = ""
+			default:
+				row[i] = "0"
+			}
+		}
+		want = append(want, strings.Join(row, "\t"))
+	}
+
+	cfg := testConfig(t, t.TempDir())
+	cfg.Embedded.BatchBytes = 256 << 10
+	sink := startSink(t, cfg, s)
+	for _, m := range msgs {
+		sink.Write(m)
+	}
+	if err := sink.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(query(t, sink.Conn(), "SELECT "+strings.Join(exprs, ", ")+" FROM flowzero.flows"), "\n")
+	slices.Sort(got)
+	slices.Sort(want)
+	if len(got) != len(want) {
+		t.Fatalf("%d rows stored, %d flows decoded", len(got), len(want))
+	}
+	header := make([]string, len(cols))
+	for i, c := range cols {
+		header[i] = c.Name
+	}
+	bad := 0
+	for i := range want {
+		if got[i] != want[i] && bad < 3 {
+			bad++
+			g, w := strings.Split(got[i], "\t"), strings.Split(want[i], "\t")
+			for j := range w {
+				if j < len(g) && g[j] != w[j] {
+					t.Errorf("row %d column %s: stored %q, decoded %q", i, header[j], g[j], w[j])
+				}
+			}
+		}
+	}
+	t.Logf("%d flows from the captures stored and read back", len(msgs))
+}
