@@ -24,9 +24,11 @@ import (
 // concurrent use: the server serialises calls per output.
 //
 // gopacket's NgWriter writes the section header and interface blocks; packets are appended
-// as Enhanced Packet Blocks into one large buffer by appendEPB, which BenchmarkPcapngWrite
-// measures several times faster than NgWriter.WritePacket (four small bufio writes and a
-// 4 KiB buffer per packet).
+// as Enhanced Packet Blocks into one 1 MiB buffer by appendEPB: BenchmarkPcapngWrite measures
+// it about twice as fast per packet as NgWriter.WritePacket (four small bufio writes per
+// packet), and the large buffer makes one write system call per MiB instead of per 4 KiB,
+// which (with a per-packet allocation removed from replay at the same time) took the
+// end-to-end benchmark from 0.4-0.7 to 2-2.5 M packets/s at 64 bytes.
 type pcapngOutput struct {
 	cfg    OutputConfiguration
 	base   string    // Path with {agent} replaced

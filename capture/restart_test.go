@@ -41,63 +41,74 @@ func repeatFrames(m map[string][]pcapfile.Frame, n int) map[string][]pcapfile.Fr
 	return out
 }
 
-// TestServerRestart stops the server while an agent streams and starts another on the same
-// address: every packet the agent captured is written once or counted as dropped.
+// TestServerRestart stops the server while two agents stream and starts another on the same
+// address: every packet an agent captured is written once or counted as dropped.
 func TestServerRestart(t *testing.T) {
 	files := allCaptures(t)
-	const loops = 60
+	const loops = 30
+	names := []string{"probe-a", "probe-b"}
 	scfg := testServerConfig(t)
 	s1 := startServer(t, scfg)
 	addr := s1.Addr().String()
-	acfg := testAgentConfig("probe", addr, files)
-	acfg.Replay.Loop = loops
-	acfg.FrameSize = 4096
-	acfg.BufferSize = 64 << 10 // small: the outage must overflow it
-	a := startAgent(t, acfg)
-	eventually(t, "packets on the first server", func() bool { return s1.Stats("probe").Packets > 2000 })
+	agents := map[string]*Agent{}
+	for _, name := range names {
+		acfg := testAgentConfig(name, addr, files)
+		acfg.Replay.Loop = loops
+		acfg.FrameSize = 4096
+		acfg.BufferSize = 64 << 10 // small: the outage must overflow it
+		agents[name] = startAgent(t, acfg)
+	}
+	eventually(t, "packets on the first server", func() bool {
+		return s1.Stats("probe-a").Packets > 600 && s1.Stats("probe-b").Packets > 600
+	})
 	if err := s1.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	first := s1.Stats("probe")
-	time.Sleep(300 * time.Millisecond) // the agent retries and its buffer overflows
+	time.Sleep(300 * time.Millisecond) // the agents retry and their buffers overflow
 	scfg2 := scfg
 	scfg2.Listen = addr
 	scfg2.Output.Path = filepath.Join(t.TempDir(), "second.pcapng")
 	s2 := startServer(t, scfg2)
-	stats := waitDone(t, a)
+	stats := map[string]AgentStats{}
+	for _, name := range names {
+		stats[name] = waitDone(t, agents[name])
+	}
 	if err := s2.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	second := s2.Stats("probe")
-	t.Logf("agent %+v; first server %d packets, second %d", stats, first.Packets, second.Packets)
-	if stats.Captured != stats.Sent+stats.DroppedAgent {
-		t.Fatalf("captured %d != sent %d + dropped %d", stats.Captured, stats.Sent, stats.DroppedAgent)
-	}
-	if first.Packets+second.Packets != stats.Sent {
-		t.Fatalf("written %d + %d != sent %d", first.Packets, second.Packets, stats.Sent)
-	}
-	if stats.DroppedAgent == 0 || stats.Connections != 2 {
-		t.Fatalf("want drops during the outage and 2 connections: %+v", stats)
-	}
-	if d := testutil.ToFloat64(s2.metrics.drops.WithLabelValues("probe", "agent")); d != float64(second.DropAgent) {
-		t.Fatalf("agent drops metric %v, stats %d", d, second.DropAgent)
-	}
-	if first.DropAgent+second.DropAgent != stats.DroppedAgent {
-		t.Fatalf("drops reported to the servers %d + %d, agent counted %d", first.DropAgent, second.DropAgent, stats.DroppedAgent)
-	}
-	// What was written is the replayed sequence minus the dropped frames, without duplicates.
-	want := repeatFrames(expectedFrames(t, "probe", files), loops)
 	got1, got2 := readPcapng(t, scfg.Output.Path), readPcapng(t, scfg2.Output.Path)
-	total := 0
-	for name, w := range want {
-		g := append(got1[name], got2[name]...)
-		total += len(g)
-		if !isSubsequence(g, w) {
-			t.Fatalf("%s: written packets are not the replayed sequence in order", name)
+	for _, name := range names {
+		st, first, second := stats[name], s1.Stats(name), s2.Stats(name)
+		t.Logf("%s: agent %+v; first server %d packets, second %d", name, st, first.Packets, second.Packets)
+		if st.Captured != st.Sent+st.DroppedAgent {
+			t.Fatalf("%s: captured %d != sent %d + dropped %d", name, st.Captured, st.Sent, st.DroppedAgent)
 		}
-	}
-	if total != int(stats.Sent) {
-		t.Fatalf("files hold %d packets, agent sent %d", total, stats.Sent)
+		if first.Packets+second.Packets != st.Sent {
+			t.Fatalf("%s: written %d + %d != sent %d", name, first.Packets, second.Packets, st.Sent)
+		}
+		if st.DroppedAgent == 0 || st.Connections != 2 {
+			t.Fatalf("%s: want drops during the outage and 2 connections: %+v", name, st)
+		}
+		if d := testutil.ToFloat64(s2.metrics.drops.WithLabelValues(name, "agent")); d != float64(second.DropAgent) {
+			t.Fatalf("%s: agent drops metric %v, stats %d", name, d, second.DropAgent)
+		}
+		if first.DropAgent+second.DropAgent != st.DroppedAgent {
+			t.Fatalf("%s: drops reported to the servers %d + %d, agent counted %d", name, first.DropAgent, second.DropAgent, st.DroppedAgent)
+		}
+		// What was written is the replayed sequence minus the dropped frames, without
+		// duplicates.
+		want := repeatFrames(expectedFrames(t, name, files), loops)
+		total := 0
+		for intf, w := range want {
+			g := append(got1[intf], got2[intf]...)
+			total += len(g)
+			if !isSubsequence(g, w) {
+				t.Fatalf("%s: written packets are not the replayed sequence in order", intf)
+			}
+		}
+		if total != int(st.Sent) {
+			t.Fatalf("%s: files hold %d packets, agent sent %d", name, total, st.Sent)
+		}
 	}
 }
 

@@ -417,7 +417,8 @@ func (s *Server) readFrames(sc *serverConn, st *agentState, h wire.Hello) error 
 		}
 		defer dec.Close()
 	}
-	br := bufio.NewReaderSize(sc.c, 1<<20)
+	// Frames larger than the buffer are read straight into the frame reader's buffer.
+	br := bufio.NewReaderSize(sc.c, 64<<10)
 	fr := wire.NewFrameReader(br, dec)
 	conn := connInterfaces{}
 	ack := make([]byte, 0, wire.AckLen)

@@ -29,8 +29,10 @@ type worker struct {
 	batchAt   time.Time
 
 	// Per datagram.
-	cur *workerExporter
-	now time.Time
+	cur      *workerExporter
+	now      time.Time
+	emitted  uint64
+	lastRate uint64
 
 	inode        uint64
 	dropsSeen    atomic.Uint32 // kernel drops already counted (SO_RXQ_OVFL or /proc)
@@ -150,7 +152,15 @@ func (w *worker) handle(payload []byte, from netip.AddrPort) {
 		return
 	}
 	w.cur = e
-	if err := w.dec.Decode(payload, from, w.now, w.fm, w.emitFn); err != nil {
+	w.emitted = 0
+	err := w.dec.Decode(payload, from, w.now, w.fm, w.emitFn)
+	if w.emitted > 0 {
+		// Shared counters are updated once per datagram, not once per flow.
+		e.info.flows.Add(w.emitted)
+		e.info.flowsMetric.Add(float64(w.emitted))
+		e.info.samplingRate.Store(w.lastRate)
+	}
+	if err != nil {
 		w.decodeErrs.Inc()
 		e.info.errors.Add(1)
 		if ok, suppressed := w.c.logLimit.Allow(logKey{from.Addr(), err.Error()}, w.now); ok {
@@ -221,9 +231,8 @@ func (w *worker) emit(fm *schema.FlowMessage) {
 		w.c.deps.Enricher.Enrich(fm)
 	}
 	msg := fm.Finalize()
-	e.info.flows.Add(1)
-	e.info.flowsMetric.Inc()
-	e.info.samplingRate.Store(fm.SamplingRate)
+	w.emitted++
+	w.lastRate = fm.SamplingRate
 	var b *output.Batch
 	if w.c.keyed {
 		if e.batch != nil && len(e.batch.Data)+len(msg) > cap(e.batch.Data) {

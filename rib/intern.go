@@ -72,8 +72,9 @@ func boolByte(b bool) byte {
 	return 0
 }
 
-// intern returns the interned copy of a with one more reference.
-func (in *interner) intern(a *bgp.Attributes) *AttrSet {
+// intern returns the interned copy of a with one more reference. When owned, a's slices are
+// taken over instead of copied.
+func (in *interner) intern(a *bgp.Attributes, owned bool) *AttrSet {
 	h := in.hash(a)
 	head := in.m[h]
 	for x := head; x != nil; x = x.next {
@@ -82,7 +83,10 @@ func (in *interner) intern(a *bgp.Attributes) *AttrSet {
 			return x
 		}
 	}
-	ia := &AttrSet{Attributes: *a.Clone(), hash: h, next: head}
+	ia := &AttrSet{Attributes: *a, hash: h, next: head}
+	if !owned {
+		ia.Attributes = *a.Clone()
+	}
 	if n := len(in.free); n > 0 {
 		ia.id = in.free[n-1]
 		in.free = in.free[:n-1]

@@ -336,7 +336,11 @@ func (tx *Tx) Add(peer PeerID, p netip.Prefix, pathID uint32, a *bgp.Attributes)
 func (s *AttrSet) Attrs() *bgp.Attributes { return &s.Attributes }
 
 // Intern returns the interned copy of a, holding a reference for the caller.
-func (tx *Tx) Intern(a *bgp.Attributes) *AttrSet { return tx.r.interner.intern(a) }
+func (tx *Tx) Intern(a *bgp.Attributes) *AttrSet { return tx.r.interner.intern(a, false) }
+
+// InternOwned is Intern for attributes whose slices the caller gives away (a decoder's own
+// copy): they are kept instead of copied when the set is new.
+func (tx *Tx) InternOwned(a *bgp.Attributes) *AttrSet { return tx.r.interner.intern(a, true) }
 
 // Hold takes one more reference on s for the caller (to keep it in a cache).
 func (tx *Tx) Hold(s *AttrSet) { tx.r.interner.refs[s.id]++ }
@@ -352,17 +356,25 @@ func (tx *Tx) AddSet(peer PeerID, p netip.Prefix, pathID uint32, s *AttrSet) {
 	}
 	ps, _ := r.paths.Get(p)
 	tx.adds++
-	if ps, changed := r.addPath(ps, peer, pathID, s); changed {
+	if ps, changed := r.addPath(ps, peer, pathID, s.id); changed {
 		r.paths.Insert(p, ps)
 		tx.reselect(p, ps)
 	}
 }
 
-// NewPath is one path for Tx.AddPaths.
+// SetID numbers an interned attribute set (AttrSet.ID). It names the set only while a
+// reference on it is held: the number of a released set is reused.
+type SetID uint32
+
+// ID returns the set's number.
+func (s *AttrSet) ID() SetID { return SetID(s.id) }
+
+// NewPath is one path for Tx.AddPaths. Set is a number rather than the *AttrSet so that a
+// bulk loader that kept the numbers of its sets does not touch each set's memory per route.
 type NewPath struct {
 	Peer   PeerID
 	PathID uint32
-	Set    *AttrSet
+	Set    SetID
 }
 
 // AddPaths adds several paths of one prefix (an MRT RIB record) with one trie update.
@@ -374,11 +386,11 @@ func (tx *Tx) AddPaths(p netip.Prefix, paths []NewPath) {
 	}
 	any := false
 	for _, np := range paths {
-		if int(np.Peer) >= len(r.peers) {
+		if int(np.Peer) >= len(r.peers) || int(np.Set) >= len(r.interner.sets) || r.interner.refs[np.Set] <= 0 {
 			continue
 		}
 		var changed bool
-		ps, changed = r.addPath(ps, np.Peer, np.PathID, np.Set)
+		ps, changed = r.addPath(ps, np.Peer, np.PathID, uint32(np.Set))
 		tx.adds++
 		any = any || changed
 	}
@@ -388,25 +400,25 @@ func (tx *Tx) AddPaths(p netip.Prefix, paths []NewPath) {
 	}
 }
 
-// addPath adds or replaces (peer, pathID) in ps with a new reference on s.
-func (r *RIB) addPath(ps []path, peer PeerID, pathID uint32, s *AttrSet) ([]path, bool) {
+// addPath adds or replaces (peer, pathID) in ps with a new reference on set id.
+func (r *RIB) addPath(ps []path, peer PeerID, pathID uint32, id uint32) ([]path, bool) {
 	for i := range ps {
 		if ps[i].peer == peer && ps[i].pathID == pathID {
-			if ps[i].set == s.id {
+			if ps[i].set == id {
 				return ps, false
 			}
-			r.interner.refs[s.id]++
+			r.interner.refs[id]++
 			r.interner.releaseID(ps[i].set)
-			ps[i].set = s.id
+			ps[i].set = id
 			return ps, true
 		}
 	}
-	r.interner.refs[s.id]++
+	r.interner.refs[id]++
 	if len(ps) == cap(ps) {
 		// Grow by one: most prefixes have as many paths as peers, and each slot is 16 bytes.
 		ps = append(make([]path, 0, len(ps)+1), ps...)
 	}
-	ps = append(ps, path{set: s.id, pathID: pathID, peer: peer})
+	ps = append(ps, path{set: id, pathID: pathID, peer: peer})
 	r.routes++
 	r.peers[peer].info.Routes++
 	return ps, true

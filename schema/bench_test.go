@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"runtime"
 	"testing"
@@ -94,6 +95,80 @@ func BenchmarkFlowMessage(b *testing.B) {
 		cpu.stop(b)
 		b.ReportMetric(float64(size)/float64(b.N), "B/flow")
 	})
+	// The floor: the same fields stored as raw bytes (one-byte key, fixed-width value, no
+	// varint encoding, no checks) into a buffer grown once. Not valid protobuf: it measures
+	// what reading the record and moving the bytes cost on this machine, in the same run.
+	b.Run("speed-of-light", func(b *testing.B) {
+		buf := make([]byte, initialBufferSize)
+		size, n := 0, 0
+		cpu := startCPU(b)
+		for b.Loop() {
+			size += len(speedOfLightFlow(buf, pkt, exporter, n, path))
+			if n++; n == 29 {
+				n = 0
+			}
+		}
+		cpu.stop(b)
+		b.ReportMetric(float64(size)/float64(b.N), "B/flow")
+	})
+}
+
+// speedOfLightFlow writes the fields of baselineFlow as raw appends: a key byte and the value
+// in fixed width (4 bytes per number, 16 per address), strings and the AS path copied. buf
+// must hold the result (initialBufferSize does).
+func speedOfLightFlow(buf []byte, pkt []byte, exporter netip.Addr, n int, path []uint32) []byte {
+	r := pkt[24+48*n:]
+	b := buf[:initialBufferSize]
+	i := pbwire.ReserveDelimited
+	num := func(key byte, v uint32) {
+		binary.LittleEndian.PutUint64(b[i:], uint64(key)|uint64(v)<<8)
+		i += 5
+	}
+	str := func(key byte, s string) {
+		b[i], b[i+1] = key, byte(len(s))
+		i += 2 + copy(b[i+2:], s)
+	}
+	ip := func(key byte, a netip.Addr) {
+		a16 := a.As16()
+		b[i], b[i+1] = key, 16
+		i += 2 + copy(b[i+2:], a16[:])
+	}
+	num(1, binary.BigEndian.Uint32(r[16:]))
+	num(2, binary.BigEndian.Uint32(r[20:]))
+	num(3, uint32(binary.BigEndian.Uint16(r[32:])))
+	num(4, uint32(binary.BigEndian.Uint16(r[34:])))
+	num(5, uint32(r[38]))
+	num(6, 0x800)
+	num(7, 64)
+	num(8, DirectionIngress)
+	str(9, "edge1.par1")
+	str(10, "et-0/0/1")
+	str(11, "ae12")
+	str(12, "transit: Cogent")
+	str(13, "core: par2")
+	num(14, 100000)
+	num(15, 400000)
+	num(16, BoundaryExternal)
+	num(17, BoundaryInternal)
+	num(18, binary.BigEndian.Uint32(pkt[8:]))
+	num(19, 1)
+	num(20, uint32(binary.BigEndian.Uint16(r[40:])))
+	num(21, uint32(binary.BigEndian.Uint16(r[42:])))
+	num(22, uint32(binary.BigEndian.Uint16(r[12:])))
+	num(23, uint32(binary.BigEndian.Uint16(r[14:])))
+	num(24, uint32(r[44]))
+	num(25, uint32(r[45]))
+	ip(26, exporter)
+	ip(27, netip.AddrFrom4([4]byte(r[0:4])))
+	ip(28, netip.AddrFrom4([4]byte(r[4:8])))
+	b[i], b[i+1] = 29, byte(4*len(path))
+	i += 2
+	for _, v := range path {
+		binary.LittleEndian.PutUint32(b[i:], v)
+		i += 4
+	}
+	b[pbwire.ReserveDelimited-1] = byte(i - pbwire.ReserveDelimited)
+	return b[pbwire.ReserveDelimited-1 : i]
 }
 
 // baselineFlow encodes the same fields as typicalFlow with the default schema, straight with

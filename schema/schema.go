@@ -45,8 +45,10 @@ type Schema struct {
 	enabled  columnBitset
 	disabled columnBitset // complement of enabled (including key 0 and derived columns on the wire path)
 	groups   [groupLast]bool
-	enc      [ColumnLast]encInfo
-	hotTags  [hotLast]pbwire.Tag
+	// enc is indexed by k&(encSize-1): a power-of-two size lets the compiler drop the
+	// bounds check on the Append paths.
+	enc     [encSize]encInfo
+	hotKeys [hotLast]hotKey
 	columns  []*Column // enabled columns, in table order
 	proto    string
 	hash     string
@@ -57,8 +59,7 @@ type op uint8
 
 const (
 	opNone        op = iota // derived or disabled: nothing to write
-	opVarint                // varint (masked with encInfo.mask)
-	opEnum                  // varint, values at or above encInfo.limit written as 0
+	opVarint                // varint (masked with encInfo.mask, 0 above encInfo.max)
 	opString                // UTF-8 string, at most encInfo.limit bytes
 	opBytes                 // bytes
 	opIP                    // 16-byte address
@@ -70,18 +71,48 @@ const (
 	opHotArray              // hot array (AS path, communities)
 )
 
+// encSize is the size of Schema.enc: the power of two above the last column key.
+const encSize = 128
+
+// The Append fast paths store a key and a short varint with one 8-byte write, which needs
+// keys of at most 2 bytes (field numbers below 2048; checked in init) and, in Finalize,
+// every hot field within that room.
+const (
+	maxFastKeyLen = 2
+	maxFastField  = 2047
+)
+
+func init() {
+	if ColumnLast > encSize {
+		panic("schema: encSize is smaller than ColumnLast")
+	}
+}
+
 type encInfo struct {
 	tag  pbwire.Tag
 	mask uint64 // applied to varints: 32-bit columns drop the high bits
-	// limit is, for enums, one past the largest value (ClickHouse refuses a whole insert
-	// on an unknown Enum8 value) and, for strings, the longest accepted string
-	// (FixedString(N) refuses longer ones).
+	// max is the largest varint accepted, after the mask: for enums the last value
+	// (ClickHouse refuses a whole insert on an unknown Enum8 value); larger ones become 0.
+	max uint64
+	// limit is, for strings, the longest accepted string (FixedString(N) refuses longer
+	// ones).
 	limit int
 	op    op
 	kind  Kind
 }
 
-// Indexes of hot columns in Schema.hotTags.
+// hotKey is the pre-encoded key of a hot column for Finalize: key holds the key bytes (first
+// byte lowest), len their count, and on is all ones when the column is enabled, 0 otherwise,
+// so that Finalize masks a disabled column's value to zero (zero values are not written)
+// instead of testing the column.
+type hotKey struct {
+	key uint64
+	len uint64
+	on  uint64
+	tag pbwire.Tag // 0 when disabled; for the slow paths
+}
+
+// Indexes of hot columns in Schema.hotKeys.
 const (
 	hotTimeReceived = iota
 	hotSamplingRate
@@ -133,6 +164,9 @@ func init() {
 		if columns[k].Hot != indexed {
 			panic("schema: hot flag and hot field disagree for " + columns[k].Name)
 		}
+		if columns[k].Field > maxFastField {
+			panic("schema: field number of " + columns[k].Name + " needs a key longer than the fast paths handle")
+		}
 	}
 }
 
@@ -167,7 +201,7 @@ func New(cfg Configuration) (*Schema, error) {
 			s.disabled.set(k) // nothing to append
 			continue
 		}
-		e := encInfo{tag: pbwire.MakeTag(c.Field, c.Kind.wireType()), mask: ^uint64(0), kind: c.Kind}
+		e := encInfo{tag: pbwire.MakeTag(c.Field, c.Kind.wireType()), mask: ^uint64(0), max: ^uint64(0), kind: c.Kind}
 		switch {
 		case c.Hot && c.Kind.Repeated():
 			e.op = opHotArray
@@ -182,7 +216,7 @@ func New(cfg Configuration) (*Schema, error) {
 			case KindUint32:
 				e.op, e.mask = opVarint, 0xffff_ffff
 			case KindEnum:
-				e.op, e.limit = opEnum, len(c.Enum)
+				e.op, e.max = opVarint, uint64(len(c.Enum)-1)
 			case KindString:
 				e.op, e.limit = opString, fixedStringSize(c.ClickHouseType)
 			case KindBytes:
@@ -199,7 +233,7 @@ func New(cfg Configuration) (*Schema, error) {
 		}
 		s.enc[k] = e
 		if c.Hot {
-			s.hotTags[hotIndex[k]] = e.tag
+			s.hotKeys[hotIndex[k]] = hotKey{key: uint64(e.tag) & 0xffff, len: uint64(e.tag.Len()), on: ^uint64(0), tag: e.tag}
 		}
 	}
 	s.proto = s.protoDefinition()

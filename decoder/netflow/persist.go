@@ -165,6 +165,11 @@ func (d *Decoder) LoadTemplates(path string) error {
 	if err != nil {
 		return err
 	}
+	return d.loadTemplates(data, path)
+}
+
+// loadTemplates loads the content of a templates file; path is for the errors.
+func (d *Decoder) loadTemplates(data []byte, path string) error {
 	var in persistFile
 	if err := json.Unmarshal(data, &in); err != nil {
 		return fmt.Errorf("netflow: templates file %s: %w", path, err)

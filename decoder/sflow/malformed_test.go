@@ -2,6 +2,7 @@ package sflow
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -40,6 +41,18 @@ func TestMalformed(t *testing.T) {
 		{"switch record of 8 bytes", func(b []byte) []byte { return put(b, 72, 8) }, 4, "truncated-record"},
 		{"header longer than its record", func(b []byte) []byte { return put(b, 112, 1000) }, 4, "truncated-record"},
 		{"header cut inside Ethernet", func(b []byte) []byte { return put(b, 112, 10) }, 5, "header-truncated"},
+		{"sample count above the samples", func(b []byte) []byte { return put(b, 24, 1000) }, 5, "truncated-datagram"},
+		{"sample count 2^32-1", func(b []byte) []byte { return put(b, 24, 0xffffffff) }, 5, "truncated-datagram"},
+		{"record count 2^32-1", func(b []byte) []byte { return put(b, 64, 0xffffffff) }, 4, "truncated-sample"},
+		{"record count below the records", func(b []byte) []byte { return put(b, 64, 1) }, 5, "trailing-bytes"},
+		{"header longer than the frame", func(b []byte) []byte { return put(b, 104, 100) }, 4, "header-longer-than-frame"},
+		{"header of nested EoMPLS", func(b []byte) []byte {
+			level := []byte{0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 1, 0x88, 0x47, 0x00, 0x06, 0x41, 0x40, 0, 0, 0, 0}
+			for i := 0; i+len(level) <= 128; i += len(level) {
+				copy(b[116+i:], level)
+			}
+			return b
+		}, 5, "header-too-deep"},
 	}
 	s := allColumns(t)
 	for _, tc := range cases {
@@ -175,6 +188,9 @@ func FuzzSflowDecode(f *testing.F) {
 			var se *Error
 			if err != nil && !errors.As(err, &se) {
 				t.Fatalf("unexpected error type %T: %v", err, err)
+			}
+			if _, err := json.Marshal(d.ExporterDetails(testExporter.Addr())); err != nil {
+				t.Fatalf("details: %v", err)
 			}
 		}
 	})

@@ -372,7 +372,7 @@ func (l *Loader) ribEntries(b []byte, afi uint16, addPath bool) error {
 			}
 			l.last[idx] = lastAttrs{raw: append(l.last[idx].raw[:0], raw...), set: s}
 		}
-		l.paths = append(l.paths, rib.NewPath{Peer: l.peerIndex[idx], PathID: pathID, Set: s})
+		l.paths = append(l.paths, rib.NewPath{Peer: l.peerIndex[idx], PathID: pathID, Set: s.ID()})
 	}
 	l.tx.AddPaths(p, l.paths)
 	l.Stats.RIBEntries += uint64(len(l.paths))

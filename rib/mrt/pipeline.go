@@ -224,7 +224,10 @@ func (l *Loader) loadPipelined(rd *Reader, progress func()) error {
 		}
 	}()
 
-	var sets []*rib.AttrSet // by producer number; each holds one reference
+	// By producer number: the interned sets, each holding one reference, and their numbers
+	// (read per route without touching the sets).
+	var sets []*rib.AttrSet
+	var ids []rib.SetID
 	defer func() {
 		for _, s := range sets {
 			l.tx.Release(s)
@@ -232,7 +235,9 @@ func (l *Loader) loadPipelined(rd *Reader, progress func()) error {
 	}()
 	for b := range out {
 		for i := range b.newSets {
-			sets = append(sets, l.tx.Intern(&b.newSets[i]))
+			s := l.tx.InternOwned(&b.newSets[i])
+			sets = append(sets, s)
+			ids = append(ids, s.ID())
 		}
 		for _, op := range b.ops {
 			if op.raw {
@@ -252,7 +257,7 @@ func (l *Loader) loadPipelined(rd *Reader, progress func()) error {
 					bad = corrupt("RIB entry peer index %d of %d", ref.peerIdx, len(l.peerIndex))
 					continue
 				}
-				l.paths = append(l.paths, rib.NewPath{Peer: l.peerIndex[ref.peerIdx], PathID: ref.pathID, Set: sets[ref.local]})
+				l.paths = append(l.paths, rib.NewPath{Peer: l.peerIndex[ref.peerIdx], PathID: ref.pathID, Set: ids[ref.local]})
 			}
 			if it.prefix.IsValid() && len(l.paths) > 0 {
 				l.tx.AddPaths(it.prefix, l.paths)

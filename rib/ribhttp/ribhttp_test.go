@@ -1,0 +1,202 @@
+package ribhttp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"flowzero/enrich"
+	"flowzero/internal/pcapfile"
+	"flowzero/internal/testdata"
+	"flowzero/rib"
+)
+
+// loadRIB feeds a RIB with the RIPE updates (MRT) and the Juniper vMX BMP captures.
+func loadRIB(tb testing.TB) *rib.RIB {
+	tb.Helper()
+	cfg := enrich.DefaultSourcesConfiguration()
+	cfg.MRT = []string{testdata.Path(tb, "rib", "ripe-bgpdump-updates.20160811.1600.gz")}
+	cfg.BMP.Enabled = true
+	cfg.BMP.Listen = "127.0.0.1:0"
+	s, err := enrich.NewSources(prometheus.NewRegistry(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Stop() })
+	conn, err := net.Dial("tcp", s.BMP.Addr().String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close()
+	for _, f := range []string{"bmp-init.pcap", "bmp-peers-up.pcap", "bmp-reach.pcap", "bmp-reach-addpath.pcap"} {
+		dgs, err := pcapfile.ReadTCP(testdata.Path(tb, "bmp", f))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, d := range dgs {
+			conn.Write(d.Payload)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, ok := s.RIB.Lookup(netip.MustParseAddr("192.0.2.4")); ok {
+			return s.RIB
+		}
+		if time.Now().After(deadline) {
+			tb.Fatal("BMP routes not learned")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func post(t *testing.T, h http.Handler, method, body string) (*httptest.ResponseRecorder, Response) {
+	t.Helper()
+	req := httptest.NewRequest(method, Path, strings.NewReader(body))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var resp Response
+	if rec.Code == http.StatusOK {
+		if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
+			t.Fatalf("response is not JSON: %v\n%s", err, rec.Body.String())
+		}
+	}
+	return rec, resp
+}
+
+func TestLookup(t *testing.T) {
+	table := loadRIB(t)
+	mux := http.NewServeMux()
+	New(table).Register(mux)
+
+	rec, resp := post(t, mux, http.MethodPost,
+		`{"addresses": ["198.51.100.200", "2001:db8:1::1", "12.231.178.10", "::ffff:192.0.2.4", "10.255.255.1", "bogus\"x"]}`)
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("status %d %s", rec.Code, rec.Body.String())
+	}
+	if len(resp.Results) != 6 {
+		t.Fatalf("%d results", len(resp.Results))
+	}
+	r := resp.Results
+	// BMP: 198.51.100.128/25 from 192.0.2.1 (first peer with this prefix; VPN routes of
+	// 2001:db8::7 for the same prefix come after).
+	want0 := Result{Address: "198.51.100.200", Found: true, Prefix: "198.51.100.128/25", OriginAS: 396919,
+		ASPath: []uint32{65011, 65011, 174, 29447, 396919}, Communities: []string{"65011:12"}, NextHop: "192.0.2.1"}
+	if !sameResult(r[0], want0) || r[0].Peer == nil || r[0].Peer.Address != "192.0.2.1" || r[0].Peer.AS != 65011 ||
+		r[0].Peer.Router != "127.0.0.1" || r[0].Peer.RD != "0:0" {
+		t.Errorf("result 0 = %s", dump(r[0]))
+	}
+	if r[1].Prefix != "2001:db8:1::/64" || r[1].OriginAS != 174 || r[1].Peer == nil {
+		t.Errorf("result 1 = %s", dump(r[1]))
+	}
+	// MRT: the first peer's path of 12.231.178.0/24.
+	if r[2].Prefix != "12.231.178.0/24" || r[2].OriginAS != 6318 || r[2].Peer == nil || r[2].Peer.Router != "" {
+		t.Errorf("result 2 = %s", dump(r[2]))
+	}
+	// IPv4-mapped input answered as IPv4; the Add-Path route has an empty AS path and a
+	// LOCAL_PREF.
+	if r[3].Address != "192.0.2.4" || r[3].Prefix != "192.0.2.4/31" || r[3].OriginAS != 0 || r[3].LocalPref == nil || r[3].NextHop != "192.0.2.5" {
+		t.Errorf("result 3 = %s", dump(r[3]))
+	}
+	if r[4].Found || r[4].Prefix != "" || r[4].Error != "" {
+		t.Errorf("result 4 = %s", dump(r[4]))
+	}
+	if r[5].Found || r[5].Address != "bogus\"x" || r[5].Error == "" {
+		t.Errorf("result 5 = %s", dump(r[5]))
+	}
+
+	// Large communities are rendered as a:b:c.
+	var withLC *Result
+	_, resp = post(t, mux, http.MethodPost, `{"addresses":["2001:db8:2::1"]}`)
+	for _, p := range table.Paths(netip.MustParseAddr("2001:db8:2::1")) {
+		if p.Selected && len(p.Attrs.LargeCommunities) > 0 {
+			withLC = &resp.Results[0]
+		}
+	}
+	if withLC != nil && !slices.Equal(withLC.LargeCommunities, []string{"65017:400:2"}) {
+		t.Errorf("large communities %v", withLC.LargeCommunities)
+	}
+
+	for _, tc := range []struct {
+		method, body string
+		code         int
+	}{
+		{http.MethodGet, "", http.StatusMethodNotAllowed},
+		{http.MethodPost, `{"addresses": [1, 2]}`, http.StatusBadRequest},
+		{http.MethodPost, `not json`, http.StatusBadRequest},
+		{http.MethodPost, `{"addresses": []}`, http.StatusOK},
+	} {
+		rec, _ := post(t, mux, tc.method, tc.body)
+		if rec.Code != tc.code {
+			t.Errorf("%s %q: status %d, want %d", tc.method, tc.body, rec.Code, tc.code)
+		}
+	}
+	// Too many addresses.
+	var big bytes.Buffer
+	big.WriteString(`{"addresses":[`)
+	for i := range MaxAddresses + 1 {
+		if i > 0 {
+			big.WriteByte(',')
+		}
+		big.WriteString(`"1.1.1.1"`)
+	}
+	big.WriteString(`]}`)
+	if rec, _ := post(t, mux, http.MethodPost, big.String()); rec.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("too many addresses: status %d", rec.Code)
+	}
+}
+
+func sameResult(a, b Result) bool {
+	return a.Address == b.Address && a.Found == b.Found && a.Prefix == b.Prefix && a.OriginAS == b.OriginAS &&
+		slices.Equal(a.ASPath, b.ASPath) && slices.Equal(a.Communities, b.Communities) && a.NextHop == b.NextHop
+}
+
+func dump(r Result) string {
+	b, _ := json.Marshal(r)
+	return fmt.Sprint(string(b))
+}
+
+// BenchmarkHTTPLookup posts batches of 1,000 addresses of a real BGP feed through the handler
+// (JSON decoding, lookups, encoding) and reports lookups per second.
+func BenchmarkHTTPLookup(b *testing.B) {
+	table := loadRIB(b)
+	h := New(table)
+	var addrs []string
+	for p := range table.All() {
+		addrs = append(addrs, p.Addr().Next().String())
+	}
+	var body bytes.Buffer
+	body.WriteString(`{"addresses":[`)
+	for i := range 1000 {
+		if i > 0 {
+			body.WriteByte(',')
+		}
+		fmt.Fprintf(&body, "%q", addrs[i%len(addrs)])
+	}
+	body.WriteString(`]}`)
+	payload := body.Bytes()
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(payload))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatal(rec.Code)
+		}
+	}
+	b.ReportMetric(float64(b.N)*1000/b.Elapsed().Seconds(), "lookups/s")
+}
