@@ -2,13 +2,19 @@ package capture
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"flowzero/capture/wire"
+	"flowzero/internal/pcapfile"
 )
 
 // TestReplayToServer replays every shared capture to a server on loopback and reads the
@@ -129,5 +135,60 @@ func TestRefused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReplayRecordedSpeed replays a pcapng file (written here, with the gaps of a real
+// capture's first packets stretched to 150 ms) at recorded speed: the gaps are kept, the
+// timestamps are the file's.
+func TestReplayRecordedSpeed(t *testing.T) {
+	src, err := pcapfile.ReadFrames(allCaptures(t)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "gaps.pcapng")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pcapgo.NewNgWriter(f, layers.LinkTypeEthernet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 11, 22, 6, 0, 0, 123456789, time.UTC)
+	for i := range 4 {
+		data := src[i%len(src)].Data
+		ci := gopacket.CaptureInfo{Timestamp: base.Add(time.Duration(i) * 150 * time.Millisecond), CaptureLength: len(data), Length: len(data) + 10}
+		if err := w.WritePacket(ci, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	scfg := testServerConfig(t)
+	s := startServer(t, scfg)
+	acfg := testAgentConfig("slow", s.Addr().String(), []string{path})
+	acfg.Replay.Speed = "recorded"
+	start := time.Now()
+	a := startAgent(t, acfg)
+	<-a.Done()
+	elapsed := time.Since(start)
+	_ = a.Stop()
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if elapsed < 450*time.Millisecond || elapsed > 5*time.Second {
+		t.Fatalf("replay of 450 ms of traffic took %v", elapsed)
+	}
+	got := readPcapng(t, scfg.Output.Path)["slow:gaps"]
+	if len(got) != 4 {
+		t.Fatalf("%d packets", len(got))
+	}
+	for i, fr := range got {
+		if want := base.Add(time.Duration(i) * 150 * time.Millisecond); !fr.Time.Equal(want) || fr.Length != len(fr.Data)+10 {
+			t.Fatalf("packet %d: %v (want %v), length %d", i, fr.Time, want, fr.Length)
+		}
 	}
 }

@@ -175,8 +175,6 @@ type ServerConfiguration struct {
 	IdleTimeout time.Duration `yaml:"idle-timeout"`
 	// MaxAgents bounds concurrent agent connections.
 	MaxAgents int `yaml:"max-agents"`
-	// Flows turns captured packets into flows for the collector's pipeline (flows.go).
-	Flows FlowConfiguration `yaml:"flows"`
 }
 
 // TLSServerConfiguration configures the server's TLS.
@@ -213,7 +211,6 @@ func DefaultServerConfiguration() ServerConfiguration {
 		IdleTimeout: 30 * time.Second,
 		MaxAgents:   1024,
 		Output:      OutputConfiguration{Path: "capture.pcapng", FlushInterval: 200 * time.Millisecond},
-		Flows:       DefaultFlowConfiguration(),
 	}
 }
 
@@ -241,9 +238,6 @@ func (c *ServerConfiguration) Validate() error {
 	}
 	if err := c.Output.validate(); err != nil {
 		return config.Prefix("output", err)
-	}
-	if err := c.Flows.validate(); err != nil {
-		return config.Prefix("flows", err)
 	}
 	return nil
 }

@@ -42,9 +42,6 @@ func TestConfigValidate(t *testing.T) {
 		{"output.max-files", server(func(c *ServerConfiguration) { c.Output.MaxFiles = 3 })},
 		{"tls.cert", server(func(c *ServerConfiguration) { c.TLS.Enable = true })},
 		{"tokens[1]", server(func(c *ServerConfiguration) { c.Tokens = []string{"a", ""} })},
-		{"flows.idle-timeout", server(func(c *ServerConfiguration) {
-			c.Flows.Enable, c.Flows.IdleTimeout = true, 2*c.Flows.ActiveTimeout
-		})},
 	}
 	for _, tc := range cases {
 		var ke *config.KeyError

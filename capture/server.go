@@ -18,8 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flowzero/capture/wire"
-	"flowzero/decoder/packet"
-	"flowzero/schema"
 )
 
 // ServerDependencies are what the server needs from its caller.
@@ -27,12 +25,9 @@ type ServerDependencies struct {
 	// Stdout receives the pcapng stream when output.path is "-".
 	Stdout io.Writer
 	Logger *slog.Logger
-	// With flows enabled: the schema of the flows, the function receiving each flow (it must
-	// finalize or copy it before returning; SinkEmitter.Emit feeds the collector's sinks) and,
-	// optionally, one called after every output flush and at Stop (SinkEmitter.Flush).
-	Schema     *schema.Schema
-	EmitFlow   func(*schema.FlowMessage)
-	FlushFlows func()
+	// Packets, when set, also receives every packet written (capture/flows turns them into
+	// flows for the collector's pipeline).
+	Packets PacketConsumer
 }
 
 // Server accepts agents and writes their packets to pcapng.
@@ -52,8 +47,7 @@ type Server struct {
 	agents map[string]*agentState
 	conns  map[*serverConn]struct{}
 
-	shared *outputFile    // single-file mode
-	parser *packet.Parser // with flows enabled
+	shared *outputFile // single-file mode
 }
 
 // outputFile is one pcapng output and its lock.
@@ -64,12 +58,12 @@ type outputFile struct {
 
 // agentState is what the server keeps about an agent name across its connections.
 type agentState struct {
-	name    string
-	m       agentMetrics
-	out     *outputFile
-	conn    *serverConn // the active connection
-	connect int         // connections so far
-	flows   *flowTable  // with flows enabled; guarded by out.mu
+	name     string
+	m        agentMetrics
+	out      *outputFile
+	conn     *serverConn   // the active connection
+	connect  int           // connections so far
+	consumer AgentConsumer // deps.Packets' for this agent; called with out.mu held
 
 	// Guarded by out.mu (only the active connection updates them).
 	instance           uint64 // agent instance id of lastSeq and the drop baselines
@@ -83,7 +77,6 @@ type ServerAgentStats struct {
 	Packets, Bytes, Frames            uint64
 	DropKernel, DropAgent, DropServer uint64
 	Connections                       int
-	Flows                             FlowStats
 }
 
 type serverConn struct {
@@ -115,14 +108,6 @@ func NewServer(r prometheus.Registerer, cfg ServerConfiguration, deps ServerDepe
 	}
 	if !cfg.Output.PerAgent {
 		s.shared = &outputFile{w: newPcapngOutput(cfg.Output, "", deps.Stdout)}
-	}
-	if cfg.Flows.Enable {
-		if deps.Schema == nil || deps.EmitFlow == nil {
-			return nil, errors.New("capture server: flows enabled without a schema and an emit function")
-		}
-		if s.parser, err = packet.New(cfg.Flows.Packet); err != nil {
-			return nil, err
-		}
 	}
 	return s, nil
 }
@@ -161,7 +146,7 @@ func (s *Server) Stop() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
-	s.expireFlows(true)
+	s.tickConsumers(true)
 	for _, o := range s.outputs() {
 		o.mu.Lock()
 		if cerr := o.w.Close(); cerr != nil && err == nil {
@@ -186,18 +171,15 @@ func (s *Server) Stats(agent string) ServerAgentStats {
 	st.out.mu.Lock()
 	defer st.out.mu.Unlock()
 	stats := st.stats
-	if st.flows != nil {
-		stats.Flows = st.flows.stats
-	}
 	s.mu.Lock()
 	stats.Connections = st.connect
 	s.mu.Unlock()
 	return stats
 }
 
-// expireFlows exports the flows of agents gone quiet, or all of them.
-func (s *Server) expireFlows(all bool) {
-	if s.parser == nil {
+// tickConsumers gives the packet consumers the time (flows time out).
+func (s *Server) tickConsumers(stop bool) {
+	if s.deps.Packets == nil {
 		return
 	}
 	s.mu.Lock()
@@ -209,18 +191,12 @@ func (s *Server) expireFlows(all bool) {
 	now := time.Now()
 	for _, st := range states {
 		st.out.mu.Lock()
-		if st.flows != nil {
-			if all {
-				st.flows.expire(true)
-			} else {
-				st.flows.expireQuiet(now)
-			}
+		if st.consumer != nil {
+			st.consumer.Tick(now, stop)
 		}
 		st.out.mu.Unlock()
 	}
-	if s.deps.FlushFlows != nil {
-		s.deps.FlushFlows()
-	}
+	s.deps.Packets.Flush()
 }
 
 func (s *Server) outputs() []*outputFile {
@@ -254,7 +230,7 @@ func (s *Server) flushLoop() {
 			}
 			o.mu.Unlock()
 		}
-		s.expireFlows(false)
+		s.tickConsumers(false)
 	}
 }
 
@@ -370,13 +346,13 @@ func (s *Server) handshake(sc *serverConn) (*agentState, wire.Hello, error) {
 		<-old.done
 	}
 	st.out.mu.Lock()
-	if s.parser != nil {
-		if st.flows == nil {
-			st.flows = newFlowTable(s.cfg.Flows, s.parser, s.deps.Schema, s.deps.EmitFlow, h.AgentName)
+	if s.deps.Packets != nil {
+		if st.consumer == nil {
+			st.consumer = s.deps.Packets.ForAgent(h.AgentName)
 		}
 		if tcp, ok := sc.c.RemoteAddr().(*net.TCPAddr); ok {
-			st.flows.exporter, _ = netip.AddrFromSlice(tcp.IP)
-			st.flows.exporter = st.flows.exporter.Unmap()
+			addr, _ := netip.AddrFromSlice(tcp.IP)
+			st.consumer.Connected(addr.Unmap())
 		}
 	}
 	if st.instance != h.AgentID {
@@ -541,8 +517,8 @@ func (s *Server) writeFrame(st *agentState, conn *connInterfaces, fh wire.FrameH
 				dropped++
 				continue
 			}
-			if st.flows != nil {
-				st.flows.add(p.Interface, uint16(st.out.w.intfs[id].LinkType), p.Timestamp, p.Data)
+			if st.consumer != nil {
+				st.consumer.Packet(p.Interface, uint16(st.out.w.intfs[id].LinkType), p.Timestamp, p.Length, p.Data)
 			}
 			packets++
 			bytes += uint64(len(p.Data))
@@ -583,8 +559,8 @@ func (s *Server) writeFrame(st *agentState, conn *connInterfaces, fh wire.FrameH
 	if fh.Seq != 0 {
 		st.lastSeq = fh.Seq
 	}
-	if st.flows != nil {
-		st.flows.lastWall = time.Now()
+	if st.consumer != nil {
+		st.consumer.Tick(time.Now(), false)
 	}
 	st.stats.Packets += packets
 	st.stats.Bytes += bytes

@@ -21,6 +21,8 @@ package enrich
 import (
 	"errors"
 	"net/netip"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"flowzero/rib"
@@ -34,6 +36,11 @@ type Enricher struct {
 	cfg     Configuration
 	lookSrc bool // a source lookup can change an enabled column
 	lookDst bool
+	// peerAS is the AS of each RIB peer by ID, for routes with an empty AS path. A peer's AS
+	// never changes (it is part of its key), so the copy is only extended, when a route of
+	// a peer it does not know yet shows up.
+	peerAS   atomic.Pointer[[]uint32]
+	peerASMu sync.Mutex
 }
 
 // New returns an Enricher reading table for flows of schema s. The configuration is expected
@@ -133,22 +140,55 @@ func (e *Enricher) asn(flowAS uint32, flowMask uint8, r rib.Route, ok bool) uint
 			}
 		case ASNRouting:
 			if ok {
-				as = r.Attrs.OriginAS()
+				as = e.originAS(r)
 			}
 		case ASNRoutingExceptPrivate:
 			if ok {
-				if as = r.Attrs.OriginAS(); PrivateAS(as) {
+				if as = e.originAS(r); PrivateAS(as) {
 					as = 0
 				}
 			}
 		case ASNRoutingExceptDefaultRoute:
 			if ok && r.Bits > 0 {
-				as = r.Attrs.OriginAS()
+				as = e.originAS(r)
 			}
 		}
 		if as != 0 {
 			return as
 		}
+	}
+	return 0
+}
+
+// originAS is the last AS of the route's AS path or, when the path is empty (a route
+// originated in the peer's own AS, typically iBGP), the peer's AS, as Akvorado does.
+func (e *Enricher) originAS(r rib.Route) uint32 {
+	if as := r.Attrs.OriginAS(); as != 0 || len(r.Attrs.ASPath) != 0 {
+		return as
+	}
+	if p := e.peerAS.Load(); p != nil && int(r.Peer) < len(*p) {
+		return (*p)[r.Peer]
+	}
+	return e.refreshPeerAS(r.Peer)
+}
+
+// refreshPeerAS copies the peers' AS numbers from the RIB (rarely: once per new peer).
+func (e *Enricher) refreshPeerAS(id rib.PeerID) uint32 {
+	e.peerASMu.Lock()
+	defer e.peerASMu.Unlock()
+	if p := e.peerAS.Load(); p != nil && int(id) < len(*p) {
+		return (*p)[id]
+	}
+	peers := e.table.Peers()
+	as := make([]uint32, len(peers))
+	for _, p := range peers {
+		if int(p.ID) < len(as) {
+			as[p.ID] = p.AS
+		}
+	}
+	e.peerAS.Store(&as)
+	if int(id) < len(as) {
+		return as[id]
 	}
 	return 0
 }

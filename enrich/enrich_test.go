@@ -230,6 +230,13 @@ func TestEnrich(t *testing.T) {
 			want: flowOut{},
 		},
 		{
+			name: "empty-as-path-is-peer-as",
+			// 192.0.2.4/31 (Add-Path capture) has an empty AS path: originated in the
+			// peer's AS, 65500 (iBGP).
+			in:   flowIn{src: mrtSrc, dst: "192.0.2.5"},
+			want: flowOut{SrcAS: 6318, DstAS: 65500, SrcNetMask: 24, DstNetMask: 31, NextHop: netip.MustParseAddr("192.0.2.5"), DstASPath: []uint32{}},
+		},
+		{
 			name: "routing-except-private",
 			cfg:  func(c *Configuration) { c.ASNProviders = []ASNProvider{ASNRoutingExceptPrivate, ASNFlow} },
 			// 192.0.2.0/31 is originated by private AS 65011 (its AS path is [65011]).

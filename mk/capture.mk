@@ -9,12 +9,17 @@ CAPTURE_BENCH_COUNT ?= 8
 .PHONY: bench-capture-wire bench-capture
 BENCH_TARGETS += bench-capture-wire bench-capture
 
+# The -count rounds run as separate processes, one after the other, so that every format is
+# measured in every round: on a shared, noisy machine the load drifts over minutes, and
+# -count=N alone would run all N rounds of one format before the next format.
 bench-capture-wire: tools
 	@mkdir -p $(CACHE)/bench
-	cd bench && $(GO) test -run '^$$' -bench '^BenchmarkCaptureWire$$' -benchmem -benchtime=300ms \
-	  -count=$(CAPTURE_BENCH_COUNT) ./capture/ | tee $(CACHE)/bench/capture-wire.txt
-	$(GO) test -run '^$$' -bench '^BenchmarkPcapngWrite$$' -benchmem -benchtime=300ms \
-	  -count=$(CAPTURE_BENCH_COUNT) ./capture/ | tee $(CACHE)/bench/capture-pcapng.txt
+	cd bench && for i in $$(seq $(CAPTURE_BENCH_COUNT)); do \
+	  $(GO) test -run '^$$' -bench '^BenchmarkCaptureWire$$' -benchmem -benchtime=300ms -count=1 ./capture/; \
+	done | tee $(CACHE)/bench/capture-wire.txt
+	for i in $$(seq $(CAPTURE_BENCH_COUNT)); do \
+	  $(GO) test -run '^$$' -bench '^BenchmarkPcapngWrite$$' -benchmem -benchtime=300ms -count=1 ./capture/; \
+	done | tee $(CACHE)/bench/capture-pcapng.txt
 	benchstat $(CACHE)/bench/capture-wire.txt
 	benchstat $(CACHE)/bench/capture-pcapng.txt
 

@@ -18,3 +18,13 @@ bench-pbwire: $(CACHE)/gobin/benchstat
 	$(CACHE)/gobin/benchstat $(VAR)/bench-protozero.txt
 	$(GO) test -run '^$$' -bench . -count=$(PBWIRE_BENCH_COUNT) -benchmem ./pbwire > $(VAR)/bench-pbwire.txt
 	$(CACHE)/gobin/benchstat $(VAR)/bench-pbwire.txt
+
+# Regenerates bench/protozero/testpb (committed) with protoc and the plugins pinned here.
+PROTOC_GEN_GO_VERSION ?= v1.36.12
+PROTOC_GEN_GO_VTPROTO_VERSION ?= v0.6.0
+.PHONY: bench-pbwire-generate
+bench-pbwire-generate:
+	@command -v protoc >/dev/null || { echo "protoc not found (apt-get install protobuf-compiler)"; exit 1; }
+	GOBIN=$(CACHE)/gobin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(CACHE)/gobin $(GO) install github.com/planetscale/vtprotobuf/cmd/protoc-gen-go-vtproto@$(PROTOC_GEN_GO_VTPROTO_VERSION)
+	cd bench/protozero/testpb && $(GO) generate .

@@ -151,11 +151,6 @@ func appendVarintSlow(dst []byte, v uint64) []byte {
 // only writes the bytes it adds): do not keep data in dst[len(dst):cap(dst)].
 const wideRoom = 16
 
-// grow makes room for wideRoom+extra bytes past len(dst), without changing len(dst).
-func grow(dst []byte, extra int) []byte {
-	return append(dst, make([]byte, wideRoom+extra)...)[:len(dst)]
-}
-
 // EncodeZigZag32 maps a signed value to an unsigned one so that small magnitudes encode short
 // (sint32).
 func EncodeZigZag32(v int32) uint64 { return uint64(uint32(v<<1) ^ uint32(v>>31)) }
@@ -233,37 +228,12 @@ func AppendDoubleField(dst []byte, t Tag, v float64) []byte {
 // AppendBytesField appends a length-delimited field holding b (bytes, or an already encoded
 // message).
 func AppendBytesField(dst []byte, t Tag, b []byte) []byte {
-	n := len(dst)
-	if cap(dst)-n < wideRoom+len(b) {
-		dst = grow(dst, len(b))
-	}
-	h := n + putKeyLen(dst[n:n+wideRoom], t, len(b))
-	return dst[:h+copy(dst[h:h+len(b)], b)]
+	return append(AppendVarintField(dst, t, uint64(len(b))), b...)
 }
 
 // AppendStringField appends a string field.
 func AppendStringField(dst []byte, t Tag, s string) []byte {
-	n := len(dst)
-	if cap(dst)-n < wideRoom+len(s) {
-		dst = grow(dst, len(s))
-	}
-	h := n + putKeyLen(dst[n:n+wideRoom], t, len(s))
-	return dst[:h+copy(dst[h:h+len(s)], s)]
-}
-
-// putKeyLen stores key t and length l at the start of b (wideRoom bytes) and returns their
-// size.
-func putKeyLen(b []byte, t Tag, l int) int {
-	binary.LittleEndian.PutUint64(b, uint64(t))
-	i := t.Len()
-	v := uint(l)
-	for v >= 0x80 {
-		b[i] = byte(v) | 0x80
-		v >>= 7
-		i++
-	}
-	b[i] = byte(v)
-	return i + 1
+	return append(AppendVarintField(dst, t, uint64(len(s))), s...)
 }
 
 func appendLenSlow(dst []byte, t Tag, n int) []byte {

@@ -15,13 +15,16 @@
 //
 // Why bart and not a structure of our own: BenchmarkLookup (bench/rib, random addresses in
 // the 1,062,046 prefixes of a real full table, attributes read) puts flowzero at bart Fast's
-// own speed in the same run, about 1.2× faster than bart's Table and four orders of magnitude
-// faster than gobgp's in-process ListPath. An 8-bit stride already reaches a /24 in three
-// node visits; a DIR-24-8 array could save one or two for IPv4 at the price of 64 MB per
-// table copy and of an RCU scheme for 16M-entry ranges, and does nothing for IPv6. bart also
+// own speed in the same run (BenchmarkLookupInterleaved alternates the two every 4096
+// lookups to cancel a busy machine's noise), ahead of bart's Table, and four orders of
+// magnitude ahead of gobgp's in-process ListPath. On such a table the cost of a lookup is its
+// cache and TLB misses, not the trie's arithmetic: an 8-bit stride reaches a /24 in three
+// node visits, and a DIR-24-8 array could save one of them for IPv4 only, at the price of a
+// 64 MB table per published copy and of an RCU scheme for ranges of 2^24 entries. bart also
 // gives persistent (path-copying) updates, which the concurrency below is built on. Fast
-// rather than Table: its lookups are faster and its extra 256 bytes per node cost about
-// 10 bytes per route on a full table.
+// rather than Table for its faster level traversal; its extra 256 bytes per node are a few
+// bytes per route of a full table. After a bulk change (a load), the trie is copied once so
+// that its nodes sit together in memory, in traversal order.
 //
 // Concurrency is RCU-style: readers load the current lookup trie from an atomic pointer and
 // never block. Writers serialize on a mutex inside a Tx; a Tx modifies a private version of the
@@ -315,9 +318,18 @@ func (tx *Tx) Commit() {
 	r.pubRoutes.Store(int64(r.routes))
 	r.pubSets.Store(int64(r.interner.len()))
 	r.pubPeers.Store(int64(len(r.peers)))
+	if tx.owned && tx.changes >= compactThreshold {
+		// A bulk change (MRT load, snapshot, full BMP dump) built the trie among millions of
+		// other allocations; a copy lays its nodes out together, in traversal order, which
+		// makes every later lookup miss the cache and TLB less.
+		tx.next = tx.next.Clone()
+	}
 	r.cur.Store(tx.next)
 	tx.r.mu.Unlock()
 }
+
+// compactThreshold is the number of trie changes of a Tx past which Commit compacts the trie.
+const compactThreshold = 1 << 17
 
 // Peer is RIB.Peer inside a transaction.
 func (tx *Tx) Peer(k PeerKey, bgpID netip.Addr) PeerID { return tx.r.peerLocked(k, bgpID) }

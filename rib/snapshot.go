@@ -267,9 +267,22 @@ func (r *RIB) ReadSnapshot(rd io.Reader) error {
 		}
 		sets = append(sets, a)
 	}
-	// Prefixes, in one transaction: readers see the whole table at once.
+	// Prefixes, in one transaction: readers see the whole table at once. Each set is interned
+	// once and held until the end; paths refer to it by number.
 	tx := r.Begin()
 	defer tx.Commit()
+	held := make([]*AttrSet, len(sets))
+	ids := make([]SetID, len(sets))
+	for i := range sets {
+		held[i] = tx.InternOwned(&sets[i])
+		ids[i] = held[i].ID()
+	}
+	defer func() {
+		for _, h := range held {
+			tx.Release(h)
+		}
+	}()
+	var paths []NewPath
 	for {
 		fam := s.byte()
 		if s.err != nil {
@@ -293,6 +306,7 @@ func (r *RIB) ReadSnapshot(rd io.Reader) error {
 		}
 		p, _ := a.Prefix(bits)
 		np := s.count(1 << 20)
+		paths = paths[:0]
 		for range np {
 			peer, pathID, idx := s.uvarint(), uint32(s.uvarint()), s.uvarint()
 			if s.err != nil {
@@ -301,7 +315,10 @@ func (r *RIB) ReadSnapshot(rd io.Reader) error {
 			if peer >= uint64(len(peers)) || idx >= uint64(len(sets)) {
 				return fmt.Errorf("%w: path references peer %d or attribute set %d", errSnapshot, peer, idx)
 			}
-			tx.Add(peers[peer], p, pathID, &sets[idx])
+			paths = append(paths, NewPath{Peer: peers[peer], PathID: pathID, Set: ids[idx]})
+		}
+		if len(paths) > 0 {
+			tx.AddPaths(p, paths)
 		}
 	}
 }

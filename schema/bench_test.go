@@ -218,3 +218,9 @@ var baselineTags = func() (tags [ColumnLast]pbwire.Tag) {
 	}
 	return tags
 }()
+
+// appendIPField is how pbwire alone writes an address: As16, then a bytes field.
+func appendIPField(dst []byte, t pbwire.Tag, a netip.Addr) []byte {
+	b := a.As16()
+	return pbwire.AppendBytesField(dst, t, b[:])
+}

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"net/netip"
 	"unicode/utf8"
 	"unsafe"
@@ -70,22 +71,35 @@ type FlowMessage struct {
 	skip columnBitset
 	// set holds the repeated columns written since Reset (they never enter skip).
 	set columnBitset
-	// buf is the message being built; its first pbwire.ReserveDelimited bytes are room for
-	// the length prefix written by Finalize.
-	buf       []byte
-	finalized []byte
+	// buf is the whole buffer (len == cap) and n the end of the message: the writers store
+	// into buf[n:] and move n, so that a field costs one integer store instead of a new slice
+	// header (three words and a write barrier check). Bytes past n are scratch: the fast
+	// writers store 8 bytes at a time and may leave garbage there. buf[:ReserveDelimited] is
+	// room for the length prefix written by Finalize.
+	buf []byte
+	n   int
+	// framed is 1 + the start of the framed message once Finalize ran, 0 before.
+	framed int
 	// sanitized counts values fixed or dropped since NewFlowMessage (kept by Reset).
 	sanitized uint64
+	// enc is the schema's column table (Schema.enc), copied here so that an Append reads
+	// its column's entry with one load less.
+	enc [encSize]encInfo
 }
 
 // initialBufferSize fits a flow with every column set without growing.
 const initialBufferSize = 1024
 
+// wideRoom is the room the scalar writers need past n: a 2-byte key and a 10-byte varint,
+// rounded up for the 8-byte stores.
+const wideRoom = 16
+
 // NewFlowMessage returns a FlowMessage for this schema, ready to fill.
 func (s *Schema) NewFlowMessage() *FlowMessage {
 	m := &FlowMessage{
 		schema: s,
-		buf:    make([]byte, pbwire.ReserveDelimited, initialBufferSize),
+		buf:    make([]byte, initialBufferSize),
+		enc:    s.enc,
 	}
 	m.Reset()
 	return m
@@ -96,8 +110,17 @@ func (m *FlowMessage) Schema() *Schema { return m.schema }
 
 // Reset clears the message for the next flow, keeping its buffer.
 func (m *FlowMessage) Reset() {
-	s, buf, sanitized := m.schema, m.buf, m.sanitized
-	*m = FlowMessage{schema: s, skip: s.disabled, buf: buf[:pbwire.ReserveDelimited], sanitized: sanitized}
+	// Field by field: assigning a whole FlowMessage{...} builds it on the stack and copies it
+	// back, a few hundred bytes with pointers in them, for every flow.
+	m.TimeReceived, m.SamplingRate = 0, 0
+	m.ExporterAddress, m.SrcAddr, m.DstAddr, m.NextHop = netip.Addr{}, netip.Addr{}, netip.Addr{}, netip.Addr{}
+	m.InIf, m.OutIf, m.SrcAS, m.DstAS = 0, 0, 0, 0
+	m.SrcNetMask, m.DstNetMask, m.SrcVlan, m.DstVlan = 0, 0, 0, 0
+	m.DstASPath, m.SrcCommunities, m.DstCommunities = nil, nil, nil
+	m.SrcLargeCommunities, m.DstLargeCommunities = nil, nil
+	m.skip = m.schema.disabled
+	m.set = columnBitset{}
+	m.n, m.framed = pbwire.ReserveDelimited, 0
 }
 
 // Sanitized is the number of values fixed or dropped by the Append methods since the message
@@ -160,8 +183,18 @@ func (m *FlowMessage) IsSet(k ColumnKey) bool {
 
 // The Append methods share one shape: an inlined front (a bounds check and one bit test that
 // rejects disabled columns and columns already written: all a disabled column costs), then a
-// call that loads the column's encoding and appends. A method that does not match the column's
-// kind returns before marking the column, so that the right method still works.
+// call that loads the column's encoding from the dense table Schema.enc and appends. A method
+// that does not match the column's kind returns before marking the column, so that the right
+// method still works.
+//
+// The writers below are schema's own rather than pbwire's field functions: they store into
+// the pre-grown buffer at m.n (pbwire's take and return a slice, which here would mean a
+// slice header store per field), write a key of up to 2 bytes and a varint below
+// fastVarintLimit with one 8-byte store and no loop, and hand anything longer to pbwire.
+
+// skipWord is the skip or set word of column k; k is masked so that the index needs no
+// bounds check (bitsetWords is at most 2, ColumnLast at most encSize).
+func skipWord(k ColumnKey) ColumnKey { return k & (encSize - 1) >> 6 }
 
 // AppendUint sets a KindUint64, KindUint32 (truncated to 32 bits), KindEnum (a value outside
 // the enum becomes 0, undefined: ClickHouse would refuse the whole batch) or KindMAC column, or
@@ -173,27 +206,40 @@ func (m *FlowMessage) AppendUint(k ColumnKey, v uint64) {
 }
 
 func (m *FlowMessage) appendUint(k ColumnKey, v uint64) {
-	w, bit := k>>6, uint64(1)<<(k&63)
-	e := &m.schema.enc[k]
-	switch e.op {
-	case opVarint:
-		v &= e.mask
-	case opEnum:
-		if v >= uint64(e.limit) {
-			v = 0 // undefined
-			m.sanitized++
+	e := &m.enc[k&(encSize-1)]
+	if e.op != opVarint {
+		if e.op == opHot {
+			m.skip[skipWord(k)] |= 1 << (k & 63)
+			m.setHotUint(k, v)
 		}
-	case opHot:
-		m.skip[w] |= bit
-		m.setHotUint(k, v)
-		return
-	default:
 		return
 	}
-	m.skip[w] |= bit
-	if v != 0 {
-		m.buf = pbwire.AppendVarintField(m.buf, e.tag, v)
+	m.skip[skipWord(k)] |= 1 << (k & 63)
+	v &= e.mask
+	if v > e.max {
+		v = 0 // undefined
+		m.sanitized++
 	}
+	if v == 0 {
+		return
+	}
+	// putVarintField written out: a second call per field costs more than the encoding.
+	n := m.n
+	if len(m.buf)-n < wideRoom {
+		m.putFieldSlow(e.tag, v, "")
+		return
+	}
+	// putVarintField written out: a second call per field costs more than the encoding.
+	b := m.buf[n : n+wideRoom]
+	binary.LittleEndian.PutUint64(b, uint64(e.tag))
+	i := e.tag.Len()
+	for v >= 0x80 {
+		b[i] = byte(v) | 0x80
+		v >>= 7
+		i++
+	}
+	b[i] = byte(v)
+	m.n = n + i + 1
 }
 
 func (m *FlowMessage) setHotUint(k ColumnKey, v uint64) {
@@ -231,30 +277,95 @@ func (m *FlowMessage) AppendString(k ColumnKey, s string) {
 }
 
 func (m *FlowMessage) appendString(k ColumnKey, s string) {
-	w, bit := k>>6, uint64(1)<<(k&63)
-	e := &m.schema.enc[k]
+	e := &m.enc[k&(encSize-1)]
 	switch e.op {
 	case opString:
-		m.skip[w] |= bit
+		m.skip[skipWord(k)] |= 1 << (k & 63)
 		if len(s) == 0 {
 			return
 		}
-		if len(s) > e.limit {
+		if uint64(len(s)) > e.max {
 			m.sanitized++
 			return
 		}
-		if !isASCII(s) && !utf8.ValidString(s) {
-			m.sanitized++
-			m.buf = appendValidUTF8Field(m.buf, e.tag, s)
+		// putStringField written out, as in appendUint, with the UTF-8 check done by the
+		// copy: most strings are short ASCII names.
+		n := m.n
+		if len(s) >= 0x80 || len(m.buf)-n < wideRoom+len(s) {
+			m.appendStringSlow(e.tag, s)
 			return
 		}
-		m.buf = pbwire.AppendStringField(m.buf, e.tag, s)
+		kl := e.tag.Len()
+		binary.LittleEndian.PutUint64(m.buf[n:], uint64(e.tag)&0xffff|uint64(len(s))<<(8*kl&63))
+		h := n + kl + 1
+		// Strings of 8 to 16 bytes (most names) are copied with two overlapping 8-byte
+		// loads and stores, straight-line; copyASCII does the others.
+		var ascii bool
+		if l := len(s); l >= 8 && l <= 16 {
+			p := unsafe.Slice(unsafe.StringData(s), l)
+			w0, w1 := binary.LittleEndian.Uint64(p), binary.LittleEndian.Uint64(p[l-8:])
+			d := m.buf[h : h+16]
+			binary.LittleEndian.PutUint64(d, w0)
+			binary.LittleEndian.PutUint64(d[l-8:], w1)
+			ascii = (w0|w1)&0x8080_8080_8080_8080 == 0
+		} else {
+			ascii = copyASCII(m.buf[h:], s)
+		}
+		if !ascii && !utf8.ValidString(s) {
+			m.appendStringSlow(e.tag, s)
+			return
+		}
+		m.n = h + len(s)
 	case opBytes:
-		m.skip[w] |= bit
+		m.skip[skipWord(k)] |= 1 << (k & 63)
 		if len(s) != 0 {
-			m.buf = pbwire.AppendStringField(m.buf, e.tag, s)
+			m.putStringField(e.tag, s)
 		}
 	}
+}
+
+// appendStringSlow appends string field s when it is long, does not fit the buffer or is
+// not valid UTF-8 (each invalid byte is then replaced by U+FFFD and counted).
+//
+//go:noinline
+func (m *FlowMessage) appendStringSlow(t pbwire.Tag, s string) {
+	if !isASCII(s) && !utf8.ValidString(s) {
+		m.sanitized++
+		m.adopt(appendValidUTF8Field(m.buf[:m.n], t, s))
+		return
+	}
+	m.adopt(pbwire.AppendStringField(m.buf[:m.n], t, s))
+}
+
+// copyASCII copies s (0 < len(s)) to the start of dst and tells if s is plain ASCII. It
+// works 8 bytes at a time and may write up to 8 bytes past len(s): dst must have room for
+// len(s)+8 bytes. Strings under 8 bytes are assembled from overlapping loads into one word:
+// no call to memmove, no byte loop.
+func copyASCII(dst []byte, s string) bool {
+	b := unsafe.Slice(unsafe.StringData(s), len(s))
+	n := len(b)
+	var acc uint64
+	switch {
+	case n >= 8:
+		i := 0
+		for ; i+8 <= n; i += 8 {
+			w := binary.LittleEndian.Uint64(b[i:])
+			acc |= w
+			binary.LittleEndian.PutUint64(dst[i:], w)
+		}
+		if i < n {
+			w := binary.LittleEndian.Uint64(b[n-8:])
+			acc |= w
+			binary.LittleEndian.PutUint64(dst[n-8:], w)
+		}
+	case n >= 4:
+		acc = uint64(binary.LittleEndian.Uint32(b)) | uint64(binary.LittleEndian.Uint32(b[n-4:]))<<(8*(n-4))
+		binary.LittleEndian.PutUint64(dst, acc)
+	default:
+		acc = uint64(b[0]) | uint64(b[n/2])<<(8*(n/2)) | uint64(b[n-1])<<(8*(n-1))
+		binary.LittleEndian.PutUint64(dst, acc)
+	}
+	return acc&0x8080_8080_8080_8080 == 0
 }
 
 // isASCII tells if s is plain ASCII (so valid UTF-8), 8 bytes at a time: interface names and
@@ -310,22 +421,21 @@ func (m *FlowMessage) AppendBytes(k ColumnKey, b []byte) {
 }
 
 func (m *FlowMessage) appendBytes(k ColumnKey, b []byte) {
-	w, bit := k>>6, uint64(1)<<(k&63)
-	e := &m.schema.enc[k]
+	e := &m.enc[k&(encSize-1)]
 	switch {
 	case e.op == opBytes:
-		m.skip[w] |= bit
+		m.skip[skipWord(k)] |= 1 << (k & 63)
 		if len(b) != 0 {
-			m.buf = pbwire.AppendBytesField(m.buf, e.tag, b)
+			m.putStringField(e.tag, unsafe.String(unsafe.SliceData(b), len(b)))
 		}
 	case e.op == opString:
 		// Same checks as AppendString; the conversion does not allocate.
 		m.appendString(k, unsafe.String(unsafe.SliceData(b), len(b)))
 	case e.kind == KindMAC && len(b) == 6:
-		m.skip[w] |= bit
+		m.skip[skipWord(k)] |= 1 << (k & 63)
 		v := uint64(b[0])<<40 | uint64(b[1])<<32 | uint64(b[2])<<24 | uint64(b[3])<<16 | uint64(b[4])<<8 | uint64(b[5])
 		if v != 0 {
-			m.buf = pbwire.AppendVarintField(m.buf, e.tag, v)
+			m.putVarintField(e.tag, v)
 		}
 	}
 }
@@ -339,15 +449,15 @@ func (m *FlowMessage) AppendIP(k ColumnKey, a netip.Addr) {
 }
 
 func (m *FlowMessage) appendIP(k ColumnKey, a netip.Addr) {
-	w, bit := k>>6, uint64(1)<<(k&63)
 	if !a.IsValid() {
 		return
 	}
-	e := &m.schema.enc[k]
+	w, bit := skipWord(k), uint64(1)<<(k&63)
+	e := &m.enc[k&(encSize-1)]
 	switch e.op {
 	case opIP:
 		m.skip[w] |= bit
-		m.buf = appendIPField(m.buf, e.tag, a)
+		m.putIPField(e.tag, a)
 	case opHotIP:
 		m.skip[w] |= bit
 		switch k {
@@ -362,13 +472,8 @@ func (m *FlowMessage) appendIP(k ColumnKey, a netip.Addr) {
 		}
 	case opArrayIP:
 		m.set[w] |= bit
-		m.buf = appendIPField(m.buf, e.tag, a)
+		m.putIPField(e.tag, a)
 	}
-}
-
-func appendIPField(dst []byte, t pbwire.Tag, a netip.Addr) []byte {
-	b := a.As16()
-	return pbwire.AppendBytesField(dst, t, b[:])
 }
 
 // AppendArrayUint32 adds values to a KindArrayUint32 column; each call appends to the array.
@@ -381,15 +486,15 @@ func (m *FlowMessage) AppendArrayUint32(k ColumnKey, vs []uint32) {
 }
 
 func (m *FlowMessage) appendArrayUint32(k ColumnKey, vs []uint32) {
-	w, bit := k>>6, uint64(1)<<(k&63)
 	if len(vs) == 0 {
 		return
 	}
-	e := &m.schema.enc[k]
+	w, bit := skipWord(k), uint64(1)<<(k&63)
+	e := &m.enc[k&(encSize-1)]
 	switch e.op {
 	case opArrayUint32:
 		m.set[w] |= bit
-		m.buf = pbwire.AppendPackedUint32Field(m.buf, e.tag, vs)
+		m.putPackedUint32Field(e.tag, vs)
 	case opHotArray:
 		m.skip[w] |= bit
 		switch k {
@@ -411,88 +516,263 @@ func (m *FlowMessage) AppendArrayUint64(k ColumnKey, vs []uint64) {
 }
 
 func (m *FlowMessage) appendArrayUint64(k ColumnKey, vs []uint64) {
-	w, bit := k>>6, uint64(1)<<(k&63)
 	if len(vs) == 0 {
 		return
 	}
-	if e := &m.schema.enc[k]; e.op == opArrayUint64 {
-		m.set[w] |= bit
-		m.buf = pbwire.AppendPackedUint64Field(m.buf, e.tag, vs)
+	if e := &m.enc[k&(encSize-1)]; e.op == opArrayUint64 {
+		m.set[skipWord(k)] |= 1 << (k & 63)
+		m.adopt(pbwire.AppendPackedUint64Field(m.buf[:m.n], e.tag, vs))
 	}
 }
+
+// hotRoom is the room Finalize reserves for the hot scalar and address fields: 10 varints
+// of at most 2+10 bytes, 4 addresses of at most 2+1+16 bytes, and 8 bytes of store overrun.
+const hotRoom = 10*12 + 4*19 + 8
 
 // Finalize appends the hot fields and returns the message framed as one length-delimited
 // protobuf message (varint length, then the message), ready to be appended to a batch. The
 // bytes live in the FlowMessage's buffer: they stay valid until Reset. Calling Finalize again
 // before Reset returns the same bytes.
 func (m *FlowMessage) Finalize() []byte {
-	if m.finalized != nil {
-		return m.finalized
+	if m.framed != 0 {
+		return m.buf[m.framed-1 : m.n : m.n]
 	}
-	s := m.schema
-	buf := m.buf
-	// Hot fields; a zero tag means the column is disabled.
-	ht := &s.hotTags
-	if ht[hotTimeReceived] != 0 && m.TimeReceived != 0 {
-		buf = pbwire.AppendVarintField(buf, ht[hotTimeReceived], m.TimeReceived)
+	if len(m.buf)-m.n < hotRoom {
+		m.grow(hotRoom)
 	}
-	if ht[hotSamplingRate] != 0 && m.SamplingRate != 0 {
-		buf = pbwire.AppendVarintField(buf, ht[hotSamplingRate], m.SamplingRate)
+	// Hot scalars and addresses: one room check above, then straight-line code, each field
+	// with its own branches (a loop over the fields would share one set of branches between
+	// fields of different lengths, and mispredict). A disabled column's value is masked to
+	// zero (hotKey.on) and, like a zero value, not written.
+	hk := &m.schema.hotKeys
+	b, i := m.buf, m.n
+	i = putHotUint(b, i, &hk[hotTimeReceived], m.TimeReceived)
+	i = putHotUint(b, i, &hk[hotSamplingRate], m.SamplingRate)
+	i = putHotUint(b, i, &hk[hotSrcAS], uint64(m.SrcAS))
+	i = putHotUint(b, i, &hk[hotDstAS], uint64(m.DstAS))
+	i = putHotUint(b, i, &hk[hotInIf], uint64(m.InIf))
+	i = putHotUint(b, i, &hk[hotOutIf], uint64(m.OutIf))
+	i = putHotUint(b, i, &hk[hotSrcNetMask], uint64(m.SrcNetMask))
+	i = putHotUint(b, i, &hk[hotDstNetMask], uint64(m.DstNetMask))
+	i = putHotUint(b, i, &hk[hotSrcVlan], uint64(m.SrcVlan))
+	i = putHotUint(b, i, &hk[hotDstVlan], uint64(m.DstVlan))
+	i = putHotAddr(b, i, &hk[hotExporterAddress], &m.ExporterAddress)
+	i = putHotAddr(b, i, &hk[hotSrcAddr], &m.SrcAddr)
+	i = putHotAddr(b, i, &hk[hotDstAddr], &m.DstAddr)
+	i = putHotAddr(b, i, &hk[hotNextHop], &m.NextHop)
+	m.n = i
+	if len(m.DstASPath) != 0 && hk[hotDstASPath].on != 0 {
+		m.putPackedUint32Field(hk[hotDstASPath].tag, m.DstASPath)
 	}
-	if ht[hotSrcAS] != 0 && m.SrcAS != 0 {
-		buf = pbwire.AppendVarintField(buf, ht[hotSrcAS], uint64(m.SrcAS))
+	if len(m.SrcCommunities) != 0 && hk[hotSrcCommunities].on != 0 {
+		m.putPackedUint32Field(hk[hotSrcCommunities].tag, m.SrcCommunities)
 	}
-	if ht[hotDstAS] != 0 && m.DstAS != 0 {
-		buf = pbwire.AppendVarintField(buf, ht[hotDstAS], uint64(m.DstAS))
+	if len(m.DstCommunities) != 0 && hk[hotDstCommunities].on != 0 {
+		m.putPackedUint32Field(hk[hotDstCommunities].tag, m.DstCommunities)
 	}
-	if ht[hotInIf] != 0 && m.InIf != 0 {
-		buf = pbwire.AppendVarintField(buf, ht[hotInIf], uint64(m.InIf))
+	if len(m.SrcLargeCommunities) != 0 && hk[hotSrcLargeCommunities].on != 0 {
+		m.adopt(appendLargeCommunities(m.buf[:m.n], hk[hotSrcLargeCommunities].tag, m.SrcLargeCommunities))
 	}
-	if ht[hotOutIf] != 0 && m.OutIf != 0 {
-		buf = pbwire.AppendVarintField(buf, ht[hotOutIf], uint64(m.OutIf))
+	if len(m.DstLargeCommunities) != 0 && hk[hotDstLargeCommunities].on != 0 {
+		m.adopt(appendLargeCommunities(m.buf[:m.n], hk[hotDstLargeCommunities].tag, m.DstLargeCommunities))
 	}
-	if ht[hotSrcNetMask] != 0 && m.SrcNetMask != 0 {
-		buf = pbwire.AppendVarintField(buf, ht[hotSrcNetMask], uint64(m.SrcNetMask))
+	// The length prefix goes into the room reserved at the front: one byte for a message
+	// under 128 bytes, which most flows are.
+	start := pbwire.ReserveDelimited - 1
+	if l := m.n - pbwire.ReserveDelimited; l < 0x80 {
+		m.buf[start] = byte(l)
+	} else {
+		start = m.n - len(pbwire.FinishDelimited(m.buf[:m.n], 0))
 	}
-	if ht[hotDstNetMask] != 0 && m.DstNetMask != 0 {
-		buf = pbwire.AppendVarintField(buf, ht[hotDstNetMask], uint64(m.DstNetMask))
+	m.framed = start + 1
+	return m.buf[start:m.n:m.n]
+}
+
+// putHotUint stores hot varint field h = v at b[i:] if v is not zero and the column
+// enabled, and returns the new end. It is small enough to be inlined: each call site gets its
+// own branches.
+func putHotUint(b []byte, i int, h *hotKey, v uint64) int {
+	if v &= h.on; v != 0 {
+		binary.LittleEndian.PutUint64(b[i:], h.key)
+		i = putUvarint(b, i+int(h.len), v)
 	}
-	if ht[hotSrcVlan] != 0 && m.SrcVlan != 0 {
-		buf = pbwire.AppendVarintField(buf, ht[hotSrcVlan], uint64(m.SrcVlan))
+	return i
+}
+
+// putHotAddr stores hot address field h = *a at b[i:] if a is valid and the column enabled,
+// and returns the new end.
+func putHotAddr(b []byte, i int, h *hotKey, a *netip.Addr) int {
+	if h.on != 0 && a.IsValid() {
+		binary.LittleEndian.PutUint64(b[i:], h.key|16<<(8*h.len&63))
+		putAddr(b[i+int(h.len)+1:], a)
+		i += int(h.len) + 17
 	}
-	if ht[hotDstVlan] != 0 && m.DstVlan != 0 {
-		buf = pbwire.AppendVarintField(buf, ht[hotDstVlan], uint64(m.DstVlan))
+	return i
+}
+
+// putUvarint stores v at b[i:] as a varint and returns the new end.
+func putUvarint(b []byte, i int, v uint64) int {
+	for v >= 0x80 {
+		b[i] = byte(v) | 0x80
+		v >>= 7
+		i++
 	}
-	if t := ht[hotExporterAddress]; t != 0 && m.ExporterAddress.IsValid() {
-		buf = appendIPField(buf, t, m.ExporterAddress)
+	b[i] = byte(v)
+	return i + 1
+}
+
+// putAddr stores a as 16 bytes (IPv4 mapped into IPv6) at the start of b.
+//
+// As16 returns the address through the stack as two 8-byte stores, which the compiler then
+// copies with one 16-byte load: that load waits for store forwarding to fail, the most
+// expensive part of writing an address. putAddr reads the two 64-bit halves netip.Addr holds
+// instead, when addrLayoutOK says (checked once at init against As16) that the layout is the
+// one expected, and falls back to As16 otherwise.
+func putAddr(b []byte, a *netip.Addr) {
+	b = b[:16]
+	if addrLayoutOK {
+		w := (*[2]uint64)(unsafe.Pointer(a))
+		binary.BigEndian.PutUint64(b, w[0])
+		binary.BigEndian.PutUint64(b[8:], w[1])
+		return
 	}
-	if t := ht[hotSrcAddr]; t != 0 && m.SrcAddr.IsValid() {
-		buf = appendIPField(buf, t, m.SrcAddr)
+	a16 := a.As16()
+	copy(b, a16[:])
+}
+
+// addrLayoutOK tells if a netip.Addr starts with its address as two uint64 (high half first),
+// IPv4 held as IPv4-mapped IPv6, as in Go's net/netip since Go 1.18.
+var addrLayoutOK = func() bool {
+	if unsafe.Sizeof(netip.Addr{}) < 16 {
+		return false
 	}
-	if t := ht[hotDstAddr]; t != 0 && m.DstAddr.IsValid() {
-		buf = appendIPField(buf, t, m.DstAddr)
+	for _, s := range []string{"192.0.2.1", "2001:db8::1:2:3:4", "::ffff:198.51.100.7", "fe80::1%eth0", "0.0.0.0", "::"} {
+		a := netip.MustParseAddr(s)
+		w := (*[2]uint64)(unsafe.Pointer(&a))
+		var got [16]byte
+		binary.BigEndian.PutUint64(got[:], w[0])
+		binary.BigEndian.PutUint64(got[8:], w[1])
+		if got != a.As16() {
+			return false
+		}
 	}
-	if t := ht[hotNextHop]; t != 0 && m.NextHop.IsValid() {
-		buf = appendIPField(buf, t, m.NextHop)
+	return true
+}()
+
+// fastVarintLimit bounds the varints written with one 8-byte store: 6 bytes of varint after
+// a key of up to 2 bytes.
+const fastVarintLimit = 1 << 42
+
+// varintWord returns the varint encoding of v (v < fastVarintLimit, so at most 6 bytes) as a
+// little-endian word, and its length. It has no loop: a loop's exit branch mispredicts each
+// time the length of a column's values changes from one flow to the next, which for byte and
+// packet counters and ports is most flows.
+func varintWord(v uint64) (word, n uint64) {
+	n = (9*uint64(bits.Len64(v)) + 64) / 64
+	word = v&0x7f | v<<1&0x7f00 | v<<2&0x7f_0000 | v<<3&0x7f00_0000 | v<<4&0x7f_0000_0000 | v<<5&0x7f00_0000_0000
+	word |= 0x8080_8080_8080 & (1<<(8*(n-1)&63) - 1)
+	return word, n
+}
+
+// putVarintField appends a varint field (v not zero).
+func (m *FlowMessage) putVarintField(t pbwire.Tag, v uint64) {
+	n := m.n
+	if len(m.buf)-n < wideRoom {
+		m.putFieldSlow(t, v, "")
+		return
 	}
-	if t := ht[hotDstASPath]; t != 0 {
-		buf = pbwire.AppendPackedUint32Field(buf, t, m.DstASPath)
+	b := m.buf[n : n+wideRoom]
+	binary.LittleEndian.PutUint64(b, uint64(t))
+	i := t.Len()
+	for v >= 0x80 {
+		b[i] = byte(v) | 0x80
+		v >>= 7
+		i++
 	}
-	if t := ht[hotSrcCommunities]; t != 0 {
-		buf = pbwire.AppendPackedUint32Field(buf, t, m.SrcCommunities)
+	b[i] = byte(v)
+	m.n = n + i + 1
+}
+
+// putFieldSlow appends, with pbwire, a varint field v (s empty) or a string field s (long,
+// or past the buffer's room), growing the buffer. It is kept out of line so that the fast
+// paths need no stack frame for it.
+//
+//go:noinline
+func (m *FlowMessage) putFieldSlow(t pbwire.Tag, v uint64, s string) {
+	if len(s) == 0 {
+		m.adopt(pbwire.AppendVarintField(m.buf[:m.n], t, v))
+		return
 	}
-	if t := ht[hotDstCommunities]; t != 0 {
-		buf = pbwire.AppendPackedUint32Field(buf, t, m.DstCommunities)
+	m.adopt(pbwire.AppendStringField(m.buf[:m.n], t, s))
+}
+
+// putStringField appends a string or bytes field.
+func (m *FlowMessage) putStringField(t pbwire.Tag, s string) {
+	n := m.n
+	if len(s) >= 0x80 || len(m.buf)-n < wideRoom+len(s) {
+		m.putFieldSlow(t, 0, s)
+		return
 	}
-	if t := ht[hotSrcLargeCommunities]; t != 0 {
-		buf = appendLargeCommunities(buf, t, m.SrcLargeCommunities)
+	kl := t.Len()
+	binary.LittleEndian.PutUint64(m.buf[n:], uint64(t)&0xffff|uint64(len(s))<<(8*kl&63))
+	h := n + kl + 1
+	m.n = h + copy(m.buf[h:], s)
+}
+
+// putIPField appends a 16-byte address field, IPv4 mapped into IPv6.
+func (m *FlowMessage) putIPField(t pbwire.Tag, a netip.Addr) {
+	if len(m.buf)-m.n < wideRoom+16 {
+		m.grow(wideRoom + 16)
 	}
-	if t := ht[hotDstLargeCommunities]; t != 0 {
-		buf = appendLargeCommunities(buf, t, m.DstLargeCommunities)
+	n, kl := m.n, int(t.Len())
+	binary.LittleEndian.PutUint64(m.buf[n:], uint64(t)&0xffff|16<<(8*kl&63))
+	putAddr(m.buf[n+kl+1:], &a)
+	m.n = n + kl + 17
+}
+
+// maxFastPacked is the longest array putPackedUint32Field writes with a one-byte length
+// reserved up front: 25 values of at most 5 bytes stay under 128 bytes.
+const maxFastPacked = 25
+
+// putPackedUint32Field appends a packed repeated uint32 field (vs not empty). Short arrays (AS
+// paths, communities, MPLS stacks) are written in one pass: the one-byte length is reserved,
+// each value is one 8-byte store, and the length is filled in afterwards.
+func (m *FlowMessage) putPackedUint32Field(t pbwire.Tag, vs []uint32) {
+	n := m.n
+	if len(vs) > maxFastPacked || len(m.buf)-n < wideRoom+5*len(vs) {
+		m.adopt(pbwire.AppendPackedUint32Field(m.buf[:n], t, vs))
+		return
 	}
-	m.buf = buf
-	m.finalized = pbwire.FinishDelimited(buf, 0)
-	return m.finalized
+	b := m.buf
+	kl := int(t.Len())
+	binary.LittleEndian.PutUint64(b[n:], uint64(t)&0xffff)
+	p := n + kl + 1
+	i := p
+	for _, v := range vs {
+		for v >= 0x80 {
+			b[i] = byte(v) | 0x80
+			v >>= 7
+			i++
+		}
+		b[i] = byte(v)
+		i++
+	}
+	b[p-1] = byte(i - p)
+	m.n = i
+}
+
+// adopt makes out, the message appended to by a pbwire function from m.buf[:m.n], the
+// message: pbwire may have moved it to a larger array.
+func (m *FlowMessage) adopt(out []byte) {
+	m.buf, m.n = out[:cap(out)], len(out)
+}
+
+// grow makes room for need bytes past m.n. Only flows with very long strings or arrays get
+// here: initialBufferSize holds a flow with every column set.
+func (m *FlowMessage) grow(need int) {
+	nb := make([]byte, max(2*len(m.buf), m.n+need))
+	copy(nb, m.buf[:m.n])
+	m.buf = nb
 }
 
 // appendLargeCommunities writes each community as a 12-byte big-endian bytes element (RFC 8092

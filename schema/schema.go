@@ -49,9 +49,9 @@ type Schema struct {
 	// bounds check on the Append paths.
 	enc     [encSize]encInfo
 	hotKeys [hotLast]hotKey
-	columns  []*Column // enabled columns, in table order
-	proto    string
-	hash     string
+	columns []*Column // enabled columns, in table order
+	proto   string
+	hash    string
 }
 
 // op says what an Append method does with a column.
@@ -60,7 +60,7 @@ type op uint8
 const (
 	opNone        op = iota // derived or disabled: nothing to write
 	opVarint                // varint (masked with encInfo.mask, 0 above encInfo.max)
-	opString                // UTF-8 string, at most encInfo.limit bytes
+	opString                // UTF-8 string, at most encInfo.max bytes
 	opBytes                 // bytes
 	opIP                    // 16-byte address
 	opArrayUint32           // packed uint32
@@ -74,13 +74,10 @@ const (
 // encSize is the size of Schema.enc: the power of two above the last column key.
 const encSize = 128
 
-// The Append fast paths store a key and a short varint with one 8-byte write, which needs
-// keys of at most 2 bytes (field numbers below 2048; checked in init) and, in Finalize,
-// every hot field within that room.
-const (
-	maxFastKeyLen = 2
-	maxFastField  = 2047
-)
+// maxFastField is the largest field number the FlowMessage writers handle: they store a key
+// and a short varint with one 8-byte write, which needs keys of at most 2 bytes (checked in
+// init).
+const maxFastField = 2047
 
 func init() {
 	if ColumnLast > encSize {
@@ -91,14 +88,13 @@ func init() {
 type encInfo struct {
 	tag  pbwire.Tag
 	mask uint64 // applied to varints: 32-bit columns drop the high bits
-	// max is the largest varint accepted, after the mask: for enums the last value
-	// (ClickHouse refuses a whole insert on an unknown Enum8 value); larger ones become 0.
-	max uint64
-	// limit is, for strings, the longest accepted string (FixedString(N) refuses longer
-	// ones).
-	limit int
-	op    op
-	kind  Kind
+	// max is, for varints, the largest value accepted after the mask: for enums the last
+	// value (ClickHouse refuses a whole insert on an unknown Enum8 value); larger ones
+	// become 0. For strings it is the longest string accepted (FixedString(N) refuses
+	// longer ones).
+	max  uint64
+	op   op
+	kind Kind
 }
 
 // hotKey is the pre-encoded key of a hot column for Finalize: key holds the key bytes (first
@@ -112,14 +108,11 @@ type hotKey struct {
 	tag pbwire.Tag // 0 when disabled; for the slow paths
 }
 
-// Indexes of hot columns in Schema.hotKeys.
+// Indexes of hot columns in Schema.hotKeys, in the order Finalize writes them: the scalars
+// (hotScalars of them) first, then the addresses (hotAddrs), then the arrays.
 const (
 	hotTimeReceived = iota
 	hotSamplingRate
-	hotExporterAddress
-	hotSrcAddr
-	hotDstAddr
-	hotNextHop
 	hotSrcAS
 	hotDstAS
 	hotInIf
@@ -128,12 +121,19 @@ const (
 	hotDstNetMask
 	hotSrcVlan
 	hotDstVlan
+	hotExporterAddress
+	hotSrcAddr
+	hotDstAddr
+	hotNextHop
 	hotDstASPath
 	hotSrcCommunities
 	hotDstCommunities
 	hotSrcLargeCommunities
 	hotDstLargeCommunities
 	hotLast
+
+	hotScalars = hotExporterAddress
+	hotAddrs   = hotDstASPath - hotExporterAddress
 )
 
 var hotIndex = map[ColumnKey]int{
@@ -218,7 +218,7 @@ func New(cfg Configuration) (*Schema, error) {
 			case KindEnum:
 				e.op, e.max = opVarint, uint64(len(c.Enum)-1)
 			case KindString:
-				e.op, e.limit = opString, fixedStringSize(c.ClickHouseType)
+				e.op, e.max = opString, uint64(fixedStringSize(c.ClickHouseType))
 			case KindBytes:
 				e.op = opBytes
 			case KindIP:

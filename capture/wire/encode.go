@@ -69,6 +69,7 @@ const (
 	StatusBusy               Status = 4
 )
 
+// String names the status for logs and errors.
 func (s Status) String() string {
 	switch s {
 	case StatusOK:

@@ -238,6 +238,8 @@ type decodeContext struct {
 	exportSec uint32 // header export time, unix seconds
 	sysUptime uint32 // NetFlow v9 header, ms
 	flows     int
+	// pendingExpired is set once the pending data sets were checked for expiry.
+	pendingExpired bool
 
 	// rateCache remembers the last sampler lookup of this datagram: records of one
 	// datagram nearly always share their sampler.

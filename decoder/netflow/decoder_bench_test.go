@@ -42,3 +42,42 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeHostile decodes datagrams built to cost the most per byte: 8000 data sets
+// for unknown templates, and 5000 template definitions each followed by a withdrawal of all
+// templates. It reports ns/datagram (compare with a valid datagram of BenchmarkDecode).
+func BenchmarkDecodeHostile(b *testing.B) {
+	churn := func() []byte {
+		var recs [][]byte
+		for i := range 2500 {
+			recs = append(recs, be16(uint16(256+i%1000), 1, 8, 4), be16(2, 0))
+		}
+		var sets [][]byte
+		for i := 0; i < len(recs); i += 400 {
+			sets = append(sets, nfSet(2, recs[i:min(i+400, len(recs))]...))
+		}
+		return ipfixDatagram(sets...)
+	}
+	for _, bc := range []struct {
+		name string
+		dg   []byte
+	}{
+		{"unknown-templates", manyUnknownSets()},
+		{"template-churn", churn()},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, err := schema.New(schema.DefaultConfiguration())
+			if err != nil {
+				b.Fatal(err)
+			}
+			d, _ := newTestDecoder(b, DefaultConfiguration(), s)
+			fm := s.NewFlowMessage()
+			pkt := Packet{Payload: bc.dg, Exporter: testExporter, TimeReceived: testTime}
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = d.Decode(pkt, fm, func(*schema.FlowMessage) {})
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/datagram")
+		})
+	}
+}

@@ -27,8 +27,9 @@ type SessionDetails struct {
 type DomainDetails struct {
 	Version           uint16 `json:"version"`
 	ObservationDomain uint32 `json:"observation-domain"`
-	// SystemInit is the systemInitTimeMilliseconds (IE 160) announced by options records.
-	SystemInit    *time.Time            `json:"system-init,omitempty"`
+	// SystemInitMs is the systemInitTimeMilliseconds (IE 160) announced by options records,
+	// as sent (a number: an exporter may send a value no time format can hold).
+	SystemInitMs  uint64                `json:"system-init-ms,omitempty"`
 	Templates     []TemplateDetails     `json:"templates"`
 	SamplingRates []SamplingRateDetails `json:"sampling-rates"`
 	Pending       []PendingDetails      `json:"pending,omitempty"`
@@ -59,6 +60,10 @@ type FieldDetails struct {
 	Name string `json:"name,omitempty"`
 	// Length is the field length; 65535 means variable length (RFC 7011 §7).
 	Length uint16 `json:"length"`
+	// Scope marks the scope fields of an options template. In NetFlow v9 their type is a
+	// scope type (RFC 3954 §6.1: 1 System, 2 Interface, 3 Line Card, 4 Cache, 5 Template),
+	// not an information element.
+	Scope bool `json:"scope,omitempty"`
 }
 
 // SamplingRateDetails is a sampling rate learned from options data records; sampler ID 0
@@ -122,10 +127,7 @@ func (e *exporter) details() SessionDetails {
 			return dd
 		}
 		dd := &DomainDetails{Version: version, ObservationDomain: id, Templates: []TemplateDetails{}, SamplingRates: []SamplingRateDetails{}}
-		if ms, ok := e.sysInit[id]; ok && ms != 0 {
-			t := time.UnixMilli(int64(ms)).UTC()
-			dd.SystemInit = &t
-		}
+		dd.SystemInitMs = e.sysInit[id]
 		domains[k] = dd
 		return dd
 	}
@@ -140,7 +142,7 @@ func (e *exporter) details() SessionDetails {
 	for i := range e.pending {
 		p := &e.pending[i]
 		dd := domain(p.key.version, p.key.domain)
-		dd.Pending = append(dd.Pending, PendingDetails{TemplateID: p.key.id, Bytes: len(p.data), Received: p.recv.UTC()})
+		dd.Pending = append(dd.Pending, PendingDetails{TemplateID: p.key.id, Bytes: len(p.data), Received: jsonTime(p.recv)})
 	}
 	s.Domains = make([]DomainDetails, 0, len(domains))
 	for _, dd := range domains {
@@ -160,14 +162,7 @@ func (t *template) details(k templateKey) TemplateDetails {
 	if t.options {
 		td.Kind = "options"
 	}
-	if t.received > 0 {
-		r := time.Unix(t.received, 0).UTC()
-		td.Received = &r
-	}
-	if t.used > 0 {
-		u := time.Unix(t.used, 0).UTC()
-		td.LastUsed = &u
-	}
+	td.Received, td.LastUsed = unixTime(t.received), unixTime(t.used)
 	// Record headers: see templateSet (RFC 3954 §5.2/§6.1, RFC 7011 §3.4.1/§3.4.2).
 	w := t.wire
 	var hdr int
@@ -189,7 +184,7 @@ func (t *template) details(k templateKey) TemplateDetails {
 		return td
 	}
 	p := w[hdr:]
-	for range t.fields {
+	for i := range t.fields {
 		if len(p) < 4 {
 			break
 		}
@@ -203,11 +198,39 @@ func (t *template) details(k templateKey) TemplateDetails {
 			f.Enterprise = binary.BigEndian.Uint32(p)
 			p = p[4:]
 		}
-		f.Name = ieName(f.Enterprise, f.IE)
+		f.Scope = i < td.ScopeFields
+		if f.Scope && k.version == 9 {
+			if int(f.IE) < len(v9ScopeNames) {
+				f.Name = v9ScopeNames[f.IE]
+			}
+		} else {
+			f.Name = ieName(f.Enterprise, f.IE)
+		}
 		td.Fields = append(td.Fields, f)
 	}
 	return td
 }
+
+// unixTime returns the time of unix seconds, nil when unset or beyond what JSON can hold
+// (the receive time comes from the caller, which may replay odd captures).
+func unixTime(sec int64) *time.Time {
+	if sec <= 0 || sec > 253402300799 { // 9999-12-31T23:59:59Z
+		return nil
+	}
+	t := time.Unix(sec, 0).UTC()
+	return &t
+}
+
+// jsonTime returns t in UTC, or the zero time when JSON cannot hold its year.
+func jsonTime(t time.Time) time.Time {
+	if y := t.Year(); y < 0 || y > 9999 {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// v9ScopeNames are the NetFlow v9 scope field types (RFC 3954 §6.1).
+var v9ScopeNames = [...]string{1: "System", 2: "Interface", 3: "Line Card", 4: "Cache", 5: "Template"}
 
 // ieName returns the IANA name of an information element, or of its RFC 5103 reverse
 // counterpart, "" when unknown.

@@ -65,8 +65,11 @@ func TestExporterDetails(t *testing.T) {
 		if got, want := fieldIEs(opt), []uint16{1, 48, 50, 49, 84, 34}; !slices.Equal(got, want) {
 			t.Errorf("options template IEs %v, want %v", got, want)
 		}
-		if opt.Fields[1].Name != "samplerId" || opt.Fields[5].Name != "samplingInterval" {
-			t.Errorf("options template names %q %q", opt.Fields[1].Name, opt.Fields[5].Name)
+		if f := opt.Fields[0]; !f.Scope || f.Name != "System" || f.Length != 4 {
+			t.Errorf("options template scope field %+v", f)
+		}
+		if opt.Fields[1].Scope || opt.Fields[1].Name != "samplerId" || opt.Fields[5].Name != "samplingInterval" {
+			t.Errorf("options template fields %+v", opt.Fields)
 		}
 		// Data template 260: 23 fields, the 21st being the sampler ID.
 		if data.ID != 260 || data.Kind != "data" || len(data.Fields) != 23 || data.Fields[20].IE != 48 {
@@ -115,6 +118,9 @@ func TestExporterDetails(t *testing.T) {
 		}
 		if got, want := fieldIEs(opt), []uint16{149, 145, 304, 305, 306}; opt.ID != 50310 || opt.ScopeFields != 2 || !slices.Equal(got, want) {
 			t.Errorf("options template %d scope %d IEs %v, want 50310 scope 2 IEs %v", opt.ID, opt.ScopeFields, got, want)
+		}
+		if f := opt.Fields[1]; !f.Scope || f.Name != "templateId" || opt.Fields[2].Scope {
+			t.Errorf("options template fields %+v", opt.Fields)
 		}
 		if want := []SamplingRateDetails{{0, 10}}; !slices.Equal(dom.SamplingRates, want) {
 			t.Errorf("sampling rates %v, want %v", dom.SamplingRates, want)

@@ -35,6 +35,21 @@
 // decapsulation the configuration selects; the L3 length of the sampled packet becomes the
 // byte count of a one-packet flow.
 //
+// Self-inconsistent input is refused and counted (flowzero_netflow_errors_total, by exporter
+// and reason): a set shorter than its header or longer than the datagram, a set without
+// records, a template without fields or whose records would be 0 bytes long, a non-scope
+// field of length 0 (scope fields are exempt: NetFlow v9 exporters send the System scope with
+// length 0), a variable-length field in NetFlow v9 or longer than its record, an options
+// template whose scope is not a multiple of 4 bytes (v9) or not 1 to the field count (IPFIX).
+// The complete records before a cut are still decoded.
+//
+// ExporterDetails describes, for the collector's /api/v0/exporters, every session of an
+// exporter address: its templates (field list as received, when last received and used), the
+// sampling rates learned per observation domain and sampler ID, and the pending data sets. It
+// takes the sessions' locks one at a time and is not meant for a hot path. When the session
+// limit evicts an idle session, the Prometheus series of its address go with it (unless
+// another session of the address remains), so that spoofed sources cannot grow them forever.
+//
 // # Templates file
 //
 // With templates-file set, templates and learned sampling rates are saved as JSON:

@@ -42,21 +42,22 @@ func v9Datagram(sets ...[]byte) []byte {
 	return b
 }
 
-// TestSelfInconsistent feeds datagrams that contradict themselves: each returns an error,
-// counts it under the exporter and the expected reason, emits nothing and installs no bad
-// template.
-func TestSelfInconsistent(t *testing.T) {
+// inconsistentCase is a sequence of datagrams whose last contradicts itself.
+type inconsistentCase struct {
+	name   string
+	dgs    [][]byte
+	reason reason
+	err    error
+}
+
+// inconsistentCases are also seeds of FuzzNetflowDecode.
+func inconsistentCases() []inconsistentCase {
 	// A valid v9 template 256: source address (4), destination address (4), bytes (4).
 	goodV9 := nfSet(0, be16(256, 3, 8, 4, 12, 4, 1, 4))
 	record := []byte{10, 0, 0, 1, 10, 0, 0, 2, 0, 0, 5, 220}
 	// An IPFIX template 256 with a variable-length interfaceName (82).
 	varTemplate := nfSet(2, be16(256, 2, 8, 4, 82, 0xffff))
-	cases := []struct {
-		name   string
-		dgs    [][]byte
-		reason reason
-		err    error
-	}{
+	return []inconsistentCase{
 		{"set length past the datagram", [][]byte{v9Datagram(goodV9, be16(256, 1000), record)}, reasonBadSet, ErrBadSet},
 		{"set length below 4", [][]byte{v9Datagram(goodV9, be16(256, 2), record)}, reasonBadSet, ErrBadSet},
 		{"set of length 0 before data", [][]byte{v9Datagram(be16(0, 0), goodV9)}, reasonBadSet, ErrBadSet},
@@ -82,6 +83,13 @@ func TestSelfInconsistent(t *testing.T) {
 		{"unknown version", [][]byte{be16(7, 0)}, reasonBadVersion, ErrVersion},
 		{"one byte", [][]byte{{9}}, reasonTruncatedHeader, ErrTruncated},
 	}
+}
+
+// TestSelfInconsistent feeds datagrams that contradict themselves: each returns an error,
+// counts it under the exporter and the expected reason, emits nothing and installs no bad
+// template.
+func TestSelfInconsistent(t *testing.T) {
+	cases := inconsistentCases()
 	s := allColumns(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,5 +151,38 @@ func TestTemplateBounds(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(e.m.errors[reasonTooManyTemplates]); got != 8 {
 		t.Errorf("too-many-templates: %v, want 8", got)
+	}
+}
+
+// manyUnknownSets is a 64 kB IPFIX message of 8000 four-byte data sets, each for a template
+// that was never sent.
+func manyUnknownSets() []byte {
+	sets := make([][]byte, 8000)
+	for i := range sets {
+		sets[i] = nfSet(uint16(300+i), []byte{1, 2, 3, 4})
+	}
+	return ipfixDatagram(sets...)
+}
+
+// TestManyUnknownSets: the pending queue takes the first pending-sets sets and counts the
+// others as dropped (the expiry pass that makes room runs once per datagram, not per set:
+// see BenchmarkDecodeHostile).
+func TestManyUnknownSets(t *testing.T) {
+	s := allColumns(t)
+	d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+	fm := s.NewFlowMessage()
+	err := d.Decode(Packet{Payload: manyUnknownSets(), Exporter: testExporter, TimeReceived: testTime}, fm, func(*schema.FlowMessage) {
+		t.Error("flow emitted")
+	})
+	if !errors.Is(err, ErrTemplateNotFound) {
+		t.Errorf("Decode() = %v, want ErrTemplateNotFound", err)
+	}
+	e := session(t, d)
+	want := DefaultConfiguration().PendingSets
+	if len(e.pending) != want || testutil.ToFloat64(e.m.pending) != float64(want) {
+		t.Errorf("%d pending sets, want %d", len(e.pending), want)
+	}
+	if got := testutil.ToFloat64(e.m.errors[reasonPendingFull]); got != float64(8000-want) {
+		t.Errorf("pending-full: %v, want %d", got, 8000-want)
 	}
 }

@@ -78,9 +78,13 @@ func (c *decodeContext) replayPending() {
 // never came, to make room.
 func (c *decodeContext) expirePending() {
 	e, maxAge := c.e, c.d.cfg.PendingMaxAge
-	if maxAge <= 0 || c.recv.IsZero() {
+	if maxAge <= 0 || c.recv.IsZero() || c.pendingExpired {
 		return
 	}
+	// Once per datagram is enough: its sets share the receive time, so a second pass would
+	// find nothing more, and a datagram of thousands of small sets for unknown templates
+	// would otherwise cost a pass each.
+	c.pendingExpired = true
 	n := 0
 	for i := range e.pending {
 		if c.recv.Sub(e.pending[i].recv) > maxAge {

@@ -26,6 +26,9 @@ func FuzzPacketParse(f *testing.F) {
 			f.Add(fr.Data)
 		}
 	}
+	// Nesting that must stay bounded.
+	f.Add(nestedGRE(20))
+	f.Add(nestedEoMPLS(8))
 	s, err := flowtest.AllColumns()
 	if err != nil {
 		f.Fatal(err)

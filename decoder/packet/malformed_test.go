@@ -17,17 +17,32 @@ func ipv4Header(src, dst byte, proto uint8, payload int) []byte {
 	return h
 }
 
-// TestNestedGRE: GRE in GRE in GRE... (500 levels). With GRE decapsulation exactly one level
-// is removed: the flow is the second IPv4 header (itself GRE), whatever the depth below, and
-// parsing it allocates nothing.
-func TestNestedGRE(t *testing.T) {
-	const levels = 500
-	inner := append(ipv4Header(200, 201, protoUDP, 8), 0x04, 0xd2, 0x00, 0x35, 0, 8, 0, 0)
-	pkt := inner
+// nestedGRE returns levels IPv4/GRE headers around an IPv4/UDP packet; level i goes from
+// 10.0.0.i to 10.0.0.i+1 (mod 256), the outermost being the last.
+func nestedGRE(levels int) []byte {
+	pkt := append(ipv4Header(200, 201, protoUDP, 8), 0x04, 0xd2, 0x00, 0x35, 0, 8, 0, 0)
 	for i := range levels {
 		gre := []byte{0, 0, 0x08, 0x00} // no flags, IPv4
 		pkt = append(append(ipv4Header(byte(i), byte(i+1), protoGRE, len(gre)+len(pkt)), gre...), pkt...)
 	}
+	return pkt
+}
+
+// nestedEoMPLS returns levels Ethernet/MPLS/control-word headers, each carrying the next.
+func nestedEoMPLS(levels int) []byte {
+	level := []byte{
+		0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 1, 0x88, 0x47, // MACs, MPLS
+		0x00, 0x06, 0x41, 0x40, // label 100, bottom of stack
+		0, 0, 0, 0, // control word
+	}
+	return append(bytes.Repeat(level, levels), 0)
+}
+
+// TestNestedGRE: GRE in GRE in GRE... (500 levels). With GRE decapsulation exactly one level
+// is removed: the flow is the second IPv4 header (itself GRE), whatever the depth below, and
+// parsing it allocates nothing.
+func TestNestedGRE(t *testing.T) {
+	pkt := nestedGRE(500)
 	s := allColumns(t)
 	cfg := DefaultConfiguration()
 	cfg.Decapsulation = DecapGRE
@@ -62,12 +77,7 @@ func TestNestedGRE(t *testing.T) {
 // parser follows, also reached through VXLAN and GRE bridging), stops at maxEthernetDepth
 // with ErrTooDeep, in every decapsulation mode.
 func TestNestedEthernet(t *testing.T) {
-	level := []byte{
-		0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 1, 0x88, 0x47, // MACs, MPLS
-		0x00, 0x06, 0x41, 0x40, // label 100, bottom of stack
-		0, 0, 0, 0, // control word
-	}
-	pkt := append(bytes.Repeat(level, 1000), 0)
+	pkt := nestedEoMPLS(1000)
 	s := allColumns(t)
 	fm := s.NewFlowMessage()
 	for d := DecapNone; d <= DecapSRv6; d++ {

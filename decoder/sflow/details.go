@@ -145,7 +145,7 @@ func (a *agentState) snapshot() AgentDetails {
 		sd := SubAgentDetails{
 			ID:             id,
 			Datagrams:      sa.datagrams,
-			LastDatagram:   time.Unix(sa.lastDatagram, 0).UTC(),
+			LastDatagram:   jsonTime(sa.lastDatagram),
 			SequenceNumber: sa.sequence,
 			UptimeMs:       sa.uptime,
 			DataSources:    make([]DataSourceDetails, 0, len(sa.sources)),
@@ -153,7 +153,7 @@ func (a *agentState) snapshot() AgentDetails {
 		for k, s := range sa.sources {
 			sd.DataSources = append(sd.DataSources, DataSourceDetails{
 				Type: k.typ, Index: k.index, SamplingRate: s.rate, Samples: s.samples,
-				LastSample: time.Unix(s.lastSample, 0).UTC(),
+				LastSample: jsonTime(s.lastSample),
 			})
 		}
 		slices.SortFunc(sd.DataSources, func(x, y DataSourceDetails) int {
@@ -191,4 +191,13 @@ func (d *Decoder) ExporterDetails(addr netip.Addr) any {
 	}
 	slices.SortFunc(out, func(x, y AgentDetails) int { return cmp.Compare(x.Agent, y.Agent) })
 	return out
+}
+
+// jsonTime returns the time of unix seconds, or the zero time when JSON cannot hold its year
+// (the receive time comes from the caller, which may replay odd captures).
+func jsonTime(sec int64) time.Time {
+	if sec < -62135596800 || sec > 253402300799 { // 0001-01-01 to 9999-12-31
+		return time.Time{}
+	}
+	return time.Unix(sec, 0).UTC()
 }

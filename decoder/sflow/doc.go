@@ -36,6 +36,19 @@
 // skipped, and a sample whose header does not carry the tunnel is dropped and counted
 // (reason not-encapsulated), as Akvorado does.
 //
+// Self-inconsistent input is counted in flowzero_sflow_errors_total by exporter, agent and
+// reason: lengths or counts of samples and records beyond the bytes present (truncated-*), a
+// sampled header longer than the frame it was taken from (header-longer-than-frame, the sample
+// is dropped), records left over after the announced record count (trailing-bytes, the flow is
+// still emitted), Ethernet nested deeper than the packet parser follows (header-too-deep).
+// Bytes after the announced samples of a datagram are ignored, not counted: the Akvorado
+// fixtures data-{discard,local,multiple}-interface(s) announce 1 sample and carry more.
+//
+// ExporterDetails reports, per agent behind an exporter address, its sub-agents (datagrams,
+// last sequence number and uptime) and the data sources of their flow samples (sampling rate,
+// samples, last sample). A datagram collects its data sources on the stack and takes the
+// agent's lock once (once more per 16 distinct sources); sub-agents (16) and data sources (256 per agent) are bounded.
+//
 // Design note. Decode walks the datagram once with bounds-checked big-endian reads and no
 // intermediate structures; each sample is framed by its length, so a malformed sample is
 // counted and skipped while the next ones are still decoded. Per (exporter, agent) state holds

@@ -72,6 +72,7 @@ func (s *Server) Start() error {
 	s.mu.Lock()
 	s.listener = l
 	s.mu.Unlock()
+	s.adoptRestored()
 	s.log.Info("listening for BMP sessions", "listen", l.Addr().String())
 	s.wg.Add(1)
 	go s.acceptLoop(l)
@@ -188,6 +189,40 @@ func (s *Server) sessionClosed(sess *session) {
 			sess.removeAllPeers("stale")
 		}
 	})
+}
+
+// adoptRestored treats the BMP routes already in the table at start (loaded from the RIB
+// snapshot) like those of a session that just closed: kept for Keep, then removed unless
+// their router reconnects and takes its peers over (see adopt).
+func (s *Server) adoptRestored() {
+	byRouter := make(map[netip.Addr]*session)
+	for _, p := range s.table.Peers() {
+		if !p.Router.IsValid() || p.Routes == 0 {
+			continue
+		}
+		c := byRouter[p.Router]
+		if c == nil {
+			rs := p.Router.String()
+			c = &session{
+				srv: s, router: netip.AddrPortFrom(p.Router, 0), routerStr: rs, peers: make(map[peerKey]*peer),
+				metrics: &routerMetrics{peers: s.metrics.peers.WithLabelValues(rs), closed: s.metrics.closed.WithLabelValues(rs)},
+			}
+			byRouter[p.Router] = c
+		}
+		k := peerKey{typ: PeerTypeGlobal, rd: RD(p.Distinguisher), addr: p.Address, as: p.AS, postPolicy: p.PostPolicy}
+		if p.Distinguisher != 0 {
+			k.typ = PeerTypeRD
+		}
+		pp := c.addPeerLocked(k)
+		pp.ribPeers = append(pp.ribPeers, ribPeer{rd: RD(p.Distinguisher), id: p.ID})
+		s.mu.Lock()
+		s.owners[p.ID] = c
+		s.mu.Unlock()
+	}
+	for _, c := range byRouter {
+		s.log.Info("BMP routes restored, kept until the router reconnects", "router", c.routerStr, "peers", len(c.peers), "keep", s.cfg.Keep)
+		s.sessionClosed(c)
+	}
 }
 
 // adopt records that session c feeds RIB peer id (called inside tx). The RIB names a peer by

@@ -414,6 +414,44 @@ func TestServer(t *testing.T) {
 		h.expectRIB(concat(routesPeer7EVPN, routesL3VPN))
 	})
 
+	t.Run("restored-routes", func(t *testing.T) {
+		// Routes in the table when the server starts (a RIB snapshot) are kept for Keep
+		// unless their router comes back.
+		for _, reconnect := range []bool{false, true} {
+			t.Run(fmt.Sprint("reconnect=", reconnect), func(t *testing.T) {
+				h := newHarness(t, nil)
+				h.send(h.dial(), "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-reach.pcap")
+				h.waitMessages(1 + 7 + 17)
+				h.srv.Stop()
+				cfg := DefaultConfiguration()
+				cfg.Listen = "127.0.0.1:0"
+				cfg.Keep = 300 * time.Millisecond
+				srv, err := New(prometheus.NewRegistry(), cfg, h.table, slog.New(slog.NewTextHandler(io.Discard, nil)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := srv.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer srv.Stop()
+				all := concat(routesPeer3, routesPeer7Unicast, routesPeer7EVPN, routesPeer7VPN, routesPeer1)
+				h.expectRIB(all)
+				want := []string(nil)
+				if reconnect {
+					conn, err := net.Dial("tcp", srv.Addr().String())
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer conn.Close()
+					h.send(conn, "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-reach.pcap")
+					want = all
+				}
+				time.Sleep(600 * time.Millisecond)
+				h.expectRIB(want)
+			})
+		}
+	})
+
 	t.Run("first-message-not-initiation", func(t *testing.T) {
 		h := newHarness(t, nil)
 		h.send(h.dial(), "bmp-reach.pcap")

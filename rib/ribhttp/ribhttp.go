@@ -14,13 +14,16 @@
 package ribhttp
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
 	"strconv"
 	"sync"
+	"unsafe"
 
 	"flowzero/rib"
 	"flowzero/rib/bgp"
@@ -70,7 +73,7 @@ type Result struct {
 	Found            bool     `json:"found"`
 	Error            string   `json:"error,omitempty"`
 	Prefix           string   `json:"prefix,omitempty"`
-	OriginAS         uint32   `json:"origin-as,omitempty"`
+	OriginAS         uint32   `json:"origin-as,omitempty"` // the peer's AS when the AS path is empty
 	ASPath           []uint32 `json:"as-path,omitempty"`
 	Communities      []string `json:"communities,omitempty"`       // "ASN:value"
 	LargeCommunities []string `json:"large-communities,omitempty"` // "global:local1:local2"
@@ -94,23 +97,33 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusMethodNotAllowed, "use POST with {\"addresses\": [...]}")
 		return
 	}
-	var req Request
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	if err := dec.Decode(&req); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", maxBody))
 			return
 		}
-		httpError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		httpError(w, http.StatusBadRequest, "reading body: "+err.Error())
 		return
 	}
-	if len(req.Addresses) > MaxAddresses {
-		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d addresses, at most %d per request", len(req.Addresses), MaxAddresses))
+	addresses, ok := parseRequest(body)
+	if !ok {
+		// Anything but the plain shape (escapes, other keys, odd spacing...) goes through
+		// the standard decoder, which also explains what is wrong.
+		var req Request
+		if err := json.Unmarshal(body, &req); err != nil {
+			httpError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+			return
+		}
+		addresses = req.Addresses
+	}
+	if len(addresses) > MaxAddresses {
+		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d addresses, at most %d per request", len(addresses), MaxAddresses))
 		return
 	}
 	bp := h.bufs.Get().(*[]byte)
-	b := h.AppendResponse((*bp)[:0], req.Addresses)
+	b := h.AppendResponse((*bp)[:0], addresses)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.Write(b)
@@ -156,18 +169,26 @@ func (h *Handler) AppendResponse(dst []byte, addresses []string) []byte {
 		dst = append(dst, `","found":true,"prefix":"`...)
 		dst = rt.Prefix(a).AppendTo(dst)
 		dst = append(dst, '"')
-		dst = appendRoute(dst, rt.Attrs)
+		var peer *rib.PeerInfo
 		if int(rt.Peer) < len(peers) {
-			dst = appendPeer(dst, &peers[rt.Peer])
+			peer = &peers[rt.Peer]
+		}
+		dst = appendRoute(dst, rt.Attrs, peer)
+		if peer != nil {
+			dst = appendPeer(dst, peer)
 		}
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}\n"...)
 }
 
-func appendRoute(dst []byte, a *bgp.Attributes) []byte {
+func appendRoute(dst []byte, a *bgp.Attributes, peer *rib.PeerInfo) []byte {
+	origin := a.OriginAS()
+	if len(a.ASPath) == 0 && peer != nil {
+		origin = peer.AS // originated in the peer's own AS (iBGP), as enrich reads it
+	}
 	dst = append(dst, `,"origin-as":`...)
-	dst = strconv.AppendUint(dst, uint64(a.OriginAS()), 10)
+	dst = strconv.AppendUint(dst, uint64(origin), 10)
 	dst = append(dst, `,"as-path":[`...)
 	for i, as := range a.ASPath {
 		if i > 0 {
@@ -229,4 +250,74 @@ func appendPeer(dst []byte, p *rib.PeerInfo) []byte {
 		dst = append(dst, '"')
 	}
 	return append(dst, '}')
+}
+
+// parseRequest reads {"addresses": ["...", ...]} without the reflection of encoding/json: the
+// strings are views of body (which must outlive them). It returns false for anything else,
+// including strings with escapes or non-ASCII bytes, which the caller then decodes the standard way.
+func parseRequest(body []byte) ([]string, bool) {
+	b := skipSpace(body)
+	if len(b) == 0 || b[0] != '{' {
+		return nil, false
+	}
+	b = skipSpace(b[1:])
+	const key = `"addresses"`
+	if len(b) < len(key) || string(b[:len(key)]) != key {
+		return nil, false
+	}
+	b = skipSpace(b[len(key):])
+	if len(b) == 0 || b[0] != ':' {
+		return nil, false
+	}
+	b = skipSpace(b[1:])
+	if len(b) == 0 || b[0] != '[' {
+		return nil, false
+	}
+	b = skipSpace(b[1:])
+	out := make([]string, 0, bytes.Count(b, []byte{'"'})/2)
+	if len(b) > 0 && b[0] == ']' {
+		b = b[1:]
+	} else {
+		for {
+			if len(b) == 0 || b[0] != '"' {
+				return nil, false
+			}
+			b = b[1:]
+			end := 0
+			for end < len(b) && b[end] != '"' {
+				if b[end] == '\\' || b[end] < 0x20 || b[end] >= 0x80 {
+					return nil, false
+				}
+				end++
+			}
+			if end == len(b) {
+				return nil, false
+			}
+			out = append(out, unsafe.String(unsafe.SliceData(b), end))
+			b = skipSpace(b[end+1:])
+			if len(b) == 0 {
+				return nil, false
+			}
+			if b[0] == ']' {
+				b = b[1:]
+				break
+			}
+			if b[0] != ',' {
+				return nil, false
+			}
+			b = skipSpace(b[1:])
+		}
+	}
+	b = skipSpace(b)
+	if len(b) == 0 || b[0] != '}' {
+		return nil, false
+	}
+	return out, len(skipSpace(b[1:])) == 0
+}
+
+func skipSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r') {
+		b = b[1:]
+	}
+	return b
 }

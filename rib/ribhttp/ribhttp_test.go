@@ -107,9 +107,9 @@ func TestLookup(t *testing.T) {
 	if r[2].Prefix != "12.231.178.0/24" || r[2].OriginAS != 6318 || r[2].Peer == nil || r[2].Peer.Router != "" {
 		t.Errorf("result 2 = %s", dump(r[2]))
 	}
-	// IPv4-mapped input answered as IPv4; the Add-Path route has an empty AS path and a
-	// LOCAL_PREF.
-	if r[3].Address != "192.0.2.4" || r[3].Prefix != "192.0.2.4/31" || r[3].OriginAS != 0 || r[3].LocalPref == nil || r[3].NextHop != "192.0.2.5" {
+	// IPv4-mapped input answered as IPv4; the Add-Path route has an empty AS path (origin:
+	// the peer's AS) and a LOCAL_PREF.
+	if r[3].Address != "192.0.2.4" || r[3].Prefix != "192.0.2.4/31" || r[3].OriginAS != 65500 || len(r[3].ASPath) != 0 || r[3].LocalPref == nil || r[3].NextHop != "192.0.2.5" {
 		t.Errorf("result 3 = %s", dump(r[3]))
 	}
 	if r[4].Found || r[4].Prefix != "" || r[4].Error != "" {
@@ -199,4 +199,56 @@ func BenchmarkHTTPLookup(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)*1000/b.Elapsed().Seconds(), "lookups/s")
+}
+
+func TestParseRequest(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want []string
+		fast bool
+	}{
+		{`{"addresses":["1.1.1.1","2001:db8::1"]}`, []string{"1.1.1.1", "2001:db8::1"}, true},
+		{" {\n \"addresses\" : [ \"1.1.1.1\" ,\t\"::1\" ] }\n", []string{"1.1.1.1", "::1"}, true},
+		{`{"addresses":[]}`, []string{}, true},
+		{`{"addresses":["\u0031.1.1.1"]}`, []string{"1.1.1.1"}, false},
+		{`{"other":1,"addresses":["1.1.1.1"]}`, []string{"1.1.1.1"}, false},
+	} {
+		got, ok := parseRequest([]byte(tc.body))
+		if ok != tc.fast || (ok && !slices.Equal(got, tc.want)) {
+			t.Errorf("parseRequest(%q) = %q, %v", tc.body, got, ok)
+		}
+		// Whatever the path, the handler answers for the same addresses.
+		rec, resp := post(t, New(rib.NewTable(rib.DefaultConfiguration())), http.MethodPost, tc.body)
+		if rec.Code != http.StatusOK || len(resp.Results) != len(tc.want) {
+			t.Errorf("%q: status %d, %d results", tc.body, rec.Code, len(resp.Results))
+		}
+		for i := range resp.Results {
+			if resp.Results[i].Address != tc.want[i] && netip.MustParseAddr(tc.want[i]).String() != resp.Results[i].Address {
+				t.Errorf("%q: result %d for %q", tc.body, i, resp.Results[i].Address)
+			}
+		}
+	}
+}
+
+// FuzzRIBLookupRequest checks the request fast path against encoding/json: whenever the fast
+// path accepts a body, the standard decoder must read the same addresses from it.
+func FuzzRIBLookupRequest(f *testing.F) {
+	f.Add([]byte(`{"addresses": ["198.51.100.200", "2001:db8:1::1", "12.231.178.10", "::ffff:192.0.2.4"]}`))
+	f.Add([]byte(`{"addresses":[]}`))
+	f.Add([]byte(`{"addresses":["\u0031.1.1.1", "x"]}`))
+	f.Add([]byte(`{"addresses":["1.1.1.1",]}`))
+	f.Add([]byte("{\"addresses\":[\"\x80\"]}")) // invalid UTF-8: encoding/json substitutes U+FFFD
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, ok := parseRequest(body)
+		if !ok {
+			return
+		}
+		var req Request
+		if err := json.Unmarshal(body, &req); err != nil {
+			t.Fatalf("fast path accepted %q, encoding/json refuses it: %v", body, err)
+		}
+		if !slices.Equal(got, req.Addresses) && !(len(got) == 0 && len(req.Addresses) == 0) {
+			t.Fatalf("fast path read %q, encoding/json %q", got, req.Addresses)
+		}
+	})
 }

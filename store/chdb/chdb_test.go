@@ -50,10 +50,8 @@ func TestInlineBinaryInsertAndPersistence(t *testing.T) {
 	if err := c.Exec("CREATE TABLE t (a UInt32, s String) ENGINE = MergeTree ORDER BY a"); err != nil {
 		t.Fatal(err)
 	}
-	// RowBinary rows inline after FORMAT, with a NUL byte and a newline inside: the statement
-	// buffer is binary-safe.
 	data := []byte{7, 0, 0, 0, 3, 'a', 0, '\n', 9, 0, 0, 0, 0}
-	res, err := c.QueryResult("INSERT INTO t FORMAT RowBinary\n"+string(data), "")
+	res, err := c.Insert("INSERT INTO t", "RowBinary", data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,23 +1,11 @@
-package capture
-
-import (
-	"encoding/binary"
-	"net/netip"
-	"sync"
-	"time"
-
-	"github.com/gopacket/gopacket/layers"
-
-	"flowzero/decoder/packet"
-	"flowzero/internal/config"
-	"flowzero/output"
-	"flowzero/schema"
-)
-
-// Flows from captured packets.
+// Package flows turns the packets a capture server receives into flows for the collector's
+// pipeline.
 //
-// With flows enabled, the server also aggregates each agent's packets into flows, as a
-// software exporter (softflowd, pmacct's pmacctd) would: one flow per (interface, addresses,
+// # Design
+//
+// Plugged into the server as its capture.PacketConsumer, it aggregates each agent's packets
+// into flows, as a software exporter (softflowd, pmacct's pmacctd) would: one flow per
+// (interface, addresses,
 // protocol, ports), with packet and byte (L3 length) counters and the OR of the TCP flags,
 // exported after IdleTimeout without packets or every ActiveTimeout while active, and at
 // Stop. The flow's columns come from parsing its first packet's headers with decoder/packet
@@ -30,9 +18,27 @@ import (
 // The per-packet path extracts the key with a few bounds-checked loads, finds the entry in a
 // map of indexes into a slice of entries and adds to its counters: no allocation once the
 // table has grown to its working size.
+package flows
 
-// FlowConfiguration configures flows from captured packets (server side).
-type FlowConfiguration struct {
+import (
+	"encoding/binary"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"flowzero/capture"
+	"flowzero/decoder/packet"
+	"flowzero/internal/config"
+	"flowzero/output"
+	"flowzero/schema"
+)
+
+// Configuration configures flows from captured packets.
+type Configuration struct {
 	Enable        bool          `yaml:"enable"`
 	ActiveTimeout time.Duration `yaml:"active-timeout"`
 	IdleTimeout   time.Duration `yaml:"idle-timeout"`
@@ -43,13 +49,14 @@ type FlowConfiguration struct {
 	Packet packet.Configuration `yaml:"packet"`
 }
 
-// DefaultFlowConfiguration returns the defaults: off, 60 s active, 15 s idle timeouts.
-func DefaultFlowConfiguration() FlowConfiguration {
-	return FlowConfiguration{ActiveTimeout: time.Minute, IdleTimeout: 15 * time.Second, MaxFlows: 1 << 16,
+// DefaultConfiguration returns the defaults: off, 60 s active, 15 s idle timeouts.
+func DefaultConfiguration() Configuration {
+	return Configuration{ActiveTimeout: time.Minute, IdleTimeout: 15 * time.Second, MaxFlows: 1 << 16,
 		Packet: packet.DefaultConfiguration()}
 }
 
-func (c *FlowConfiguration) validate() error {
+// Validate checks the configuration and names the bad key.
+func (c *Configuration) Validate() error {
 	if !c.Enable {
 		return nil
 	}
@@ -89,15 +96,16 @@ type flowEntry struct {
 	hdr            [flowHeaderLen]byte
 }
 
-// flowTable aggregates one agent's packets. Not safe for concurrent use: the server calls it
-// under the agent's output lock.
+// flowTable aggregates one agent's packets; it is the agent's capture.AgentConsumer. Not safe
+// for concurrent use: the server calls it under the agent's output lock.
 type flowTable struct {
-	cfg      FlowConfiguration
+	cfg      Configuration
 	parser   *packet.Parser
 	fm       *schema.FlowMessage
 	emit     func(*schema.FlowMessage)
 	agent    string
 	exporter netip.Addr
+	m        agentMetrics
 
 	index    map[flowKey]int32
 	entries  []flowEntry
@@ -106,24 +114,43 @@ type flowTable struct {
 	lastScan int64
 	lastWall time.Time
 
-	stats FlowStats
+	stats Stats
 }
 
-// FlowStats counts a flow table's work.
-type FlowStats struct {
+// Stats counts a flow table's work.
+type Stats struct {
 	Flows, Packets, NotIP, ParseErrors, TableFull uint64
 }
 
-func newFlowTable(cfg FlowConfiguration, parser *packet.Parser, s *schema.Schema, emit func(*schema.FlowMessage), agent string) *flowTable {
+func newFlowTable(cfg Configuration, parser *packet.Parser, s *schema.Schema, emit func(*schema.FlowMessage), agent string) *flowTable {
 	return &flowTable{cfg: cfg, parser: parser, fm: s.NewFlowMessage(), emit: emit, agent: agent,
-		index: map[flowKey]int32{}}
+		index: map[flowKey]int32{}, m: newMetrics(nil).forAgent(agent)}
+}
+
+// Connected records the agent's address: the flows' exporter address.
+func (t *flowTable) Connected(remote netip.Addr) { t.exporter = remote }
+
+// Packet accounts one packet (capture.AgentConsumer).
+func (t *flowTable) Packet(iface uint32, linkType uint16, ts int64, _ uint32, data []byte) {
+	t.add(iface, linkType, ts, data)
+}
+
+// Tick exports the flows of an agent gone quiet, or all of them at stop.
+func (t *flowTable) Tick(now time.Time, stop bool) {
+	if stop {
+		t.expire(true)
+		return
+	}
+	t.expireQuiet(now)
 }
 
 // add accounts one packet.
 func (t *flowTable) add(iface uint32, linkType uint16, ts int64, data []byte) {
+	t.lastWall = time.Time{} // set by the next Tick
 	key, l3, flags, ok := extractFlowKey(data, linkType)
 	if !ok {
 		t.stats.NotIP++
+		t.m.notIP.Inc()
 		return
 	}
 	key.iface = iface
@@ -135,6 +162,7 @@ func (t *flowTable) add(iface uint32, linkType uint16, ts int64, data []byte) {
 	if !found {
 		if len(t.index) >= t.cfg.MaxFlows {
 			t.stats.TableFull++
+			t.m.tableFull.Inc()
 			var e flowEntry
 			t.fill(&e, key, linkType, ts, data)
 			e.packets, e.bytes, e.tcpFlags = 1, uint64(l3), flags
@@ -187,6 +215,10 @@ func (t *flowTable) expire(force bool) {
 // expireQuiet exports everything once the agent has sent no packet for IdleTimeout of wall
 // time (a live capture that went quiet: packet time no longer advances).
 func (t *flowTable) expireQuiet(now time.Time) {
+	if t.lastWall.IsZero() {
+		t.lastWall = now // packets since the last tick
+		return
+	}
 	if len(t.index) > 0 && now.Sub(t.lastWall) >= t.cfg.IdleTimeout {
 		t.expire(true)
 	}
@@ -219,8 +251,10 @@ func (t *flowTable) export(e *flowEntry) {
 	}
 	if err != nil {
 		t.stats.ParseErrors++
+		t.m.parseErrors.Inc()
 	}
 	t.stats.Flows++
+	t.m.flows.Inc()
 	t.emit(fm)
 }
 
@@ -329,6 +363,97 @@ func extractFlowKey(data []byte, linkType uint16) (k flowKey, l3 int, flags uint
 	return k, l3, flags, true
 }
 
+// Aggregator is the server's capture.PacketConsumer: one flow table per agent.
+type Aggregator struct {
+	cfg     Configuration
+	parser  *packet.Parser
+	schema  *schema.Schema
+	emit    func(*schema.FlowMessage)
+	flush   func()
+	metrics *metrics
+
+	mu     sync.Mutex
+	tables map[string]*flowTable
+}
+
+var _ capture.PacketConsumer = (*Aggregator)(nil)
+
+// New returns an aggregator emitting each flow to emit (which must finalize or copy it before
+// returning; SinkEmitter.Emit feeds the collector's sinks). flush, when not nil, is called
+// after the server's output flushes and at its Stop (SinkEmitter.Flush).
+func New(r prometheus.Registerer, cfg Configuration, s *schema.Schema, emit func(*schema.FlowMessage), flush func()) (*Aggregator, error) {
+	cfg.Enable = true
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	parser, err := packet.New(cfg.Packet)
+	if err != nil {
+		return nil, err
+	}
+	return &Aggregator{cfg: cfg, parser: parser, schema: s, emit: emit, flush: flush,
+		metrics: newMetrics(r), tables: map[string]*flowTable{}}, nil
+}
+
+// ForAgent returns the agent's flow table (capture.PacketConsumer).
+func (a *Aggregator) ForAgent(name string) capture.AgentConsumer {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.tables[name]
+	if t == nil {
+		t = newFlowTable(a.cfg, a.parser, a.schema, a.emit, name)
+		t.m = a.metrics.forAgent(name)
+		a.tables[name] = t
+	}
+	return t
+}
+
+// Flush calls the flush function given to New.
+func (a *Aggregator) Flush() {
+	if a.flush != nil {
+		a.flush()
+	}
+}
+
+// Stats returns an agent's counters; call it when the server is stopped (the tables are
+// only synchronised by the server's locks).
+func (a *Aggregator) Stats(agent string) Stats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t := a.tables[agent]; t != nil {
+		return t.stats
+	}
+	return Stats{}
+}
+
+type metrics struct {
+	flows   *prometheus.CounterVec
+	skipped *prometheus.CounterVec
+}
+
+type agentMetrics struct {
+	flows, notIP, tableFull, parseErrors prometheus.Counter
+}
+
+func newMetrics(r prometheus.Registerer) *metrics {
+	f := promauto.With(r)
+	return &metrics{
+		flows: f.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_capture_flows_total",
+			Help: "Flows exported from captured packets, per agent."}, []string{"agent"}),
+		skipped: f.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_capture_flow_problems_total",
+			Help: "Packets not counted in a flow (not-ip) or flows exported early (table-full) or without their header columns (parse-error), per agent."},
+			[]string{"agent", "reason"}),
+	}
+}
+
+func (m *metrics) forAgent(name string) agentMetrics {
+	return agentMetrics{
+		flows:       m.flows.WithLabelValues(name),
+		notIP:       m.skipped.WithLabelValues(name, "not-ip"),
+		tableFull:   m.skipped.WithLabelValues(name, "table-full"),
+		parseErrors: m.skipped.WithLabelValues(name, "parse-error"),
+	}
+}
+
 // Enricher is what SinkEmitter calls before finalizing a flow (collector.Enricher).
 type Enricher interface {
 	Enrich(fm *schema.FlowMessage)
@@ -336,8 +461,7 @@ type Enricher interface {
 
 // SinkEmitter feeds the flows of captured packets into the collector's outputs: it enriches
 // and finalizes each flow and hands batches to the sinks (Kafka, file, store) exactly like
-// the collector's workers do. Safe for concurrent use; pass its Emit as
-// ServerDependencies.EmitFlow.
+// the collector's workers do. Safe for concurrent use; pass its Emit and Flush to New.
 type SinkEmitter struct {
 	mu       sync.Mutex
 	enricher Enricher

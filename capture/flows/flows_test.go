@@ -1,8 +1,11 @@
-package capture
+package flows
 
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
 	"net/netip"
 	"path/filepath"
 	"sort"
@@ -15,11 +18,38 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"flowzero/capture"
 	"flowzero/decoder/packet"
 	"flowzero/decoder/packet/flowtest"
 	"flowzero/internal/pcapfile"
+	"flowzero/internal/testdata"
 	"flowzero/schema"
 )
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// allCaptures returns every .pcap file under the shared test data, in walk order.
+func allCaptures(t testing.TB) []string {
+	t.Helper()
+	root := testdata.Root()
+	if root == "" {
+		t.Skip("shared test data not found")
+	}
+	var out []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".pcap") {
+			out = append(out, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < 10 {
+		t.Fatalf("only %d captures under %s", len(out), root)
+	}
+	return out
+}
 
 type flowCollector struct {
 	mu   sync.Mutex
@@ -60,18 +90,35 @@ func TestFlowsFromCaptures(t *testing.T) {
 		t.Fatal(err)
 	}
 	fc := &flowCollector{s: sch}
-	cfg := testServerConfig(t)
-	cfg.Flows.Enable = true
-	cfg.Flows.ActiveTimeout, cfg.Flows.IdleTimeout = 1000*time.Hour, 1000*time.Hour
-	s, err := NewServer(prometheus.NewRegistry(), cfg, ServerDependencies{Logger: quiet, Schema: sch, EmitFlow: fc.emit})
+	fcfg := DefaultConfiguration()
+	fcfg.ActiveTimeout, fcfg.IdleTimeout = 1000*time.Hour, 1000*time.Hour
+	agg, err := New(prometheus.NewRegistry(), fcfg, sch, fc.emit, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := capture.DefaultServerConfiguration()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Output.Path = filepath.Join(t.TempDir(), "capture.pcapng")
+	s, err := capture.NewServer(prometheus.NewRegistry(), cfg, capture.ServerDependencies{Logger: quiet, Packets: agg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	a := startAgent(t, testAgentConfig("flowagent", s.Addr().String(), files))
-	waitDone(t, a)
+	acfg := capture.DefaultAgentConfiguration()
+	acfg.Name, acfg.Server, acfg.Replay.Files = "flowagent", s.Addr().String(), files
+	a, err := capture.NewAgent(nil, acfg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-a.Done()
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -144,8 +191,8 @@ func TestFlowsFromCaptures(t *testing.T) {
 	if multi == 0 {
 		t.Fatal("no flow aggregated several packets: the test does not exercise aggregation")
 	}
-	if st := s.Stats("flowagent"); st.Flows.Flows != uint64(len(flows)) || st.Flows.NotIP == 0 && st.Flows.Packets == 0 {
-		t.Fatalf("flow stats %+v", st.Flows)
+	if st := agg.Stats("flowagent"); st.Flows != uint64(len(flows)) || st.Packets == 0 {
+		t.Fatalf("flow stats %+v", st)
 	}
 }
 
@@ -161,15 +208,13 @@ func TestFlowTimeouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	fc := &flowCollector{s: sch}
-	cfg := DefaultFlowConfiguration()
-	cfg.Enable = true
-	table := newFlowTable(cfg, parser, sch, fc.emit, "t")
+	table := newFlowTable(DefaultConfiguration(), parser, sch, fc.emit, "t")
 	// Real frames: two different flows from the captures.
 	var a, b []byte
 	for _, path := range allCaptures(t) {
 		frames, _ := pcapfile.ReadFrames(path)
 		for _, fr := range frames {
-			if f := decodeFacts(fr.Data); f.src.IsValid() {
+			if _, _, _, ok := extractFlowKey(fr.Data, 1); ok && fr.LinkType == layers.LinkTypeEthernet {
 				if a == nil {
 					a = fr.Data
 				} else if k, _, _, _ := extractFlowKey(fr.Data, 1); b == nil && k != mustKey(t, a) {
@@ -202,6 +247,19 @@ func TestFlowTimeouts(t *testing.T) {
 	if table.stats.Flows != 3 || len(table.index) != 0 {
 		t.Fatalf("stats %+v, %d flows left", table.stats, len(table.index))
 	}
+
+	// A live capture gone quiet: packet time stops, the wall clock exports the flows.
+	table.Packet(0, 1, base, 0, a)
+	wall := time.Now()
+	table.Tick(wall, false)
+	table.Tick(wall.Add(10*time.Second), false)
+	if len(table.index) != 1 {
+		t.Fatal("flow exported before the idle timeout")
+	}
+	table.Tick(wall.Add(16*time.Second), false)
+	if len(table.index) != 0 || table.stats.Flows != 4 {
+		t.Fatalf("quiet flow not exported: %+v", table.stats)
+	}
 }
 
 func mustKey(t testing.TB, data []byte) flowKey {
@@ -215,8 +273,7 @@ func mustKey(t testing.TB, data []byte) flowKey {
 func TestFlowTableZeroAlloc(t *testing.T) {
 	sch, _ := schema.New(schema.DefaultConfiguration())
 	parser, _ := packet.New(packet.DefaultConfiguration())
-	cfg := DefaultFlowConfiguration()
-	table := newFlowTable(cfg, parser, sch, func(*schema.FlowMessage) {}, "t")
+	table := newFlowTable(DefaultConfiguration(), parser, sch, func(*schema.FlowMessage) {}, "t")
 	frames, err := pcapfile.ReadFrames(filepath.Join(allCapturesRoot(t), "bmp", "bmp-reach.pcap"))
 	if err != nil {
 		t.Fatal(err)
@@ -241,8 +298,11 @@ func allCapturesRoot(t testing.TB) string {
 }
 
 type flowFact struct {
-	frameFacts
-	l3 uint64
+	proto            uint8
+	src, dst         netip.Addr
+	hasPorts         bool
+	srcPort, dstPort uint16
+	l3               uint64
 }
 
 // flowFacts decodes the outer IP packet of an Ethernet frame with gopacket, through VLAN tags
@@ -311,7 +371,7 @@ func flowFacts(data []byte) flowFact {
 func BenchmarkFlowTableAdd(b *testing.B) {
 	sch, _ := schema.New(schema.DefaultConfiguration())
 	parser, _ := packet.New(packet.DefaultConfiguration())
-	table := newFlowTable(DefaultFlowConfiguration(), parser, sch, func(*schema.FlowMessage) {}, "b")
+	table := newFlowTable(DefaultConfiguration(), parser, sch, func(*schema.FlowMessage) {}, "b")
 	var frames [][]byte
 	for _, path := range allCaptures(b) {
 		fr, _ := pcapfile.ReadFrames(path)
