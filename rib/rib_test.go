@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"flowzero/internal/config"
 	"flowzero/internal/testdata"
 	"flowzero/rib"
@@ -287,4 +289,69 @@ func TestComponentSnapshot(t *testing.T) {
 	if rt, ok := r2.Lookup(a("10.1.1.1")); !ok || rt.Attrs.OriginAS() != 65001 {
 		t.Errorf("after restart: %+v", rt)
 	}
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r, err := rib.New(reg, rib.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.Peer(rib.PeerKey{Address: a("192.0.2.1")}, netip.Addr{})
+	r.Add(id, p("10.0.0.0/8"), 0, attrs("192.0.2.1", 0, 65001))
+	r.Add(id, p("2001:db8::/32"), 0, attrs("192.0.2.1", 0, 65001))
+	r.Withdraw(id, p("2001:db8::/32"), 0)
+	got := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				name += "/" + l.GetValue()
+			}
+			got[name] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	want := map[string]float64{
+		"flowzero_rib_prefixes/ipv4": 1, "flowzero_rib_prefixes/ipv6": 0, "flowzero_rib_routes": 1,
+		"flowzero_rib_attribute_sets": 1, "flowzero_rib_peers": 1, "flowzero_rib_adds_total": 2,
+		"flowzero_rib_withdraws_total": 1,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}
+
+func FuzzRIBSnapshot(f *testing.F) {
+	r := rib.NewTable(rib.DefaultConfiguration())
+	if _, err := mrt.LoadFile(r, testdata.Path(f, "rib", "ripe-bgpdump-updates.20160811.1600.gz"), mrt.Options{MaxRecords: 300}); err != nil {
+		f.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := r.WriteSnapshot(&buf); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := rib.NewTable(rib.DefaultConfiguration())
+		if err := r.ReadSnapshot(bytes.NewReader(data)); err != nil {
+			return
+		}
+		st := r.Stats()
+		n := 0
+		for _, rt := range r.All() {
+			if rt.Attrs == nil || int(rt.Peer) >= st.Peers {
+				t.Fatalf("bad route %+v", rt)
+			}
+			n++
+		}
+		if n != st.Prefixes4+st.Prefixes6 {
+			t.Fatalf("%d routes for %+v", n, st)
+		}
+	})
 }

@@ -152,6 +152,7 @@ func (s *snapReader) uvarint() uint64 {
 	v, err := binary.ReadUvarint(s.r)
 	if err != nil {
 		s.err = err
+		return 0
 	}
 	return v
 }
@@ -169,7 +170,7 @@ func (s *snapReader) byte() byte {
 
 func (s *snapReader) count(limit uint64) int {
 	n := s.uvarint()
-	if n > limit && s.err == nil {
+	if n > limit {
 		s.err = fmt.Errorf("%w: count %d above %d", errSnapshot, n, limit)
 		return 0
 	}

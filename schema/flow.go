@@ -207,39 +207,40 @@ func (m *FlowMessage) AppendUint(k ColumnKey, v uint64) {
 
 func (m *FlowMessage) appendUint(k ColumnKey, v uint64) {
 	e := &m.enc[k&(encSize-1)]
-	if e.op != opVarint {
-		if e.op == opHot {
-			m.skip[skipWord(k)] |= 1 << (k & 63)
-			m.setHotUint(k, v)
-		}
-		return
-	}
-	m.skip[skipWord(k)] |= 1 << (k & 63)
-	v &= e.mask
-	if v > e.max {
-		v = 0 // undefined
-		m.sanitized++
-	}
-	if v == 0 {
-		return
-	}
-	// putVarintField written out: a second call per field costs more than the encoding.
 	n := m.n
-	if len(m.buf)-n < wideRoom {
-		m.putFieldSlow(e.tag, v, "")
+	// The common case in one test: a varint column, a value from 1 to its maximum (2^32-1
+	// for 32-bit columns, the last value for enums) and room in the buffer. It writes the
+	// field in place (putVarintField written out: a second call per field costs more than
+	// the encoding).
+	if e.op == opVarint && v-1 < e.max && len(m.buf)-n >= wideRoom {
+		m.skip[skipWord(k)] |= 1 << (k & 63)
+		m.n = n + putVarintField16((*[wideRoom]byte)(m.buf[n:]), e.tag, v)
 		return
 	}
-	// putVarintField written out: a second call per field costs more than the encoding.
-	b := m.buf[n : n+wideRoom]
-	binary.LittleEndian.PutUint64(b, uint64(e.tag))
-	i := e.tag.Len()
-	for v >= 0x80 {
-		b[i] = byte(v) | 0x80
-		v >>= 7
-		i++
+	m.appendUintSlow(k, v)
+}
+
+// appendUintSlow is appendUint for everything else: hot columns, zero values, values out of
+// range, a full buffer.
+//
+//go:noinline
+func (m *FlowMessage) appendUintSlow(k ColumnKey, v uint64) {
+	e := &m.enc[k&(encSize-1)]
+	switch e.op {
+	case opHot:
+		m.skip[skipWord(k)] |= 1 << (k & 63)
+		m.setHotUint(k, v)
+	case opVarint:
+		m.skip[skipWord(k)] |= 1 << (k & 63)
+		v &= e.mask
+		if v > e.max {
+			v = 0 // undefined
+			m.sanitized++
+		}
+		if v != 0 {
+			m.putVarintField(e.tag, v)
+		}
 	}
-	b[i] = byte(v)
-	m.n = n + i + 1
 }
 
 func (m *FlowMessage) setHotUint(k ColumnKey, v uint64) {
@@ -556,10 +557,15 @@ func (m *FlowMessage) Finalize() []byte {
 	i = putHotUint(b, i, &hk[hotDstNetMask], uint64(m.DstNetMask))
 	i = putHotUint(b, i, &hk[hotSrcVlan], uint64(m.SrcVlan))
 	i = putHotUint(b, i, &hk[hotDstVlan], uint64(m.DstVlan))
-	i = putHotAddr(b, i, &hk[hotExporterAddress], &m.ExporterAddress)
-	i = putHotAddr(b, i, &hk[hotSrcAddr], &m.SrcAddr)
-	i = putHotAddr(b, i, &hk[hotDstAddr], &m.DstAddr)
-	i = putHotAddr(b, i, &hk[hotNextHop], &m.NextHop)
+	// Addresses have a fixed size: a loop predicts as well as straight-line code here.
+	addrs := [hotAddrs]*netip.Addr{&m.ExporterAddress, &m.SrcAddr, &m.DstAddr, &m.NextHop}
+	for j, a := range addrs {
+		if h := &hk[hotScalars+j]; h.on != 0 && a.IsValid() {
+			binary.LittleEndian.PutUint64(b[i:], h.key|16<<(8*h.len&63))
+			putAddr(b[i+int(h.len)+1:], a)
+			i += int(h.len) + 17
+		}
+	}
 	m.n = i
 	if len(m.DstASPath) != 0 && hk[hotDstASPath].on != 0 {
 		m.putPackedUint32Field(hk[hotDstASPath].tag, m.DstASPath)
@@ -593,21 +599,24 @@ func (m *FlowMessage) Finalize() []byte {
 // own branches.
 func putHotUint(b []byte, i int, h *hotKey, v uint64) int {
 	if v &= h.on; v != 0 {
-		binary.LittleEndian.PutUint64(b[i:], h.key)
-		i = putUvarint(b, i+int(h.len), v)
+		i += putVarintField16((*[wideRoom]byte)(b[i:]), h.tag, v)
 	}
 	return i
 }
 
-// putHotAddr stores hot address field h = *a at b[i:] if a is valid and the column enabled,
-// and returns the new end.
-func putHotAddr(b []byte, i int, h *hotKey, a *netip.Addr) int {
-	if h.on != 0 && a.IsValid() {
-		binary.LittleEndian.PutUint64(b[i:], h.key|16<<(8*h.len&63))
-		putAddr(b[i+int(h.len)+1:], a)
-		i += int(h.len) + 17
+// putVarintField16 stores key t and varint v at the start of b and returns their size. The
+// indexes are masked rather than checked: a key of at most 2 bytes and a varint of at most
+// 10 always fit the 16 bytes.
+func putVarintField16(b *[wideRoom]byte, t pbwire.Tag, v uint64) int {
+	binary.LittleEndian.PutUint64(b[:], uint64(t))
+	i := t.Len()
+	for v >= 0x80 {
+		b[i&(wideRoom-1)] = byte(v) | 0x80
+		v >>= 7
+		i++
 	}
-	return i
+	b[i&(wideRoom-1)] = byte(v)
+	return i + 1
 }
 
 // putUvarint stores v at b[i:] as a varint and returns the new end.
@@ -734,31 +743,36 @@ func (m *FlowMessage) putIPField(t pbwire.Tag, a netip.Addr) {
 // reserved up front: 25 values of at most 5 bytes stay under 128 bytes.
 const maxFastPacked = 25
 
+// packedWindow is the room putPackedUint32Field needs for its fast path: a power of two
+// above the longest field it writes there.
+const packedWindow = 256
+
 // putPackedUint32Field appends a packed repeated uint32 field (vs not empty). Short arrays (AS
 // paths, communities, MPLS stacks) are written in one pass: the one-byte length is reserved,
 // each value is one 8-byte store, and the length is filled in afterwards.
 func (m *FlowMessage) putPackedUint32Field(t pbwire.Tag, vs []uint32) {
 	n := m.n
-	if len(vs) > maxFastPacked || len(m.buf)-n < wideRoom+5*len(vs) {
+	if len(vs) > maxFastPacked || len(m.buf)-n < packedWindow {
 		m.adopt(pbwire.AppendPackedUint32Field(m.buf[:n], t, vs))
 		return
 	}
-	b := m.buf
-	kl := int(t.Len())
-	binary.LittleEndian.PutUint64(b[n:], uint64(t)&0xffff)
-	p := n + kl + 1
-	i := p
+	// One bounds check for the whole field: the indexes into the window are masked (the
+	// field takes at most 2+1+5*maxFastPacked bytes, and 8 for the key store).
+	w := (*[packedWindow]byte)(m.buf[n:])
+	binary.LittleEndian.PutUint64(w[:], uint64(t))
+	kl := t.Len()
+	i := kl + 1
 	for _, v := range vs {
 		for v >= 0x80 {
-			b[i] = byte(v) | 0x80
+			w[i&(packedWindow-1)] = byte(v) | 0x80
 			v >>= 7
 			i++
 		}
-		b[i] = byte(v)
+		w[i&(packedWindow-1)] = byte(v)
 		i++
 	}
-	b[p-1] = byte(i - p)
-	m.n = i
+	w[kl&(packedWindow-1)] = byte(i - kl - 1)
+	m.n = n + i
 }
 
 // adopt makes out, the message appended to by a pbwire function from m.buf[:m.n], the

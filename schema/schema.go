@@ -214,7 +214,7 @@ func New(cfg Configuration) (*Schema, error) {
 			case KindUint64, KindMAC:
 				e.op = opVarint
 			case KindUint32:
-				e.op, e.mask = opVarint, 0xffff_ffff
+				e.op, e.mask, e.max = opVarint, 0xffff_ffff, 0xffff_ffff
 			case KindEnum:
 				e.op, e.max = opVarint, uint64(len(c.Enum)-1)
 			case KindString:

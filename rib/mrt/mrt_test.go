@@ -91,6 +91,48 @@ func TestTableDumpV2Compressions(t *testing.T) {
 	}
 }
 
+// TestRIBAddPath turns the real IPv4 RIB record into its RFC 8050 Add-Path form with two
+// entries of the same peer (path IDs 1 and 2, different AS paths).
+func TestRIBAddPath(t *testing.T) {
+	peerIndex, _ := hex.DecodeString(v2Records[0].body)
+	v4, _ := hex.DecodeString(v2Records[1].body)
+	// v4: sequence (4), length 24, 1.0.0 (3), entry count (2), then one entry: peer index (2),
+	// originated time (4), attribute length (2), attributes.
+	head, entry := v4[:8], v4[10:]
+	attrs := entry[8:]
+	other := bytes.Clone(attrs)
+	other[len(other)-7-1] = 0x01 // last AS of the path: 4323 (0x10e3) -> 4097 (0x1001)
+	other[len(other)-7-2] = 0x10
+	rec := append(bytes.Clone(head), 0, 2)
+	for i, a := range [][]byte{attrs, other} {
+		rec = append(rec, entry[:6]...)
+		rec = binary.BigEndian.AppendUint32(rec, uint32(i+1))
+		rec = binary.BigEndian.AppendUint16(rec, uint16(len(a)))
+		rec = append(rec, a...)
+	}
+	var in []byte
+	for _, r := range []struct {
+		st   uint16
+		body []byte
+	}{{mrt.SubtypePeerIndexTable, peerIndex}, {mrt.SubtypeRIBIPv4UnicastAddPath, rec}} {
+		in = binary.BigEndian.AppendUint32(in, 0)
+		in = binary.BigEndian.AppendUint16(in, mrt.TypeTableDumpV2)
+		in = binary.BigEndian.AppendUint16(in, r.st)
+		in = binary.BigEndian.AppendUint32(in, uint32(len(r.body)))
+		in = append(in, r.body...)
+	}
+	r := rib.NewTable(rib.DefaultConfiguration())
+	l := mrt.NewLoader(r, mrt.Options{})
+	if err := l.Load(bytes.NewReader(in)); err != nil || l.Stats.Corrupt != 0 {
+		t.Fatalf("%v, %d corrupt (%v)", err, l.Stats.Corrupt, l.LastError)
+	}
+	paths := r.Paths(a("1.0.0.1"))
+	if len(paths) != 2 || paths[0].PathID != 1 || paths[1].PathID != 2 ||
+		paths[0].Attrs.OriginAS() != 4323 || paths[1].Attrs.OriginAS() != 4097 || !paths[0].Selected {
+		t.Errorf("paths %+v", paths)
+	}
+}
+
 func TestCorruptRecordsSkipped(t *testing.T) {
 	plain := v2Stream(t)
 	// Make the IPv4 record's attribute length overflow its record: the record is counted
