@@ -9,7 +9,7 @@ GO      ?= go
 CACHE   := $(CURDIR)/.cache
 BIN     := $(CURDIR)/bin
 VAR     := $(CURDIR)/var
-FUZZTIME ?= 5s
+FUZZTIME ?= 4s
 export GOFLAGS ?= -buildvcs=false
 export PATH := $(CACHE)/gobin:$(PATH)
 

@@ -192,3 +192,54 @@ func TestReplayRecordedSpeed(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayPcapngInterfaces replays a pcapng file with two interfaces (written here from real
+// frames): each becomes an agent interface named file.iface, and every packet keeps its own.
+func TestReplayPcapngInterfaces(t *testing.T) {
+	src, err := pcapfile.ReadFrames(allCaptures(t)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "multi.pcapng")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pcapgo.NewNgWriterInterface(f, pcapgo.NgInterface{Name: "eth0", LinkType: layers.LinkTypeEthernet, TimestampResolution: 9}, pcapgo.DefaultNgWriterOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.AddInterface(pcapgo.NgInterface{Name: "eth1", LinkType: layers.LinkTypeEthernet, TimestampResolution: 9}); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 11, 22, 6, 30, 0, 1, time.UTC)
+	for i := range 6 {
+		data := src[i%len(src)].Data
+		ci := gopacket.CaptureInfo{Timestamp: base.Add(time.Duration(i) * time.Microsecond), CaptureLength: len(data), Length: len(data), InterfaceIndex: i % 2}
+		if err := w.WritePacket(ci, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	scfg := testServerConfig(t)
+	s := startServer(t, scfg)
+	waitDone(t, startAgent(t, testAgentConfig("ng", s.Addr().String(), []string{path})))
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	got := readPcapng(t, scfg.Output.Path)
+	for i, name := range []string{"ng:multi.eth0", "ng:multi.eth1"} {
+		frames := got[name]
+		if len(frames) != 3 {
+			t.Fatalf("%s: %d packets (%v)", name, len(frames), keys(got))
+		}
+		for j, fr := range frames {
+			if want := base.Add(time.Duration(2*j+i) * time.Microsecond); !fr.Time.Equal(want) {
+				t.Fatalf("%s packet %d: %v, want %v", name, j, fr.Time, want)
+			}
+		}
+	}
+}

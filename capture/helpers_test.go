@@ -261,3 +261,11 @@ func newTestPKI(t testing.TB) testPKI {
 		ClientCert: write("client.pem", "CERTIFICATE", cDER), ClientKey: write("client-key.pem", "PRIVATE KEY", cKey),
 	}
 }
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -90,7 +90,11 @@ func TestLiveCapture(t *testing.T) {
 	got := readPcapng(t, scfg.Output.Path)
 	frames := got["live1:"+host]
 	if len(frames) != n || len(got) != 1 {
-		t.Fatalf("%d packets on %d interfaces (%v), want %d on live1:%s; agent %+v", len(frames), len(got), keys(got), n, host, st)
+		var seen []string
+		for _, f := range frames {
+			seen = append(seen, fmt.Sprintf("%d bytes %q at %v", len(f.Data), f.Data[min(42, len(f.Data)):min(60, len(f.Data))], f.Time.Format("15:04:05.000000")))
+		}
+		t.Fatalf("%d packets on %d interfaces (%v), want %d on live1:%s; agent %+v; packets: %s", len(frames), len(got), keys(got), n, host, st, strings.Join(seen, ", "))
 	}
 	for i, f := range frames {
 		want := fmt.Sprintf("flowzero live %02d ", i)
@@ -108,12 +112,4 @@ func TestLiveCapture(t *testing.T) {
 	if st.Captured != n || st.Sent != n {
 		t.Fatalf("agent stats %+v", st)
 	}
-}
-
-func keys[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }

@@ -34,14 +34,14 @@ type worker struct {
 	emitted  uint64
 	lastRate uint64
 
-	inode        uint64
-	dropsSeen    atomic.Uint32 // kernel drops already counted (SO_RXQ_OVFL or /proc)
-	datagrams    prometheus.Counter
-	bytes        prometheus.Counter
-	kernelDrops  prometheus.Counter
-	decodeErrs   prometheus.Counter
-	notAllowed   prometheus.Counter
-	rateLimited  prometheus.Counter
+	inode       uint64
+	dropsSeen   atomic.Uint32 // kernel drops already counted (SO_RXQ_OVFL or /proc)
+	datagrams   prometheus.Counter
+	bytes       prometheus.Counter
+	kernelDrops prometheus.Counter
+	decodeErrs  prometheus.Counter
+	notAllowed  prometheus.Counter
+	rateLimited prometheus.Counter
 }
 
 // workerExporter is one exporter (address and port) as seen by one worker.

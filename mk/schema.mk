@@ -1,6 +1,7 @@
 # Schema: column list, FlowMessage encoding, .proto and ClickHouse DDL (owner: schema).
-#   make bench-schema  BenchmarkFlowMessage/{default,all-columns,pbwire-only} (schema; pbwire-only
-#                      is the speed-of-light reference) and BenchmarkFlowEncode/{flowzero,goflow2}
+#   make bench-schema  BenchmarkFlowMessage/{default,all-columns,pbwire-only,speed-of-light}
+#                      (schema; pbwire-only writes the same bytes with pbwire alone, speed-of-light
+#                      the same fields as raw fixed-width appends) and BenchmarkFlowEncode/{flowzero,goflow2}
 #                      (bench/schema, GoFlow2's generated protobuf as the peer), summarized by
 #                      benchstat (ns/op, cpu-ns/op: CPU time of the benchmark thread, steady on this
 #                      shared machine; B/flow, allocs). The test binaries are built once and

@@ -2,7 +2,6 @@ package schema
 
 import (
 	"encoding/binary"
-	"math/bits"
 	"net/netip"
 	"unicode/utf8"
 	"unsafe"
@@ -183,14 +182,21 @@ func (m *FlowMessage) IsSet(k ColumnKey) bool {
 
 // The Append methods share one shape: an inlined front (a bounds check and one bit test that
 // rejects disabled columns and columns already written: all a disabled column costs), then a
-// call that loads the column's encoding from the dense table Schema.enc and appends. A method
-// that does not match the column's kind returns before marking the column, so that the right
-// method still works.
+// call that loads the column's entry from the dense table FlowMessage.enc (key pre-encoded,
+// kind, limits) and writes the common case straight-line; everything else goes to an
+// out-of-line slow path. A method that does not match the column's kind returns before
+// marking the column, so that the right method still works.
 //
-// The writers below are schema's own rather than pbwire's field functions: they store into
-// the pre-grown buffer at m.n (pbwire's take and return a slice, which here would mean a
-// slice header store per field), write a key of up to 2 bytes and a varint below
-// fastVarintLimit with one 8-byte store and no loop, and hand anything longer to pbwire.
+// The writers are schema's own rather than pbwire's field functions, which take and return
+// a slice: here that would cost a slice header store (three words and a write barrier check)
+// per field. They store into the buffer at m.n, which always has len == cap: the key (at most
+// 2 bytes) with one 8-byte store and the varint behind it in a 16-byte window whose indexes
+// are masked instead of bounds-checked; short strings with two overlapping 8-byte loads and
+// stores that also check for ASCII. Varints keep a byte loop: a branch-free encoding (bit
+// length, then shifts and masks) measured slower here, its longer dependency chain costing
+// more than the loop's mispredictions. Long values and a full buffer go to pbwire, whose
+// result the message adopts (adopt). TestFlowMessage*Writers compare every path with pbwire
+// byte for byte.
 
 // skipWord is the skip or set word of column k; k is masked so that the index needs no
 // bounds check (bitsetWords is at most 2, ColumnLast at most encSize).
@@ -582,12 +588,18 @@ func (m *FlowMessage) Finalize() []byte {
 	if len(m.DstLargeCommunities) != 0 && hk[hotDstLargeCommunities].on != 0 {
 		m.adopt(appendLargeCommunities(m.buf[:m.n], hk[hotDstLargeCommunities].tag, m.DstLargeCommunities))
 	}
-	// The length prefix goes into the room reserved at the front: one byte for a message
-	// under 128 bytes, which most flows are.
-	start := pbwire.ReserveDelimited - 1
-	if l := m.n - pbwire.ReserveDelimited; l < 0x80 {
-		m.buf[start] = byte(l)
-	} else {
+	// The length prefix goes into the room reserved at the front, right before the message:
+	// one or two bytes for every flow but those with very long strings or arrays.
+	var start int
+	b = m.buf[:pbwire.ReserveDelimited]
+	switch l := m.n - pbwire.ReserveDelimited; {
+	case l < 1<<7:
+		start = pbwire.ReserveDelimited - 1
+		b[start] = byte(l)
+	case l < 1<<14:
+		start = pbwire.ReserveDelimited - 2
+		b[start], b[start+1] = byte(l)|0x80, byte(l>>7)
+	default:
 		start = m.n - len(pbwire.FinishDelimited(m.buf[:m.n], 0))
 	}
 	m.framed = start + 1
@@ -616,17 +628,6 @@ func putVarintField16(b *[wideRoom]byte, t pbwire.Tag, v uint64) int {
 		i++
 	}
 	b[i&(wideRoom-1)] = byte(v)
-	return i + 1
-}
-
-// putUvarint stores v at b[i:] as a varint and returns the new end.
-func putUvarint(b []byte, i int, v uint64) int {
-	for v >= 0x80 {
-		b[i] = byte(v) | 0x80
-		v >>= 7
-		i++
-	}
-	b[i] = byte(v)
 	return i + 1
 }
 
@@ -668,21 +669,6 @@ var addrLayoutOK = func() bool {
 	return true
 }()
 
-// fastVarintLimit bounds the varints written with one 8-byte store: 6 bytes of varint after
-// a key of up to 2 bytes.
-const fastVarintLimit = 1 << 42
-
-// varintWord returns the varint encoding of v (v < fastVarintLimit, so at most 6 bytes) as a
-// little-endian word, and its length. It has no loop: a loop's exit branch mispredicts each
-// time the length of a column's values changes from one flow to the next, which for byte and
-// packet counters and ports is most flows.
-func varintWord(v uint64) (word, n uint64) {
-	n = (9*uint64(bits.Len64(v)) + 64) / 64
-	word = v&0x7f | v<<1&0x7f00 | v<<2&0x7f_0000 | v<<3&0x7f00_0000 | v<<4&0x7f_0000_0000 | v<<5&0x7f00_0000_0000
-	word |= 0x8080_8080_8080 & (1<<(8*(n-1)&63) - 1)
-	return word, n
-}
-
 // putVarintField appends a varint field (v not zero).
 func (m *FlowMessage) putVarintField(t pbwire.Tag, v uint64) {
 	n := m.n
@@ -690,16 +676,7 @@ func (m *FlowMessage) putVarintField(t pbwire.Tag, v uint64) {
 		m.putFieldSlow(t, v, "")
 		return
 	}
-	b := m.buf[n : n+wideRoom]
-	binary.LittleEndian.PutUint64(b, uint64(t))
-	i := t.Len()
-	for v >= 0x80 {
-		b[i] = byte(v) | 0x80
-		v >>= 7
-		i++
-	}
-	b[i] = byte(v)
-	m.n = n + i + 1
+	m.n = n + putVarintField16((*[wideRoom]byte)(m.buf[n:]), t, v)
 }
 
 // putFieldSlow appends, with pbwire, a varint field v (s empty) or a string field s (long,
@@ -748,8 +725,8 @@ const maxFastPacked = 25
 const packedWindow = 256
 
 // putPackedUint32Field appends a packed repeated uint32 field (vs not empty). Short arrays (AS
-// paths, communities, MPLS stacks) are written in one pass: the one-byte length is reserved,
-// each value is one 8-byte store, and the length is filled in afterwards.
+// paths, communities, MPLS stacks) are written in one pass, without sizing the values first:
+// a one-byte length is reserved and filled in afterwards.
 func (m *FlowMessage) putPackedUint32Field(t pbwire.Tag, vs []uint32) {
 	n := m.n
 	if len(vs) > maxFastPacked || len(m.buf)-n < packedWindow {

@@ -15,7 +15,8 @@
 // follow configuration changes.
 //
 // Encoding (FlowMessage) happens while decoding: a decoder appends each value as it reads it,
-// straight into one reusable buffer through pbwire, so nothing is built twice and nothing is
+// straight into one reusable buffer in protobuf wire format (pbwire's encoding, with writers
+// specialised for this buffer: see flow.go), so nothing is built twice and nothing is
 // allocated. A per-message bitset both skips disabled columns and keeps a non-repeated column
 // from being written twice, in one bit test. Values later stages still need (addresses, AS
 // numbers, interfaces, ...) are kept as plain fields and encoded by Finalize, which also
@@ -75,8 +76,8 @@ const (
 const encSize = 128
 
 // maxFastField is the largest field number the FlowMessage writers handle: they store a key
-// and a short varint with one 8-byte write, which needs keys of at most 2 bytes (checked in
-// init).
+// and a one-byte length (strings, addresses) with one 8-byte write of the key's low 2 bytes,
+// which needs keys of at most 2 bytes (checked in init).
 const maxFastField = 2047
 
 func init() {

@@ -23,6 +23,8 @@ import (
 	"flowzero/decoder/packet/flowtest"
 	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
+	"flowzero/output"
+	"flowzero/pbwire"
 	"flowzero/schema"
 )
 
@@ -387,5 +389,71 @@ func BenchmarkFlowTableAdd(b *testing.B) {
 	for b.Loop() {
 		table.add(0, 1, ts, frames[i%len(frames)])
 		i++
+	}
+}
+
+type countingSink struct {
+	mu             sync.Mutex
+	batches, flows int
+	data           []byte
+}
+
+func (c *countingSink) Name() string { return "counting" }
+func (c *countingSink) Start() error { return nil }
+func (c *countingSink) Stop() error  { return nil }
+func (c *countingSink) Send(b *output.Batch) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.batches++
+	c.flows += b.Flows
+	c.data = append(c.data, b.Data...)
+	b.Release()
+	return true
+}
+
+// TestSinkEmitter checks that flows reach every sink in batches, length-delimited as the
+// collector's workers send them.
+func TestSinkEmitter(t *testing.T) {
+	sch, err := schema.New(schema.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, s2 := &countingSink{}, &countingSink{}
+	e := NewSinkEmitter(nil, []output.Sink{s1, s2}, 4096)
+	fm := sch.NewFlowMessage()
+	const n = 200
+	for i := range n {
+		fm.Reset()
+		fm.TimeReceived = 1700000000
+		fm.SamplingRate = 1
+		fm.SrcAddr = netip.AddrFrom4([4]byte{192, 0, 2, byte(i)})
+		fm.AppendUint(schema.ColumnBytes, uint64(100+i))
+		fm.AppendUint(schema.ColumnPackets, 1)
+		e.Emit(fm)
+	}
+	e.Flush()
+	for _, s := range []*countingSink{s1, s2} {
+		if s.flows != n || s.batches < 2 {
+			t.Fatalf("sink got %d flows in %d batches", s.flows, s.batches)
+		}
+	}
+	// The batches hold the messages back to back: decode them all.
+	rest, i := s1.data, 0
+	for len(rest) > 0 {
+		msg, r, err := pbwire.SplitDelimited(rest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := flowtest.Decode(sch, rest[:len(rest)-len(r)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f["Bytes"] != uint64(100+i) || len(msg) == 0 {
+			t.Fatalf("flow %d: %v", i, f)
+		}
+		rest, i = r, i+1
+	}
+	if i != n {
+		t.Fatalf("decoded %d flows", i)
 	}
 }

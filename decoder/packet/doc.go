@@ -14,8 +14,10 @@
 // bytes), so a missing transport header is not an error, the flow simply has no ports. What
 // is an error (an *Error, whose Reason labels the caller's counter): an Ethernet, VLAN, MPLS
 // or IP header cut short, an IP header that contradicts itself, an MPLS payload that is none
-// of IPv4, IPv6 or Ethernet behind a zero control word, and, when decapsulation is
-// configured, a packet without the configured tunnel. A frame whose EtherType is not IP (ARP,
+// of IPv4, IPv6 or Ethernet behind a zero control word, Ethernet nested (through MPLS
+// pseudowires, VXLAN or GRE bridging) more than 4 levels deep, and, when decapsulation is
+// configured, a packet without the configured tunnel. Only one tunnel level is removed: GRE in
+// GRE reports the second GRE packet, so nesting costs nothing beyond the first level. A frame whose EtherType is not IP (ARP,
 // LLDP...) is not an error: its L2 fields are recorded and the returned length is 0.
 //
 // Decapsulation (Configuration.Decapsulation) reports the inner packet instead of the outer

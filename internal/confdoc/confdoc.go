@@ -40,7 +40,7 @@ func Generate(v any, root, modulePath string) ([]Entry, error) {
 
 type generator struct {
 	root, module string
-	inList       int // > 0 while walking the element type of a list: no defaults there
+	inList       int                          // > 0 while walking the element type of a list: no defaults there
 	comments     map[string]map[string]string // package path → "Type.Field" → comment
 	entries      []Entry
 }

@@ -307,9 +307,9 @@ func (c *session) run(rd io.Reader) {
 			}
 			break
 		}
-		c.metrics.message(h.Type)
 		// RFC 7854 §4.3: the initiation message is the first one a router sends.
 		if first && h.Type != MsgInitiation {
+			c.metrics.message(h.Type)
 			c.fail("first message not initiation", fmt.Errorf("got %s", h.Type))
 			break
 		}
@@ -318,6 +318,8 @@ func (c *session) run(rd io.Reader) {
 		if err != nil {
 			c.fail("malformed "+h.Type.String(), err)
 		}
+		// Counted once applied, so that the counter tells what the RIB already reflects.
+		c.metrics.message(h.Type)
 		if stop {
 			break
 		}

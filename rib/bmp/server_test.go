@@ -1,6 +1,7 @@
 package bmp
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -120,8 +121,6 @@ func (h *harness) waitFor(cond func() bool) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	// The counter is bumped before the message is applied; applying it takes microseconds.
-	time.Sleep(20 * time.Millisecond)
 }
 
 // probes are the prefixes of every route in the captures.
@@ -426,7 +425,8 @@ func TestServer(t *testing.T) {
 				cfg := DefaultConfiguration()
 				cfg.Listen = "127.0.0.1:0"
 				cfg.Keep = 300 * time.Millisecond
-				srv, err := New(prometheus.NewRegistry(), cfg, h.table, slog.New(slog.NewTextHandler(io.Discard, nil)))
+				reg := prometheus.NewRegistry()
+				srv, err := New(reg, cfg, h.table, slog.New(slog.NewTextHandler(io.Discard, nil)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -446,7 +446,11 @@ func TestServer(t *testing.T) {
 					h.send(conn, "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-reach.pcap")
 					want = all
 				}
-				time.Sleep(600 * time.Millisecond)
+				if reconnect {
+					h.waitFor(func() bool { return regMessages(reg) >= 1+7+17 })
+				}
+				time.Sleep(400 * time.Millisecond) // past Keep
+				h.waitFor(func() bool { return h.table.Stats().Routes == len(want) })
 				h.expectRIB(want)
 			})
 		}
@@ -478,4 +482,61 @@ func lastAddr(p netip.Prefix) netip.Addr {
 	}
 	a, _ := netip.AddrFromSlice(b)
 	return a
+}
+
+// regMessages sums the BMP messages handled according to a registry.
+func regMessages(reg *prometheus.Registry) float64 {
+	var sum float64
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == "flowzero_bmp_received_messages_total" {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// TestAdjRIBInView replays the captures (pre-policy) with the L flag set on every per-peer
+// header, as a router sending post-policy Adj-RIB-In would, and checks the view filter.
+func TestAdjRIBInView(t *testing.T) {
+	var post []byte
+	for _, f := range []string{"bmp-init.pcap", "bmp-peers-up.pcap", "bmp-reach.pcap"} {
+		for _, m := range readAll(t, captureStream(t, f)) {
+			h, _ := ParseCommonHeader(m)
+			if h.Type != MsgInitiation && h.Type != MsgTermination {
+				m[CommonHeaderLen+1] |= PeerFlagL
+			}
+			post = append(post, m...)
+		}
+	}
+	pre := append(captureStream(t, "bmp-init.pcap"), append(captureStream(t, "bmp-peers-up.pcap"), captureStream(t, "bmp-reach.pcap")...)...)
+	for _, tc := range []struct {
+		view      string
+		pre, post int // routes learned from each stream
+	}{
+		{"any", 17, 17},
+		{"pre-policy", 17, 0},
+		{"post-policy", 0, 17},
+	} {
+		t.Run(tc.view, func(t *testing.T) {
+			for _, s := range []struct {
+				stream []byte
+				want   int
+				isPost bool
+			}{{pre, tc.pre, false}, {post, tc.post, true}} {
+				c, table := newOfflineSession(t, func(cfg *Configuration) { cfg.AdjRIBIn = tc.view })
+				c.run(bytes.NewReader(s.stream))
+				if got := table.Stats().Routes; got != s.want {
+					t.Errorf("post-policy=%v: %d routes, want %d", s.isPost, got, s.want)
+				}
+				for _, p := range table.Peers() {
+					if p.PostPolicy != s.isPost {
+						t.Errorf("peer %s registered with PostPolicy=%v", p.Address, p.PostPolicy)
+					}
+				}
+			}
+		})
+	}
 }
