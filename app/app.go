@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"os"
 	"time"
@@ -17,6 +18,8 @@ import (
 	"flowzero/decoder/netflow"
 	"flowzero/decoder/sflow"
 	"flowzero/demo"
+	"flowzero/enrich"
+	"flowzero/rib/ribhttp"
 	"flowzero/output"
 	"flowzero/output/file"
 	"flowzero/output/jsonl"
@@ -33,6 +36,8 @@ type App struct {
 	netflow   *netflow.Decoder
 	sflow     *sflow.Decoder
 	sinks     []output.Sink
+	routing   *enrich.Sources
+	enricher  *enrich.Enricher
 	collector *collector.Collector
 	// ConfigPath is re-read by Reload.
 	ConfigPath string
@@ -76,6 +81,16 @@ func New(cfg Configuration, log *slog.Logger) (*App, error) {
 		return nil, fmt.Errorf("sflow: %w", err)
 	}
 	a.sflow = sf
+	routing, err := enrich.NewSources(a.registry, cfg.Routing, log)
+	if err != nil {
+		return nil, fmt.Errorf("routing: %w", err)
+	}
+	a.routing = routing
+	if cfg.Routing.Used() {
+		if a.enricher, err = enrich.New(cfg.Enrich, routing.RIB, s); err != nil {
+			return nil, fmt.Errorf("enrich: %w", err)
+		}
+	}
 	if cfg.Outputs.Kafka.Enabled {
 		k, err := kafka.New(a.registry, log, cfg.Outputs.Kafka.Configuration, s.Hash())
 		if err != nil {
@@ -106,16 +121,27 @@ func (a *App) Start() error {
 	if err := a.netflow.Start(); err != nil {
 		return fmt.Errorf("netflow: %w", err)
 	}
+	// The RIB is loaded (snapshot, then MRT) before the first flow is decoded, so that
+	// enrichment works from the first second.
+	if err := a.routing.Start(); err != nil {
+		return fmt.Errorf("routing: %w", err)
+	}
+	var enricher collector.Enricher
+	if a.enricher != nil {
+		enricher = a.enricher
+	}
 	c, err := collector.New(a.cfg.Collector, collector.Dependencies{
 		Schema: a.schema,
 		Decoders: map[string]collector.Decoder{
 			"netflow": collector.NetFlowDecoder{D: a.netflow},
 			"sflow":   collector.SFlowDecoder{D: a.sflow},
 		},
+		Enricher: enricher,
 		Sinks:    a.sinks,
 		Registry: a.registry,
 		Logger:   a.log,
 		Reload:   a.Reload,
+		Handlers: map[string]http.Handler{"POST " + ribhttp.Path: ribhttp.New(a.routing.RIB)},
 		ExporterDetails: func(addr netip.Addr) any {
 			return collector.MergeExporterDetails(addr, map[string]collector.DetailsSource{"netflow": a.netflow, "sflow": a.sflow})
 		},
@@ -183,6 +209,9 @@ func (a *App) Stop() error {
 	}
 	err := a.collector.Stop()
 	if e := a.netflow.Stop(); e != nil && err == nil {
+		err = e
+	}
+	if e := a.routing.Stop(); e != nil && err == nil {
 		err = e
 	}
 	return err

@@ -11,6 +11,7 @@ import (
 	"flowzero/collector"
 	"flowzero/decoder/netflow"
 	"flowzero/decoder/sflow"
+	"flowzero/enrich"
 	"flowzero/internal/config"
 	"flowzero/output/file"
 	"flowzero/output/kafka"
@@ -29,6 +30,10 @@ type Configuration struct {
 	NetFlow netflow.Configuration `yaml:"netflow"`
 	// SFlow configures the sFlow v5 decoder.
 	SFlow sflow.Configuration `yaml:"sflow"`
+	// Routing feeds the in-process RIB: snapshot, MRT dumps, BMP.
+	Routing enrich.SourcesConfiguration `yaml:"routing"`
+	// Enrich chooses between what exporters send and what the RIB says.
+	Enrich enrich.Configuration `yaml:"enrich"`
 	// Outputs selects and configures the sinks.
 	Outputs OutputsConfiguration `yaml:"outputs"`
 }
@@ -80,6 +85,8 @@ func DefaultConfiguration() Configuration {
 		Schema:    schema.DefaultConfiguration(),
 		NetFlow:   netflow.DefaultConfiguration(),
 		SFlow:     sflow.DefaultConfiguration(),
+		Routing:   enrich.DefaultSourcesConfiguration(),
+		Enrich:    enrich.DefaultConfiguration(),
 		Outputs: OutputsConfiguration{
 			Kafka: KafkaOutput{Configuration: kafka.DefaultConfiguration()},
 			File:  FileOutput{Enabled: true, Configuration: file.DefaultConfiguration()},
@@ -110,6 +117,12 @@ func (c *Configuration) Validate() error {
 	}
 	if err := c.SFlow.Validate(); err != nil {
 		return config.Prefix("sflow", err)
+	}
+	if err := c.Routing.Validate(); err != nil {
+		return config.Prefix("routing", err)
+	}
+	if err := c.Enrich.Validate(); err != nil {
+		return config.Prefix("enrich", err)
 	}
 	if c.Outputs.Kafka.Enabled {
 		if err := c.Outputs.Kafka.Validate(); err != nil {

@@ -26,8 +26,9 @@ import (
 // frames of their own and push finished frames into a bounded queue. One sender goroutine
 // writes queued frames to the server and keeps them until the server acknowledges them, so
 // that a reconnect resends exactly what the server has not written. When the queue is full,
-// live capture drops the new frame and counts its packets; replay waits while connected
-// (files can wait, the kernel's ring cannot) and drops while disconnected.
+// live capture drops the new frame and counts its packets; replay waits while connected and
+// until the first connection (files can wait, the kernel's ring cannot) and drops while
+// disconnected after that.
 type Agent struct {
 	cfg     AgentConfiguration
 	log     *slog.Logger
@@ -150,7 +151,14 @@ func (a *Agent) stop() error {
 	case <-a.sourcesDone:
 		err = a.Err()
 	case <-time.After(a.cfg.DrainTimeout):
-		err = errors.New("capture agent: sources did not stop")
+		// A replay waiting for room in a queue that does not drain (no server): drop.
+		a.q.abort()
+		select {
+		case <-a.sourcesDone:
+			err = a.Err()
+		case <-time.After(time.Second):
+			err = errors.New("capture agent: sources did not stop")
+		}
 	}
 	a.q.waitEmpty(a.cfg.DrainTimeout)
 	close(a.stopSender)

@@ -23,6 +23,9 @@ type frameQueue struct {
 
 	nextSeq   uint64
 	connected bool
+	// everConnected: replay waits for the first connection instead of dropping at start.
+	everConnected bool
+	aborted       bool // Stop gave up waiting: blocked pushes drop
 	broken    bool // the current connection failed
 	tick      bool // a heartbeat is due
 	acked     uint64
@@ -75,7 +78,7 @@ func (q *frameQueue) putBuf(b []byte) {
 func (q *frameQueue) push(frame []byte, packets uint64, block bool) {
 	q.mu.Lock()
 	for q.bytes+len(frame) > q.limit || q.n == len(q.ring) {
-		if !block || !q.connected || q.bytes == 0 {
+		if !block || q.aborted || (!q.connected && q.everConnected) || q.bytes == 0 {
 			q.dropped += packets
 			q.mu.Unlock()
 			q.putBuf(frame)
@@ -133,7 +136,15 @@ func (q *frameQueue) startConnection(lastSeq uint64) {
 	q.mu.Lock()
 	q.ackLocked(lastSeq)
 	q.sent = 0
-	q.connected, q.broken = true, false
+	q.connected, q.broken, q.everConnected = true, false, true
+	q.mu.Unlock()
+}
+
+// abort makes blocked pushes drop their frame (Stop when the server never answered).
+func (q *frameQueue) abort() {
+	q.mu.Lock()
+	q.aborted = true
+	q.cond.Broadcast()
 	q.mu.Unlock()
 }
 

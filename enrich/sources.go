@@ -19,6 +19,7 @@ import (
 // different peers (BMP peers carry their router's address), and the RIB's selection picks
 // among them.
 type SourcesConfiguration struct {
+	// RIB configures the routing table: route selection and snapshot.
 	RIB rib.Configuration `yaml:"rib"`
 	// MRT are dump files (TABLE_DUMP, TABLE_DUMP_V2 or BGP4MP, optionally gzip or bzip2)
 	// loaded at start, in order, before the BMP listener accepts routers.
@@ -27,11 +28,13 @@ type SourcesConfiguration struct {
 	// started: the dump bridges the time the routers take to send their tables, then BMP's
 	// live view alone is used.
 	MRTKeep time.Duration `yaml:"mrt-keep"`
-	BMP     BMPSource     `yaml:"bmp"`
+	// BMP is the listener routers stream their routes to (RFC 7854).
+	BMP BMPSource `yaml:"bmp"`
 }
 
 // BMPSource is the BMP listener's configuration with an on/off switch.
 type BMPSource struct {
+	// Enabled starts the BMP listener.
 	Enabled           bool `yaml:"enabled"`
 	bmp.Configuration `yaml:",inline"`
 }
@@ -154,4 +157,10 @@ func (s *Sources) Stop() error {
 		}
 	}
 	return s.RIB.Stop()
+}
+
+// Used tells whether anything feeds the RIB (a snapshot, MRT dumps or BMP); without it, the
+// collector skips enrichment altogether.
+func (c *SourcesConfiguration) Used() bool {
+	return c.RIB.Snapshot != "" || len(c.MRT) > 0 || c.BMP.Enabled
 }

@@ -77,8 +77,9 @@ type FlowMessage struct {
 	// room for the length prefix written by Finalize.
 	buf []byte
 	n   int
-	// framed is 1 + the start of the framed message once Finalize ran, 0 before.
-	framed int
+	// framed is 1 + the start of the framed message once Finalize ran (0 before), and
+	// framedEnd its end: Finalize returns buf[framed-1:framedEnd] again until Reset.
+	framed, framedEnd int
 	// sanitized counts values fixed or dropped since NewFlowMessage (kept by Reset).
 	sanitized uint64
 	// enc is the schema's column table (Schema.enc), copied here so that an Append reads
@@ -542,7 +543,7 @@ const hotRoom = 10*12 + 4*19 + 8
 // before Reset returns the same bytes.
 func (m *FlowMessage) Finalize() []byte {
 	if m.framed != 0 {
-		return m.buf[m.framed-1 : m.n : m.n]
+		return m.buf[m.framed-1 : m.framedEnd : m.framedEnd]
 	}
 	if len(m.buf)-m.n < hotRoom {
 		m.grow(hotRoom)
@@ -602,7 +603,7 @@ func (m *FlowMessage) Finalize() []byte {
 	default:
 		start = m.n - len(pbwire.FinishDelimited(m.buf[:m.n], 0))
 	}
-	m.framed = start + 1
+	m.framed, m.framedEnd = start+1, m.n
 	return m.buf[start:m.n:m.n]
 }
 
