@@ -14,16 +14,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"flowzero/capture"
+	"flowzero/capture/flows"
 	"flowzero/collector"
 	"flowzero/decoder/netflow"
 	"flowzero/decoder/sflow"
 	"flowzero/demo"
 	"flowzero/enrich"
-	"flowzero/rib/ribhttp"
 	"flowzero/output"
 	"flowzero/output/file"
 	"flowzero/output/jsonl"
 	"flowzero/output/kafka"
+	"flowzero/rib/ribhttp"
 	"flowzero/schema"
 )
 
@@ -50,6 +52,8 @@ type App struct {
 	// Demo starts the built-in demo exporters, sending to the collector's own listeners.
 	Demo *demo.Configuration
 
+	capture    *capture.Server
+	aggregator *flows.Aggregator
 	kafka      *kafka.Sink
 	file       *file.Sink
 	demoCancel context.CancelFunc
@@ -153,6 +157,29 @@ func (a *App) Start() error {
 	if err := c.Start(); err != nil {
 		return err
 	}
+	if a.cfg.Capture.Enabled {
+		deps := capture.ServerDependencies{Logger: a.log, Stdout: a.Stdout}
+		if a.cfg.Capture.Flows.Enable {
+			var enricher flows.Enricher // a nil *enrich.Enricher must stay a nil interface
+			if a.enricher != nil {
+				enricher = a.enricher
+			}
+			em := flows.NewSinkEmitter(enricher, a.sinks, a.cfg.Collector.BatchSize)
+			agg, err := flows.New(a.registry, a.cfg.Capture.Flows, a.schema, em.Emit, em.Flush)
+			if err != nil {
+				return fmt.Errorf("capture.flows: %w", err)
+			}
+			a.aggregator, deps.Packets = agg, agg
+		}
+		srv, err := capture.NewServer(a.registry, a.cfg.Capture.Server, deps)
+		if err != nil {
+			return fmt.Errorf("capture.server: %w", err)
+		}
+		if err := srv.Start(); err != nil {
+			return fmt.Errorf("capture.server: %w", err)
+		}
+		a.capture = srv
+	}
 	a.log.Info("flowzero collector started", "schema", a.schema.Hash(), "summary", a.cfg.summary())
 	if a.Demo != nil {
 		a.startDemo(*a.Demo)
@@ -207,7 +234,17 @@ func (a *App) Stop() error {
 		a.demoCancel()
 		<-a.demoDone
 	}
-	err := a.collector.Stop()
+	var err error
+	if a.capture != nil {
+		// Before the collector stops the sinks: the last flows go through them.
+		err = a.capture.Stop()
+		if a.aggregator != nil {
+			a.aggregator.Flush()
+		}
+	}
+	if e := a.collector.Stop(); e != nil && err == nil {
+		err = e
+	}
 	if e := a.netflow.Stop(); e != nil && err == nil {
 		err = e
 	}

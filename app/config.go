@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"strings"
 
+	"flowzero/capture"
+	"flowzero/capture/flows"
 	"flowzero/collector"
 	"flowzero/decoder/netflow"
 	"flowzero/decoder/sflow"
@@ -34,8 +36,22 @@ type Configuration struct {
 	Routing enrich.SourcesConfiguration `yaml:"routing"`
 	// Enrich chooses between what exporters send and what the RIB says.
 	Enrich enrich.Configuration `yaml:"enrich"`
+	// Capture runs the capture server inside the collector: agents' packets are written to
+	// pcapng and, with capture.flows.enable, turned into flows that take the same path as
+	// exported flows (enrichment, sinks).
+	Capture CaptureSection `yaml:"capture"`
 	// Outputs selects and configures the sinks.
 	Outputs OutputsConfiguration `yaml:"outputs"`
+}
+
+// CaptureSection is the embedded capture server with its switch.
+type CaptureSection struct {
+	// Enabled starts the capture server with the collector.
+	Enabled bool `yaml:"enabled"`
+	// Server configures the listener, authentication, TLS and pcapng output.
+	Server capture.ServerConfiguration `yaml:"server"`
+	// Flows turns captured packets into flows (5-tuple, active and idle timeouts).
+	Flows flows.Configuration `yaml:"flows"`
 }
 
 // LogConfiguration of the logger.
@@ -87,6 +103,10 @@ func DefaultConfiguration() Configuration {
 		SFlow:     sflow.DefaultConfiguration(),
 		Routing:   enrich.DefaultSourcesConfiguration(),
 		Enrich:    enrich.DefaultConfiguration(),
+		Capture: CaptureSection{
+			Server: capture.DefaultServerConfiguration(),
+			Flows:  flows.DefaultConfiguration(),
+		},
 		Outputs: OutputsConfiguration{
 			Kafka: KafkaOutput{Configuration: kafka.DefaultConfiguration()},
 			File:  FileOutput{Enabled: true, Configuration: file.DefaultConfiguration()},
@@ -123,6 +143,14 @@ func (c *Configuration) Validate() error {
 	}
 	if err := c.Enrich.Validate(); err != nil {
 		return config.Prefix("enrich", err)
+	}
+	if c.Capture.Enabled {
+		if err := c.Capture.Server.Validate(); err != nil {
+			return config.Prefix("capture.server", err)
+		}
+		if err := c.Capture.Flows.Validate(); err != nil {
+			return config.Prefix("capture.flows", err)
+		}
 	}
 	if c.Outputs.Kafka.Enabled {
 		if err := c.Outputs.Kafka.Validate(); err != nil {

@@ -167,9 +167,11 @@ type ServerConfiguration struct {
 	Listen string `yaml:"listen"`
 	// Tokens are the accepted shared secrets; empty accepts any agent (only with TLS client
 	// certificates or on a trusted network).
-	Tokens []string               `yaml:"tokens"`
-	TLS    TLSServerConfiguration `yaml:"tls"`
-	Output OutputConfiguration    `yaml:"output"`
+	Tokens []string `yaml:"tokens"`
+	// TLS configures the listener's TLS.
+	TLS TLSServerConfiguration `yaml:"tls"`
+	// Output says where packets are written.
+	Output OutputConfiguration `yaml:"output"`
 	// IdleTimeout closes an agent's connection after this long without a frame (agents send
 	// heartbeats).
 	IdleTimeout time.Duration `yaml:"idle-timeout"`
@@ -179,9 +181,12 @@ type ServerConfiguration struct {
 
 // TLSServerConfiguration configures the server's TLS.
 type TLSServerConfiguration struct {
-	Enable bool   `yaml:"enable"`
-	Cert   string `yaml:"cert"`
-	Key    string `yaml:"key"`
+	// Enable serves agents over TLS.
+	Enable bool `yaml:"enable"`
+	// Cert is the server's certificate chain (PEM file).
+	Cert string `yaml:"cert"`
+	// Key is the server's private key (PEM file).
+	Key string `yaml:"key"`
 	// ClientCA, when set, requires agents to present a certificate signed by it.
 	ClientCA string `yaml:"client-ca"`
 }
@@ -197,9 +202,11 @@ type OutputConfiguration struct {
 	// RotateSize (tcpdump -C, bytes), RotateInterval (-G) and MaxFiles (-W) rotate files;
 	// file names are Path, then Path1, Path2... (zero-padded to MaxFiles' width when set,
 	// reused as a ring like -C -W; with -G, the oldest file beyond MaxFiles is removed).
-	RotateSize     int64         `yaml:"rotate-size"`
+	RotateSize int64 `yaml:"rotate-size"`
+	// RotateInterval starts a new file after this long (tcpdump -G); 0 disables it.
 	RotateInterval time.Duration `yaml:"rotate-interval"`
-	MaxFiles       int           `yaml:"max-files"`
+	// MaxFiles is the number of files kept (tcpdump -W); 0 keeps all.
+	MaxFiles int `yaml:"max-files"`
 	// FlushInterval bounds how long written packets stay in memory buffers.
 	FlushInterval time.Duration `yaml:"flush-interval"`
 }

@@ -17,8 +17,8 @@
 // stopped cleanly (Stop acknowledges what it wrote before closing) and restarted loses or
 // duplicates nothing; after a crash, frames written but not yet acknowledged are written
 // again (at least once). When the queue is full, live capture drops the new frame and counts
-// its packets (the kernel ring cannot wait), replay waits while connected and drops while
-// disconnected. The agent reports its kernel and buffer drops in drop-report records; the
+// its packets (the kernel ring cannot wait), replay waits while connected and until the
+// first connection, and drops while disconnected after that. The agent reports its kernel and buffer drops in drop-report records; the
 // server exports them per agent with its own counters. Without loss from crashes:
 // captured = written + counted drops.
 //

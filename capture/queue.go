@@ -26,10 +26,10 @@ type frameQueue struct {
 	// everConnected: replay waits for the first connection instead of dropping at start.
 	everConnected bool
 	aborted       bool // Stop gave up waiting: blocked pushes drop
-	broken    bool // the current connection failed
-	tick      bool // a heartbeat is due
-	acked     uint64
-	dropped   uint64
+	broken        bool // the current connection failed
+	tick          bool // a heartbeat is due
+	acked         uint64
+	dropped       uint64
 
 	pubAcked, pubDropped uint64 // already added to the metrics
 

@@ -33,8 +33,9 @@ func (a *Agent) openLive() (func(ctx context.Context) error, error) {
 	blockSize := max(frameSize, 1<<20)
 	numBlocks := max(cfg.RingSize/blockSize, 2)
 	type handle struct {
-		tp    *afpacket.TPacket
-		index uint32
+		tp       *afpacket.TPacket
+		index    uint32
+		filtered time.Time // packets captured before are from before the filter
 	}
 	var handles []handle
 	closeAll := func() {
@@ -61,6 +62,9 @@ func (a *Agent) openLive() (func(ctx context.Context) error, error) {
 			closeAll()
 			return nil, fmt.Errorf("BPF filter on %s: %w", name, err)
 		}
+		// The socket captured unfiltered between its bind and SetBPF: those packets are
+		// skipped by time, as libpcap drains its socket after setting a filter.
+		handles[len(handles)-1].filtered = time.Now()
 		if cfg.Promiscuous {
 			if err := tp.SetPromiscuous(true); err != nil {
 				closeAll()
@@ -82,7 +86,7 @@ func (a *Agent) openLive() (func(ctx context.Context) error, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs <- a.captureLoop(ctx, h.tp, h.index)
+				errs <- a.captureLoop(ctx, h.tp, h.index, h.filtered, filter)
 			}()
 		}
 		wg.Wait()
@@ -98,11 +102,23 @@ func (a *Agent) openLive() (func(ctx context.Context) error, error) {
 
 // captureLoop reads one ring until ctx ends; packets are copied into frames right away
 // (zero-copy read: the ring slot is reused by the next read).
-func (a *Agent) captureLoop(ctx context.Context, tp *afpacket.TPacket, index uint32) error {
+func (a *Agent) captureLoop(ctx context.Context, tp *afpacket.TPacket, index uint32, filtered time.Time, filter []bpf.RawInstruction) error {
 	e, err := a.newEmitter(false)
 	if err != nil {
 		return err
 	}
+	// During the first second the filter also runs in user space: packets the ring took
+	// before SetBPF may carry a timestamp after it (the block they sit in is retired later),
+	// and the time check alone let one through. The kernel filter does the work afterwards.
+	var vm *bpf.VM
+	ins := make([]bpf.Instruction, 0, len(filter))
+	for _, r := range filter {
+		ins = append(ins, r.Disassemble())
+	}
+	if v, err := bpf.NewVM(ins); err == nil {
+		vm = v
+	}
+	recheckUntil := filtered.Add(time.Second)
 	defer e.flush()
 	snap := a.cfg.Live.SnapLength
 	var lastDrops uint
@@ -111,6 +127,14 @@ func (a *Agent) captureLoop(ctx context.Context, tp *afpacket.TPacket, index uin
 	for {
 		data, ci, err := tp.ZeroCopyReadPacketData()
 		now := time.Now()
+		if err == nil && ci.Timestamp.Before(filtered) {
+			continue // captured before the filter was attached
+		}
+		if err == nil && vm != nil && now.Before(recheckUntil) {
+			if n, verr := vm.Run(data); verr == nil && n == 0 {
+				continue // rejected by the filter: taken before it was attached
+			}
+		}
 		if err == nil {
 			if len(data) > snap {
 				data = data[:snap]

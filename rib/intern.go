@@ -26,9 +26,11 @@ type interner struct {
 	// refs counts the references of each set, in a dense array so that adding a path does
 	// not touch the set itself (a cache miss per route when loading a full table).
 	refs []int32
-	free []uint32
-	seed maphash.Seed
-	buf  []byte
+	// origin is each set's origin AS, copied into the lookup trie's routes.
+	origin []uint32
+	free   []uint32
+	seed   maphash.Seed
+	buf    []byte
 }
 
 func (in *interner) init() {
@@ -92,10 +94,12 @@ func (in *interner) intern(a *bgp.Attributes, owned bool) *AttrSet {
 		in.free = in.free[:n-1]
 		in.sets[ia.id] = ia
 		in.refs[ia.id] = 1
+		in.origin[ia.id] = ia.OriginAS()
 	} else {
 		ia.id = uint32(len(in.sets))
 		in.sets = append(in.sets, ia)
 		in.refs = append(in.refs, 1)
+		in.origin = append(in.origin, ia.OriginAS())
 	}
 	in.m[h] = ia
 	return ia

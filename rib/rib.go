@@ -6,9 +6,9 @@
 //
 // Two tries. The lookup trie (github.com/gaissmai/bart's Fast: an 8-bit-stride multibit trie
 // with popcount-compressed ART nodes and a per-node child rank cache) maps each prefix to the
-// one Route selected for enrichment, stored inline in the node (16 bytes: attributes pointer,
-// peer, prefix length), so a lookup is one atomic pointer load plus bart's walk: no lock, no
-// allocation, no extra indirection before the attributes. The writer trie (bart's Table, the
+// one Route selected for enrichment, stored inline in the node (24 bytes: attributes pointer,
+// origin AS, peer, prefix length), so a lookup is one atomic pointer load plus bart's walk: no
+// lock, no allocation, and the origin AS comes with the route without touching the attributes. The writer trie (bart's Table, the
 // memory-lean variant) maps each prefix to its paths, a slice of 12-byte (attribute set
 // index, path ID, peer) entries without pointers (not scanned by the garbage collector); only
 // writers read it.
@@ -88,7 +88,10 @@ type PeerInfo struct {
 // prefix. Attrs is interned and read-only; it stays valid after later updates.
 type Route struct {
 	Attrs *bgp.Attributes
-	Peer  PeerID
+	// OriginAS is Attrs.OriginAS(), kept in the trie with the route: the one attribute every
+	// flow needs (SrcAS, DstAS) is read without the two cache misses of Attrs and its AS path.
+	OriginAS uint32
+	Peer     PeerID
 	// Bits is the length of the matched prefix.
 	Bits uint8
 }
@@ -513,7 +516,8 @@ func (tx *Tx) reselect(p netip.Prefix, ps []path) {
 		return
 	}
 	best := r.selectPath(ps)
-	nr := Route{Attrs: &r.set(ps[best]).Attributes, Peer: ps[best].peer, Bits: uint8(p.Bits())}
+	id := ps[best].set
+	nr := Route{Attrs: &r.interner.sets[id].Attributes, OriginAS: r.interner.origin[id], Peer: ps[best].peer, Bits: uint8(p.Bits())}
 	if tx.owned {
 		// Private trie: overwrite without looking first.
 		tx.changes++

@@ -55,7 +55,7 @@ func TestSelection(t *testing.T) {
 			}
 			// Longest match, only p2 has it.
 			rt, ok = r.Lookup(a("10.1.2.3"))
-			if !ok || rt.Peer != p2 || rt.Attrs.OriginAS() != 7 || rt.Prefix(a("10.1.2.3")) != p("10.1.0.0/16") {
+			if !ok || rt.Peer != p2 || rt.Attrs.OriginAS() != 7 || rt.OriginAS != 7 || rt.Prefix(a("10.1.2.3")) != p("10.1.0.0/16") {
 				t.Errorf("10.1.2.3: %+v", rt)
 			}
 		})
@@ -218,7 +218,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	n := 0
 	for pfx, rt := range r.All() {
 		rt2, ok := r2.LookupPrefix(pfx)
-		if !ok || rt2.Bits != rt.Bits || rt2.Peer != rt.Peer || !rt2.Attrs.Equal(rt.Attrs) {
+		if !ok || rt2.Bits != rt.Bits || rt2.Peer != rt.Peer || !rt2.Attrs.Equal(rt.Attrs) || rt2.OriginAS != rt.Attrs.OriginAS() {
 			t.Fatalf("%s: %+v after reload, want %+v", pfx, rt2, rt)
 		}
 		if n%100 == 0 {

@@ -39,9 +39,12 @@ import (
 
 // Configuration configures flows from captured packets.
 type Configuration struct {
-	Enable        bool          `yaml:"enable"`
+	// Enable turns captured packets into flows.
+	Enable bool `yaml:"enable"`
+	// ActiveTimeout exports a long flow at least this often (as a software exporter would).
 	ActiveTimeout time.Duration `yaml:"active-timeout"`
-	IdleTimeout   time.Duration `yaml:"idle-timeout"`
+	// IdleTimeout exports a flow after this long without a packet.
+	IdleTimeout time.Duration `yaml:"idle-timeout"`
 	// MaxFlows bounds each agent's flow table; a packet of a new flow that does not fit is
 	// exported at once as a one-packet flow.
 	MaxFlows int `yaml:"max-flows"`

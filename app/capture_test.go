@@ -1,0 +1,88 @@
+package app
+
+import (
+	"errors"
+	"io"
+	"net/netip"
+	"path/filepath"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"flowzero/capture"
+	"flowzero/internal/testdata"
+	"flowzero/output/file"
+	"flowzero/schema"
+)
+
+// TestCaptureFlows runs the capture server inside the collector: an agent replays captures,
+// the server writes pcapng and turns the packets into flows, which reach the file sink with
+// the same schema as exported flows.
+func TestCaptureFlows(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Capture.Enabled = true
+	cfg.Capture.Server.Listen = "127.0.0.1:0"
+	cfg.Capture.Server.Output.Path = filepath.Join(t.TempDir(), "capture.pcapng")
+	cfg.Capture.Flows.Enable = true
+	a, err := New(cfg, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	acfg := capture.DefaultAgentConfiguration()
+	acfg.Name, acfg.Server = "lab1", a.capture.Addr().String()
+	acfg.Replay.Files = testdata.Glob(t, filepath.Join("decap", "*.pcap"))
+	agent, err := capture.NewAgent(prometheus.NewRegistry(), acfg, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-agent.Done()
+	agent.Stop()
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	st := a.aggregator.Stats("lab1")
+	if st.Flows == 0 || st.Packets == 0 {
+		t.Fatalf("aggregator stats %+v: no flow from the captured packets", st)
+	}
+	files, _ := file.ListArchives(cfg.Outputs.File.Directory, cfg.Outputs.File.Prefix)
+	n := 0
+	for _, p := range files {
+		r, err := file.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			msg, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var exporter netip.Addr
+			var packets uint64
+			a.Schema().DecodeMessage(msg, func(c *schema.Column, v any) {
+				switch c.Key {
+				case schema.ColumnExporterAddress:
+					exporter = v.(netip.Addr)
+				case schema.ColumnPackets:
+					packets = v.(uint64)
+				}
+			})
+			if exporter != netip.MustParseAddr("127.0.0.1") || packets == 0 {
+				t.Fatalf("flow from capture: exporter %v, %d packets", exporter, packets)
+			}
+			n++
+		}
+		r.Close()
+	}
+	if uint64(n) != st.Flows {
+		t.Fatalf("%d flows archived, the aggregator exported %d", n, st.Flows)
+	}
+}
