@@ -65,9 +65,12 @@ type FlowMessage struct {
 	DstLargeCommunities []LargeCommunity
 
 	schema *Schema
-	// skip holds the columns Append must ignore: disabled (and derived) columns, and
-	// non-repeated columns already written. Reset copies it from the schema.
-	skip columnBitset
+	// state is, per column, what an Append does with it (Schema.enc's op), or opNone when
+	// the column is disabled, derived, or non-repeated and already written. Reset copies it
+	// from the schema. One byte per column, rather than a bitset, so that the check is one
+	// byte load and each column's update its own store: a shared bitset word made every
+	// Append wait for the previous one's read-modify-write.
+	state [encSize]op
 	// set holds the repeated columns written since Reset (they never enter skip).
 	set columnBitset
 	// buf is the whole buffer (len == cap) and n the end of the message: the writers store
@@ -118,7 +121,7 @@ func (m *FlowMessage) Reset() {
 	m.SrcNetMask, m.DstNetMask, m.SrcVlan, m.DstVlan = 0, 0, 0, 0
 	m.DstASPath, m.SrcCommunities, m.DstCommunities = nil, nil, nil
 	m.SrcLargeCommunities, m.DstLargeCommunities = nil, nil
-	m.skip = m.schema.disabled
+	m.state = m.schema.state
 	m.set = columnBitset{}
 	m.n, m.framed = pbwire.ReserveDelimited, 0
 }
@@ -135,7 +138,7 @@ func (m *FlowMessage) IsSet(k ColumnKey) bool {
 	if k == 0 || k >= ColumnLast {
 		return false
 	}
-	if m.set.has(k) || (m.skip.has(k) && !m.schema.disabled.has(k)) {
+	if m.set.has(k) || (m.state[k] == opNone && m.schema.state[k] != opNone) {
 		return true
 	}
 	switch k {
@@ -207,7 +210,7 @@ func skipWord(k ColumnKey) ColumnKey { return k & (encSize - 1) >> 6 }
 // the enum becomes 0, undefined: ClickHouse would refuse the whole batch) or KindMAC column, or
 // a hot scalar column. It is a no-op when the column is disabled or already set.
 func (m *FlowMessage) AppendUint(k ColumnKey, v uint64) {
-	if k < ColumnLast && m.skip[k>>6]&(1<<(k&63)) == 0 {
+	if k < ColumnLast && m.state[k] != opNone {
 		m.appendUint(k, v)
 	}
 }
@@ -219,8 +222,8 @@ func (m *FlowMessage) appendUint(k ColumnKey, v uint64) {
 	// for 32-bit columns, the last value for enums) and room in the buffer. It writes the
 	// field in place (putVarintField written out: a second call per field costs more than
 	// the encoding).
-	if e.op == opVarint && v-1 < e.max && len(m.buf)-n >= wideRoom {
-		m.skip[skipWord(k)] |= 1 << (k & 63)
+	if m.state[k&(encSize-1)] == opVarint && v-1 < e.max && len(m.buf)-n >= wideRoom {
+		m.state[k&(encSize-1)] = opNone
 		m.n = n + putVarintField16((*[wideRoom]byte)(m.buf[n:]), e.tag, v)
 		return
 	}
@@ -235,10 +238,10 @@ func (m *FlowMessage) appendUintSlow(k ColumnKey, v uint64) {
 	e := &m.enc[k&(encSize-1)]
 	switch e.op {
 	case opHot:
-		m.skip[skipWord(k)] |= 1 << (k & 63)
+		m.state[k&(encSize-1)] = opNone
 		m.setHotUint(k, v)
 	case opVarint:
-		m.skip[skipWord(k)] |= 1 << (k & 63)
+		m.state[k&(encSize-1)] = opNone
 		v &= e.mask
 		if v > e.max {
 			v = 0 // undefined
@@ -279,7 +282,7 @@ func (m *FlowMessage) setHotUint(k ColumnKey, v uint64) {
 // column are dropped (ClickHouse would refuse the whole batch); invalid UTF-8 in a KindString
 // column is replaced by U+FFFD.
 func (m *FlowMessage) AppendString(k ColumnKey, s string) {
-	if k < ColumnLast && m.skip[k>>6]&(1<<(k&63)) == 0 {
+	if k < ColumnLast && m.state[k] != opNone {
 		m.appendString(k, s)
 	}
 }
@@ -288,7 +291,7 @@ func (m *FlowMessage) appendString(k ColumnKey, s string) {
 	e := &m.enc[k&(encSize-1)]
 	switch e.op {
 	case opString:
-		m.skip[skipWord(k)] |= 1 << (k & 63)
+		m.state[k&(encSize-1)] = opNone
 		if len(s) == 0 {
 			return
 		}
@@ -325,7 +328,7 @@ func (m *FlowMessage) appendString(k ColumnKey, s string) {
 		}
 		m.n = h + len(s)
 	case opBytes:
-		m.skip[skipWord(k)] |= 1 << (k & 63)
+		m.state[k&(encSize-1)] = opNone
 		if len(s) != 0 {
 			m.putStringField(e.tag, s)
 		}
@@ -423,7 +426,7 @@ func appendValidUTF8Field(dst []byte, t pbwire.Tag, s string) []byte {
 // AppendBytes sets a KindBytes or KindString column, or a KindMAC column from the 6 bytes
 // of the address (other lengths are ignored).
 func (m *FlowMessage) AppendBytes(k ColumnKey, b []byte) {
-	if k < ColumnLast && m.skip[k>>6]&(1<<(k&63)) == 0 {
+	if k < ColumnLast && m.state[k] != opNone {
 		m.appendBytes(k, b)
 	}
 }
@@ -432,7 +435,7 @@ func (m *FlowMessage) appendBytes(k ColumnKey, b []byte) {
 	e := &m.enc[k&(encSize-1)]
 	switch {
 	case e.op == opBytes:
-		m.skip[skipWord(k)] |= 1 << (k & 63)
+		m.state[k&(encSize-1)] = opNone
 		if len(b) != 0 {
 			m.putStringField(e.tag, unsafe.String(unsafe.SliceData(b), len(b)))
 		}
@@ -440,7 +443,7 @@ func (m *FlowMessage) appendBytes(k ColumnKey, b []byte) {
 		// Same checks as AppendString; the conversion does not allocate.
 		m.appendString(k, unsafe.String(unsafe.SliceData(b), len(b)))
 	case e.kind == KindMAC && len(b) == 6:
-		m.skip[skipWord(k)] |= 1 << (k & 63)
+		m.state[k&(encSize-1)] = opNone
 		v := uint64(b[0])<<40 | uint64(b[1])<<32 | uint64(b[2])<<24 | uint64(b[3])<<16 | uint64(b[4])<<8 | uint64(b[5])
 		if v != 0 {
 			m.putVarintField(e.tag, v)
@@ -451,7 +454,7 @@ func (m *FlowMessage) appendBytes(k ColumnKey, b []byte) {
 // AppendIP sets a KindIP column (16 bytes, IPv4 mapped into IPv6) or a hot address column, or
 // adds one address to a KindArrayIP column. Invalid (zero) addresses are ignored.
 func (m *FlowMessage) AppendIP(k ColumnKey, a netip.Addr) {
-	if k < ColumnLast && m.skip[k>>6]&(1<<(k&63)) == 0 {
+	if k < ColumnLast && m.state[k] != opNone {
 		m.appendIP(k, a)
 	}
 }
@@ -464,10 +467,10 @@ func (m *FlowMessage) appendIP(k ColumnKey, a netip.Addr) {
 	e := &m.enc[k&(encSize-1)]
 	switch e.op {
 	case opIP:
-		m.skip[w] |= bit
+		m.state[k&(encSize-1)] = opNone
 		m.putIPField(e.tag, a)
 	case opHotIP:
-		m.skip[w] |= bit
+		m.state[k&(encSize-1)] = opNone
 		switch k {
 		case ColumnExporterAddress:
 			m.ExporterAddress = a
@@ -488,7 +491,7 @@ func (m *FlowMessage) appendIP(k ColumnKey, a netip.Addr) {
 // For the hot array columns (DstASPath, SrcCommunities, DstCommunities), the field is set to vs
 // (not copied) if it was not set by an Append yet.
 func (m *FlowMessage) AppendArrayUint32(k ColumnKey, vs []uint32) {
-	if k < ColumnLast && m.skip[k>>6]&(1<<(k&63)) == 0 {
+	if k < ColumnLast && m.state[k] != opNone {
 		m.appendArrayUint32(k, vs)
 	}
 }
@@ -504,7 +507,7 @@ func (m *FlowMessage) appendArrayUint32(k ColumnKey, vs []uint32) {
 		m.set[w] |= bit
 		m.putPackedUint32Field(e.tag, vs)
 	case opHotArray:
-		m.skip[w] |= bit
+		m.state[k&(encSize-1)] = opNone
 		switch k {
 		case ColumnDstASPath:
 			m.DstASPath = vs
@@ -518,7 +521,7 @@ func (m *FlowMessage) appendArrayUint32(k ColumnKey, vs []uint32) {
 
 // AppendArrayUint64 adds values to a KindArrayUint64 column; each call appends to the array.
 func (m *FlowMessage) AppendArrayUint64(k ColumnKey, vs []uint64) {
-	if k < ColumnLast && m.skip[k>>6]&(1<<(k&63)) == 0 {
+	if k < ColumnLast && m.state[k] != opNone {
 		m.appendArrayUint64(k, vs)
 	}
 }

@@ -49,6 +49,7 @@ type Schema struct {
 	// enc is indexed by k&(encSize-1): a power-of-two size lets the compiler drop the
 	// bounds check on the Append paths.
 	enc     [encSize]encInfo
+	state   [encSize]op // enc's ops, the initial FlowMessage.state
 	hotKeys [hotLast]hotKey
 	columns []*Column // enabled columns, in table order
 	proto   string
@@ -233,6 +234,7 @@ func New(cfg Configuration) (*Schema, error) {
 			}
 		}
 		s.enc[k] = e
+		s.state[k] = e.op
 		if c.Hot {
 			s.hotKeys[hotIndex[k]] = hotKey{key: uint64(e.tag) & 0xffff, len: uint64(e.tag.Len()), on: ^uint64(0), tag: e.tag}
 		}
