@@ -63,7 +63,7 @@ func readAll(t *testing.T, msg []byte, depth int) {
 	}
 }
 
-func FuzzPbwireReader(f *testing.F) {
+func FuzzReader(f *testing.F) {
 	addCaptureSeeds(f)
 	for _, s := range conformanceSamples() {
 		msg := appendSample(nil, s)
@@ -163,7 +163,7 @@ func (p *program) num() int {
 	return 1 + n%MaxFieldNumber
 }
 
-func FuzzPbwireRoundTrip(f *testing.F) {
+func FuzzRoundTrip(f *testing.F) {
 	addCaptureSeeds(f)
 	f.Add([]byte{0, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 5, 2, 0, 0, 0, 0, 3, 'a', 'b', 'c'})
 	f.Add([]byte{6, 1, 0, 0, 0, 0, 2, 0, 0, 0, 3, 1, 'x', 6, 1, 0, 0, 0, 7, 7, 1, 0, 0, 0, 0x80, 0x80, 4})
