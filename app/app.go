@@ -27,6 +27,7 @@ import (
 	"flowzero/output/kafka"
 	"flowzero/rib/ribhttp"
 	"flowzero/schema"
+	"flowzero/store"
 )
 
 // App is a running `flowzero collect`.
@@ -56,6 +57,7 @@ type App struct {
 	aggregator *flows.Aggregator
 	kafka      *kafka.Sink
 	file       *file.Sink
+	store      *store.Sink
 	demoCancel context.CancelFunc
 	demoDone   chan struct{}
 }
@@ -110,6 +112,14 @@ func New(cfg Configuration, log *slog.Logger) (*App, error) {
 		}
 		a.file = f
 		a.sinks = append(a.sinks, f)
+	}
+	if cfg.Outputs.Store.Enabled {
+		st, err := store.NewSink(a.registry, cfg.Outputs.Store.Configuration, s, log)
+		if err != nil {
+			return nil, fmt.Errorf("outputs.store: %w", err)
+		}
+		a.store = st
+		a.sinks = append(a.sinks, st)
 	}
 	return a, nil
 }
@@ -280,6 +290,9 @@ func (a *App) Collector() *collector.Collector { return a.collector }
 
 // Kafka returns the Kafka sink, or nil.
 func (a *App) Kafka() *kafka.Sink { return a.kafka }
+
+// Store returns the ClickHouse sink, or nil.
+func (a *App) Store() *store.Sink { return a.store }
 
 // File returns the file sink, or nil.
 func (a *App) File() *file.Sink { return a.file }

@@ -18,6 +18,7 @@ import (
 	"flowzero/output/file"
 	"flowzero/output/kafka"
 	"flowzero/schema"
+	"flowzero/store"
 )
 
 // Configuration is the whole configuration file.
@@ -70,6 +71,16 @@ type OutputsConfiguration struct {
 	File FileOutput `yaml:"file"`
 	// Stdout prints flows as JSON lines.
 	Stdout StdoutOutput `yaml:"stdout"`
+	// Store inserts flows into ClickHouse tables: the embedded engine (chDB; binaries built
+	// with the chdb tag) or a ClickHouse server.
+	Store StoreOutput `yaml:"store"`
+}
+
+// StoreOutput is the ClickHouse sink with its switch.
+type StoreOutput struct {
+	// Enabled inserts flows into the flows table (and its aggregated tables).
+	Enabled             bool `yaml:"enabled"`
+	store.Configuration `yaml:",inline"`
 }
 
 // KafkaOutput is the Kafka sink with its switch.
@@ -110,6 +121,7 @@ func DefaultConfiguration() Configuration {
 		Outputs: OutputsConfiguration{
 			Kafka: KafkaOutput{Configuration: kafka.DefaultConfiguration()},
 			File:  FileOutput{Enabled: true, Configuration: file.DefaultConfiguration()},
+			Store: StoreOutput{Configuration: store.DefaultConfiguration()},
 		},
 	}
 }
@@ -162,6 +174,11 @@ func (c *Configuration) Validate() error {
 			return config.Prefix("outputs.file", err)
 		}
 	}
+	if c.Outputs.Store.Enabled {
+		if err := c.Outputs.Store.Validate(); err != nil {
+			return config.Prefix("outputs.store", err)
+		}
+	}
 	return nil
 }
 
@@ -197,6 +214,9 @@ func (c *Configuration) summary() string {
 	}
 	if c.Outputs.Stdout.Enabled {
 		outs = append(outs, "stdout")
+	}
+	if c.Outputs.Store.Enabled {
+		outs = append(outs, "store")
 	}
 	return fmt.Sprintf("%d listeners, outputs %s", len(c.Collector.Listeners), strings.Join(outs, ","))
 }

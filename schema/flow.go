@@ -216,15 +216,16 @@ func (m *FlowMessage) AppendUint(k ColumnKey, v uint64) {
 }
 
 func (m *FlowMessage) appendUint(k ColumnKey, v uint64) {
-	e := &m.enc[k&(encSize-1)]
+	k &= encSize - 1
+	e := &m.enc[k]
 	n := m.n
 	// The common case in one test: a varint column, a value from 1 to its maximum (2^32-1
 	// for 32-bit columns, the last value for enums) and room in the buffer. It writes the
 	// field in place (putVarintField written out: a second call per field costs more than
 	// the encoding).
-	if m.state[k&(encSize-1)] == opVarint && v-1 < e.max && len(m.buf)-n >= wideRoom {
-		m.state[k&(encSize-1)] = opNone
-		m.n = n + putVarintField16((*[wideRoom]byte)(m.buf[n:]), e.tag, v)
+	if m.state[k] == opVarint && v-1 < e.max && len(m.buf)-n >= wideRoom {
+		m.state[k] = opNone
+		m.n = n + putVarintAt(unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.buf)), n), e.tag, v)
 		return
 	}
 	m.appendUintSlow(k, v)
@@ -306,27 +307,29 @@ func (m *FlowMessage) appendString(k ColumnKey, s string) {
 			m.appendStringSlow(e.tag, s)
 			return
 		}
+		// The checks above leave room for 8 bytes past the string: the stores below need
+		// no bounds checks.
 		kl := e.tag.Len()
-		binary.LittleEndian.PutUint64(m.buf[n:], uint64(e.tag)&0xffff|uint64(len(s))<<(8*kl&63))
-		h := n + kl + 1
+		p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.buf)), n)
+		store64(p, uint64(e.tag)&0xffff|uint64(len(s))<<(8*kl&63))
+		h := kl + 1
 		// Strings of 8 to 16 bytes (most names) are copied with two overlapping 8-byte
 		// loads and stores, straight-line; copyASCII does the others.
 		var ascii bool
 		if l := len(s); l >= 8 && l <= 16 {
-			p := unsafe.Slice(unsafe.StringData(s), l)
-			w0, w1 := binary.LittleEndian.Uint64(p), binary.LittleEndian.Uint64(p[l-8:])
-			d := m.buf[h : h+16]
-			binary.LittleEndian.PutUint64(d, w0)
-			binary.LittleEndian.PutUint64(d[l-8:], w1)
+			src := unsafe.Pointer(unsafe.StringData(s))
+			w0, w1 := load64(src), load64(unsafe.Add(src, l-8))
+			store64(unsafe.Add(p, h), w0)
+			store64(unsafe.Add(p, h+l-8), w1)
 			ascii = (w0|w1)&0x8080_8080_8080_8080 == 0
 		} else {
-			ascii = copyASCII(m.buf[h:], s)
+			ascii = copyASCII(m.buf[n+h:], s)
 		}
 		if !ascii && !utf8.ValidString(s) {
 			m.appendStringSlow(e.tag, s)
 			return
 		}
-		m.n = h + len(s)
+		m.n = n + h + len(s)
 	case opBytes:
 		m.state[k&(encSize-1)] = opNone
 		if len(s) != 0 {
@@ -556,7 +559,7 @@ func (m *FlowMessage) Finalize() []byte {
 	// fields of different lengths, and mispredict). A disabled column's value is masked to
 	// zero (hotKey.on) and, like a zero value, not written.
 	hk := &m.schema.hotKeys
-	b, i := m.buf, m.n
+	b, i := unsafe.Pointer(unsafe.SliceData(m.buf)), m.n
 	i = putHotUint(b, i, &hk[hotTimeReceived], m.TimeReceived)
 	i = putHotUint(b, i, &hk[hotSamplingRate], m.SamplingRate)
 	i = putHotUint(b, i, &hk[hotSrcAS], uint64(m.SrcAS))
@@ -567,15 +570,10 @@ func (m *FlowMessage) Finalize() []byte {
 	i = putHotUint(b, i, &hk[hotDstNetMask], uint64(m.DstNetMask))
 	i = putHotUint(b, i, &hk[hotSrcVlan], uint64(m.SrcVlan))
 	i = putHotUint(b, i, &hk[hotDstVlan], uint64(m.DstVlan))
-	// Addresses have a fixed size: a loop predicts as well as straight-line code here.
-	addrs := [hotAddrs]*netip.Addr{&m.ExporterAddress, &m.SrcAddr, &m.DstAddr, &m.NextHop}
-	for j, a := range addrs {
-		if h := &hk[hotScalars+j]; h.on != 0 && a.IsValid() {
-			binary.LittleEndian.PutUint64(b[i:], h.key|16<<(8*h.len&63))
-			putAddr(b[i+int(h.len)+1:], a)
-			i += int(h.len) + 17
-		}
-	}
+	i = putHotAddr(b, i, &hk[hotExporterAddress], &m.ExporterAddress)
+	i = putHotAddr(b, i, &hk[hotSrcAddr], &m.SrcAddr)
+	i = putHotAddr(b, i, &hk[hotDstAddr], &m.DstAddr)
+	i = putHotAddr(b, i, &hk[hotNextHop], &m.NextHop)
 	m.n = i
 	if len(m.DstASPath) != 0 && hk[hotDstASPath].on != 0 {
 		m.putPackedUint32Field(hk[hotDstASPath].tag, m.DstASPath)
@@ -595,14 +593,14 @@ func (m *FlowMessage) Finalize() []byte {
 	// The length prefix goes into the room reserved at the front, right before the message:
 	// one or two bytes for every flow but those with very long strings or arrays.
 	var start int
-	b = m.buf[:pbwire.ReserveDelimited]
+	f := m.buf[:pbwire.ReserveDelimited]
 	switch l := m.n - pbwire.ReserveDelimited; {
 	case l < 1<<7:
 		start = pbwire.ReserveDelimited - 1
-		b[start] = byte(l)
+		f[start] = byte(l)
 	case l < 1<<14:
 		start = pbwire.ReserveDelimited - 2
-		b[start], b[start+1] = byte(l)|0x80, byte(l>>7)
+		f[start], f[start+1] = byte(l)|0x80, byte(l>>7)
 	default:
 		start = m.n - len(pbwire.FinishDelimited(m.buf[:m.n], 0))
 	}
@@ -610,21 +608,56 @@ func (m *FlowMessage) Finalize() []byte {
 	return m.buf[start:m.n:m.n]
 }
 
-// putHotUint stores hot varint field h = v at b[i:] if v is not zero and the column
+// putHotUint stores hot varint field h = v at b+i if v is not zero and the column
 // enabled, and returns the new end. It is small enough to be inlined: each call site gets its
-// own branches.
-func putHotUint(b []byte, i int, h *hotKey, v uint64) int {
+// own branches. Finalize checked the room (hotRoom).
+func putHotUint(b unsafe.Pointer, i int, h *hotKey, v uint64) int {
 	if v &= h.on; v != 0 {
-		i += putVarintField16((*[wideRoom]byte)(b[i:]), h.tag, v)
+		i += putVarintAt(unsafe.Add(b, i), h.tag, v)
 	}
 	return i
 }
 
-// putVarintField16 stores key t and varint v at the start of b and returns their size. The
-// indexes are masked rather than checked: a key of at most 2 bytes and a varint of at most
-// 10 always fit the 16 bytes.
-func putVarintField16(b *[wideRoom]byte, t pbwire.Tag, v uint64) int {
-	binary.LittleEndian.PutUint64(b[:], uint64(t))
+// putHotAddr stores hot address field h = a at b+i if a is valid and the column enabled, and
+// returns the new end. Finalize checked the room (hotRoom).
+func putHotAddr(b unsafe.Pointer, i int, h *hotKey, a *netip.Addr) int {
+	if h.on != 0 && a.IsValid() {
+		p := unsafe.Add(b, i)
+		store64(p, h.key|16<<(8*h.len&63))
+		putAddrAt(unsafe.Add(p, h.len+1), a)
+		i += int(h.len) + 17
+	}
+	return i
+}
+
+// putAddrAt is putAddr through a pointer, small enough for putHotAddr to be inlined (each
+// address of Finalize then gets its own branches).
+func putAddrAt(p unsafe.Pointer, a *netip.Addr) {
+	if !addrLayoutOK {
+		putAddrAs16(p, a)
+		return
+	}
+	w := (*[2]uint64)(unsafe.Pointer(a))
+	binary.BigEndian.PutUint64((*[8]byte)(p)[:], w[0])
+	binary.BigEndian.PutUint64((*[8]byte)(unsafe.Add(p, 8))[:], w[1])
+}
+
+// putAddrAs16 is putAddrAt's fallback, out of line.
+//
+//go:noinline
+func putAddrAs16(p unsafe.Pointer, a *netip.Addr) {
+	*(*[16]byte)(p) = a.As16()
+}
+
+// putVarintAt stores key t and varint v (not zero) at p, which must have wideRoom bytes of
+// room, and returns their size. Values under 2^14 (most of them: ports, protocols, enums,
+// interface indexes, small counters) go out with the key in one 8-byte store; the others
+// take a byte loop. Each size is a branch rather than computed: a predicted branch lets the
+// next field start at once, where a computed size would chain every field's position to the
+// previous field's bit count.
+func putVarintAt(p unsafe.Pointer, t pbwire.Tag, v uint64) int {
+	store64(p, uint64(t))
+	b := (*[wideRoom]byte)(p)
 	i := t.Len()
 	for v >= 0x80 {
 		b[i&(wideRoom-1)] = byte(v) | 0x80
@@ -633,6 +666,17 @@ func putVarintField16(b *[wideRoom]byte, t pbwire.Tag, v uint64) int {
 	}
 	b[i&(wideRoom-1)] = byte(v)
 	return i + 1
+}
+
+// store64 stores v little-endian at p (unaligned): the writers check the room first, and
+// then write through a pointer rather than a slice to skip the bounds checks.
+func store64(p unsafe.Pointer, v uint64) {
+	binary.LittleEndian.PutUint64((*[8]byte)(p)[:], v)
+}
+
+// load64 loads 8 bytes little-endian at p (unaligned).
+func load64(p unsafe.Pointer) uint64 {
+	return binary.LittleEndian.Uint64((*[8]byte)(p)[:])
 }
 
 // putAddr stores a as 16 bytes (IPv4 mapped into IPv6) at the start of b.
@@ -680,7 +724,7 @@ func (m *FlowMessage) putVarintField(t pbwire.Tag, v uint64) {
 		m.putFieldSlow(t, v, "")
 		return
 	}
-	m.n = n + putVarintField16((*[wideRoom]byte)(m.buf[n:]), t, v)
+	m.n = n + putVarintAt(unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.buf)), n), t, v)
 }
 
 // putFieldSlow appends, with pbwire, a varint field v (s empty) or a string field s (long,

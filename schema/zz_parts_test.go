@@ -8,12 +8,16 @@ func BenchmarkZZParts(b *testing.B) {
 	s := mustNew(b, DefaultConfiguration())
 	m := s.NewFlowMessage()
 	b.Run("reset", func(b *testing.B) {
+		cpu := startCPU(b)
+		defer cpu.stop(b)
 		for b.Loop() {
 			m.Reset()
 		}
 	})
 	b.Run("reset-fill", func(b *testing.B) {
 		n := 0
+		cpu := startCPU(b)
+		defer cpu.stop(b)
 		for b.Loop() {
 			m.Reset()
 			typicalFlow(m, pkt, exporter, n, path)
@@ -24,6 +28,8 @@ func BenchmarkZZParts(b *testing.B) {
 	})
 	b.Run("reset-hot-finalize", func(b *testing.B) {
 		n := 0
+		cpu := startCPU(b)
+		defer cpu.stop(b)
 		for b.Loop() {
 			m.Reset()
 			r := pkt[24+48*n:]
@@ -44,6 +50,8 @@ func BenchmarkZZParts(b *testing.B) {
 		}
 	})
 	b.Run("strings", func(b *testing.B) {
+		cpu := startCPU(b)
+		defer cpu.stop(b)
 		for b.Loop() {
 			m.Reset()
 			m.AppendString(ColumnExporterName, "edge1.par1")
@@ -54,6 +62,8 @@ func BenchmarkZZParts(b *testing.B) {
 		}
 	})
 	b.Run("uints", func(b *testing.B) {
+		cpu := startCPU(b)
+		defer cpu.stop(b)
 		for b.Loop() {
 			m.Reset()
 			m.AppendUint(ColumnForwardingStatus, 64)

@@ -81,10 +81,15 @@ type KafkaConfiguration struct {
 
 // ClickHouseConfiguration is a ClickHouse server reached over HTTP.
 type ClickHouseConfiguration struct {
-	URL      string        `yaml:"url"`
-	User     string        `yaml:"user"`
-	Password string        `yaml:"password"`
-	Timeout  time.Duration `yaml:"timeout"`
+	// URL of the server's HTTP interface (for example http://127.0.0.1:8123); empty uses the
+	// embedded engine.
+	URL string `yaml:"url"`
+	// User to authenticate as.
+	User string `yaml:"user"`
+	// Password of the user; it is never logged.
+	Password string `yaml:"password"`
+	// Timeout of one HTTP request.
+	Timeout time.Duration `yaml:"timeout"`
 }
 
 // EmbeddedConfiguration configures the embedded engine and the store sink.
@@ -105,7 +110,9 @@ type EmbeddedConfiguration struct {
 // ASNamesConfiguration is a CSV with a header line and the columns asn and name, served
 // over HTTP(S), that the asns dictionary loads and refreshes.
 type ASNamesConfiguration struct {
-	URL     string        `yaml:"url"`
+	// URL of the CSV; empty disables the AS names dictionary.
+	URL string `yaml:"url"`
+	// Refresh is how often the dictionary reloads the CSV.
 	Refresh time.Duration `yaml:"refresh"`
 }
 

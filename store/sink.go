@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"flowzero/output"
 	"flowzero/schema"
 	"flowzero/store/chdb"
 )
@@ -132,6 +133,31 @@ func (s *Sink) Write(msg []byte) {
 		s.rotateLocked()
 	}
 	s.mu.Unlock()
+}
+
+// Name implements output.Sink.
+func (s *Sink) Name() string { return "store" }
+
+// Send implements output.Sink: the collector's batch (length-delimited messages back to
+// back, the Protobuf format's input as is) is appended to the current insert batch.
+func (s *Sink) Send(ob *output.Batch) bool {
+	defer ob.Release()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started || s.stopped {
+		s.m.droppedStopped.Add(float64(ob.Flows))
+		return false
+	}
+	b := s.cur
+	if b.flows == 0 {
+		s.first = time.Now()
+	}
+	b.buf = append(b.buf, ob.Data...)
+	b.flows += ob.Flows
+	if len(b.buf) >= s.cfg.Embedded.BatchBytes {
+		s.rotateLocked()
+	}
+	return true
 }
 
 // rotateLocked queues the current batch (or drops it when the queue is full) and starts a
