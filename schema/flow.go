@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"net/netip"
 	"unicode/utf8"
 	"unsafe"
@@ -36,7 +37,7 @@ type LargeCommunity struct {
 //
 // Every other column is encoded into the message buffer at once by AppendUint, AppendString,
 // AppendBytes, AppendIP, AppendArrayUint32 and AppendArrayUint64. A disabled column costs one
-// bit test; a non-repeated column is written once (later appends are ignored, so a decoder can
+// byte test; a non-repeated column is written once (later appends are ignored, so a decoder can
 // append the most precise source first); zero numbers and empty strings are not written
 // (protobuf and ClickHouse default them to zero) but count as set. An Append with a method
 // that does not match the column's Kind is ignored. Values that would make ClickHouse refuse a
@@ -71,7 +72,7 @@ type FlowMessage struct {
 	// byte load and each column's update its own store: a shared bitset word made every
 	// Append wait for the previous one's read-modify-write.
 	state [encSize]op
-	// set holds the repeated columns written since Reset (they never enter skip).
+	// set holds the repeated columns written since Reset (their state stays).
 	set columnBitset
 	// buf is the whole buffer (len == cap) and n the end of the message: the writers store
 	// into buf[n:] and move n, so that a field costs one integer store instead of a new slice
@@ -184,7 +185,7 @@ func (m *FlowMessage) IsSet(k ColumnKey) bool {
 	return false
 }
 
-// The Append methods share one shape: an inlined front (a bounds check and one bit test that
+// The Append methods share one shape: an inlined front (a bounds check and one byte test that
 // rejects disabled columns and columns already written: all a disabled column costs), then a
 // call that loads the column's entry from the dense table FlowMessage.enc (key pre-encoded,
 // kind, limits) and writes the common case straight-line; everything else goes to an
@@ -193,16 +194,18 @@ func (m *FlowMessage) IsSet(k ColumnKey) bool {
 //
 // The writers are schema's own rather than pbwire's field functions, which take and return
 // a slice: here that would cost a slice header store (three words and a write barrier check)
-// per field. They store into the buffer at m.n, which always has len == cap: the key (at most
-// 2 bytes) with one 8-byte store and the varint behind it in a 16-byte window whose indexes
-// are masked instead of bounds-checked; short strings with two overlapping 8-byte loads and
-// stores that also check for ASCII. Varints keep a byte loop: a branch-free encoding (bit
-// length, then shifts and masks) measured slower here, its longer dependency chain costing
-// more than the loop's mispredictions. Long values and a full buffer go to pbwire, whose
+// per field. They store into the buffer at m.n, which always has len == cap, through a
+// pointer once the room is checked (no bounds checks, no slice header): the key (at most 2
+// bytes) with one 8-byte store and the varint behind it in a 16-byte window; short strings
+// with two overlapping 8-byte loads and stores that also check for ASCII. Varints keep a
+// byte loop, inlined so that each call site has its own branches: a branch-free encoding
+// (bit length, then shifts and masks) measured 40% slower for the whole flow, whether
+// called or inlined in Finalize's loop, and a call to a shared encoder (one set of branches
+// for all columns) lost what the pointer stores gained. Long values and a full buffer go to pbwire, whose
 // result the message adopts (adopt). TestFlowMessage*Writers compare every path with pbwire
 // byte for byte.
 
-// skipWord is the skip or set word of column k; k is masked so that the index needs no
+// skipWord is the word of column k in FlowMessage.set; k is masked so that the index needs no
 // bounds check (bitsetWords is at most 2, ColumnLast at most encSize).
 func skipWord(k ColumnKey) ColumnKey { return k & (encSize - 1) >> 6 }
 
@@ -211,8 +214,55 @@ func skipWord(k ColumnKey) ColumnKey { return k & (encSize - 1) >> 6 }
 // a hot scalar column. It is a no-op when the column is disabled or already set.
 func (m *FlowMessage) AppendUint(k ColumnKey, v uint64) {
 	if k < ColumnLast && m.state[k] != opNone {
-		m.appendUint(k, v)
+		uintWriters[bits.Len64(v)&63](m, k, v)
 	}
+}
+
+// uintWriters are the writers of appendUint by bit length of the value. The indirect call
+// through this table is predicted per call site, so that a column whose values keep one size
+// pays no misprediction, where a loop shared by all columns would.
+var uintWriters = func() (w [64]func(*FlowMessage, ColumnKey, uint64)) {
+	for i := range w {
+		switch {
+		case i == 0 || i > 35:
+			w[i] = (*FlowMessage).appendUint
+		case i <= 7:
+			w[i] = appendUint1
+		case i <= 14:
+			w[i] = appendUint2
+		case i <= 21:
+			w[i] = appendUint3
+		case i <= 28:
+			w[i] = appendUint4
+		default:
+			w[i] = appendUint5
+		}
+	}
+	return w
+}()
+
+func appendUint1(m *FlowMessage, k ColumnKey, v uint64) { m.appendUintN(k, v, 1) }
+func appendUint2(m *FlowMessage, k ColumnKey, v uint64) { m.appendUintN(k, v, 2) }
+func appendUint3(m *FlowMessage, k ColumnKey, v uint64) { m.appendUintN(k, v, 3) }
+func appendUint4(m *FlowMessage, k ColumnKey, v uint64) { m.appendUintN(k, v, 4) }
+func appendUint5(m *FlowMessage, k ColumnKey, v uint64) { m.appendUintN(k, v, 5) }
+
+// appendUintN is appendUint for a value of nb bytes as a varint (1 to 5): the encoding
+// without branches.
+func (m *FlowMessage) appendUintN(k ColumnKey, v uint64, nb int) {
+	k &= encSize - 1
+	e := &m.enc[k]
+	n := m.n
+	if m.state[k] == opVarint && v-1 < e.max && len(m.buf)-n >= wideRoom {
+		m.state[k] = opNone
+		kl := e.tag.Len()
+		x := v&0x7f | v<<1&0x7f00 | v<<2&0x7f_0000 | v<<3&0x7f00_0000 | v<<4&0x7f_0000_0000
+		x |= 0x80_8080_8080 & (1<<(8*(nb-1)&63) - 1)
+		store64(unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.buf)), n), uint64(e.tag)&0xffff|x<<(8*kl&63))
+		m.n = n + kl + nb
+		return
+	}
+	m.appendUintSlow(k, v)
 }
 
 func (m *FlowMessage) appendUint(k ColumnKey, v uint64) {
@@ -570,10 +620,16 @@ func (m *FlowMessage) Finalize() []byte {
 	i = putHotUint(b, i, &hk[hotDstNetMask], uint64(m.DstNetMask))
 	i = putHotUint(b, i, &hk[hotSrcVlan], uint64(m.SrcVlan))
 	i = putHotUint(b, i, &hk[hotDstVlan], uint64(m.DstVlan))
-	i = putHotAddr(b, i, &hk[hotExporterAddress], &m.ExporterAddress)
-	i = putHotAddr(b, i, &hk[hotSrcAddr], &m.SrcAddr)
-	i = putHotAddr(b, i, &hk[hotDstAddr], &m.DstAddr)
-	i = putHotAddr(b, i, &hk[hotNextHop], &m.NextHop)
+	// Addresses have a fixed size: a loop predicts as well as straight-line code here.
+	addrs := [hotAddrs]*netip.Addr{&m.ExporterAddress, &m.SrcAddr, &m.DstAddr, &m.NextHop}
+	for j, a := range addrs {
+		if h := &hk[hotScalars+j]; h.on != 0 && a.IsValid() {
+			p := unsafe.Add(b, i)
+			store64(p, h.key|16<<(8*h.len&63))
+			putAddr((*[16]byte)(unsafe.Add(p, h.len+1))[:], a)
+			i += int(h.len) + 17
+		}
+	}
 	m.n = i
 	if len(m.DstASPath) != 0 && hk[hotDstASPath].on != 0 {
 		m.putPackedUint32Field(hk[hotDstASPath].tag, m.DstASPath)
@@ -618,43 +674,10 @@ func putHotUint(b unsafe.Pointer, i int, h *hotKey, v uint64) int {
 	return i
 }
 
-// putHotAddr stores hot address field h = a at b+i if a is valid and the column enabled, and
-// returns the new end. Finalize checked the room (hotRoom).
-func putHotAddr(b unsafe.Pointer, i int, h *hotKey, a *netip.Addr) int {
-	if h.on != 0 && a.IsValid() {
-		p := unsafe.Add(b, i)
-		store64(p, h.key|16<<(8*h.len&63))
-		putAddrAt(unsafe.Add(p, h.len+1), a)
-		i += int(h.len) + 17
-	}
-	return i
-}
-
-// putAddrAt is putAddr through a pointer, small enough for putHotAddr to be inlined (each
-// address of Finalize then gets its own branches).
-func putAddrAt(p unsafe.Pointer, a *netip.Addr) {
-	if !addrLayoutOK {
-		putAddrAs16(p, a)
-		return
-	}
-	w := (*[2]uint64)(unsafe.Pointer(a))
-	binary.BigEndian.PutUint64((*[8]byte)(p)[:], w[0])
-	binary.BigEndian.PutUint64((*[8]byte)(unsafe.Add(p, 8))[:], w[1])
-}
-
-// putAddrAs16 is putAddrAt's fallback, out of line.
-//
-//go:noinline
-func putAddrAs16(p unsafe.Pointer, a *netip.Addr) {
-	*(*[16]byte)(p) = a.As16()
-}
-
-// putVarintAt stores key t and varint v (not zero) at p, which must have wideRoom bytes of
-// room, and returns their size. Values under 2^14 (most of them: ports, protocols, enums,
-// interface indexes, small counters) go out with the key in one 8-byte store; the others
-// take a byte loop. Each size is a branch rather than computed: a predicted branch lets the
-// next field start at once, where a computed size would chain every field's position to the
-// previous field's bit count.
+// putVarintAt stores key t and varint v at p, which must have wideRoom bytes of room, and
+// returns their size: the key with one 8-byte store, the varint behind it with a byte loop
+// whose indexes are masked into the 16-byte window (no bounds checks). It is small enough to
+// be inlined, so that each call site gets its own branches.
 func putVarintAt(p unsafe.Pointer, t pbwire.Tag, v uint64) int {
 	store64(p, uint64(t))
 	b := (*[wideRoom]byte)(p)

@@ -17,8 +17,8 @@
 // Encoding (FlowMessage) happens while decoding: a decoder appends each value as it reads it,
 // straight into one reusable buffer in protobuf wire format (pbwire's encoding, with writers
 // specialised for this buffer: see flow.go), so nothing is built twice and nothing is
-// allocated. A per-message bitset both skips disabled columns and keeps a non-repeated column
-// from being written twice, in one bit test. Values later stages still need (addresses, AS
+// allocated. A per-message byte per column both skips disabled columns and keeps a
+// non-repeated column from being written twice, in one byte test. Values later stages still need (addresses, AS
 // numbers, interfaces, ...) are kept as plain fields and encoded by Finalize, which also
 // writes the length prefix into room reserved at the front of the buffer.
 //

@@ -50,7 +50,7 @@ collector:
   listeners: [{protocol: netflow, address: "127.0.0.1:$PORT", workers: 2, receive-buffer: 33554432}]
   http: {listen: "127.0.0.1:$HPORT"}
 outputs:
-  file: {enabled: $([ "$sink" = file ] && echo true || echo false), directory: "$WORK/flows", compression: zstd, max-files: 4, rotate-size: 268435456}
+  file: {enabled: $([ "$sink" = file ] && echo true || echo false), directory: "$WORK/flows", compression: ${FILE_COMPRESSION:-zstd}, max-files: 4, rotate-size: 268435456}
   kafka: {enabled: $([ "$sink" = kafka ] && echo true || echo false), brokers: ["${BROKER:-127.0.0.1:9092}"], topic-prefix: "bench-$rate", compression: lz4}
 YAML
     "$BIN" collect --config "$WORK/config.yaml" 2>"$WORK/collector.log" &

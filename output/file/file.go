@@ -212,7 +212,7 @@ func (s *Sink) openFile() error {
 	s.out = s.bw
 	switch s.cfg.Compression {
 	case "zstd":
-		zw, err := zstd.NewWriter(s.bw, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+		zw, err := zstd.NewWriter(s.bw, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 		if err != nil {
 			return err
 		}
