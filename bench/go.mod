@@ -8,10 +8,12 @@ require (
 	flowzero v0.0.0-00010101000000-000000000000
 	github.com/VictoriaMetrics/easyproto v1.1.3
 	github.com/gaissmai/bart v0.30.0
+	github.com/gopacket/gopacket v1.7.7
 	github.com/netsampler/goflow2/v2 v2.2.6
 	github.com/osrg/gobgp/v4 v4.8.0
 	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10
 	github.com/vmihailenco/msgpack/v5 v5.4.1
+	google.golang.org/grpc v1.82.1
 	google.golang.org/protobuf v1.36.12
 )
 
@@ -24,7 +26,6 @@ require (
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/gopacket/gopacket v1.7.7 // indirect
 	github.com/k-sone/critbitgo v1.4.0 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
@@ -51,6 +52,5 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260414002931-afd174a4e478 // indirect
-	google.golang.org/grpc v1.82.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

@@ -2,7 +2,6 @@ package schema
 
 import (
 	"encoding/binary"
-	"math/bits"
 	"net/netip"
 	"unicode/utf8"
 	"unsafe"
@@ -214,55 +213,8 @@ func skipWord(k ColumnKey) ColumnKey { return k & (encSize - 1) >> 6 }
 // a hot scalar column. It is a no-op when the column is disabled or already set.
 func (m *FlowMessage) AppendUint(k ColumnKey, v uint64) {
 	if k < ColumnLast && m.state[k] != opNone {
-		uintWriters[bits.Len64(v)&63](m, k, v)
+		m.appendUint(k, v)
 	}
-}
-
-// uintWriters are the writers of appendUint by bit length of the value. The indirect call
-// through this table is predicted per call site, so that a column whose values keep one size
-// pays no misprediction, where a loop shared by all columns would.
-var uintWriters = func() (w [64]func(*FlowMessage, ColumnKey, uint64)) {
-	for i := range w {
-		switch {
-		case i == 0 || i > 35:
-			w[i] = (*FlowMessage).appendUint
-		case i <= 7:
-			w[i] = appendUint1
-		case i <= 14:
-			w[i] = appendUint2
-		case i <= 21:
-			w[i] = appendUint3
-		case i <= 28:
-			w[i] = appendUint4
-		default:
-			w[i] = appendUint5
-		}
-	}
-	return w
-}()
-
-func appendUint1(m *FlowMessage, k ColumnKey, v uint64) { m.appendUintN(k, v, 1) }
-func appendUint2(m *FlowMessage, k ColumnKey, v uint64) { m.appendUintN(k, v, 2) }
-func appendUint3(m *FlowMessage, k ColumnKey, v uint64) { m.appendUintN(k, v, 3) }
-func appendUint4(m *FlowMessage, k ColumnKey, v uint64) { m.appendUintN(k, v, 4) }
-func appendUint5(m *FlowMessage, k ColumnKey, v uint64) { m.appendUintN(k, v, 5) }
-
-// appendUintN is appendUint for a value of nb bytes as a varint (1 to 5): the encoding
-// without branches.
-func (m *FlowMessage) appendUintN(k ColumnKey, v uint64, nb int) {
-	k &= encSize - 1
-	e := &m.enc[k]
-	n := m.n
-	if m.state[k] == opVarint && v-1 < e.max && len(m.buf)-n >= wideRoom {
-		m.state[k] = opNone
-		kl := e.tag.Len()
-		x := v&0x7f | v<<1&0x7f00 | v<<2&0x7f_0000 | v<<3&0x7f00_0000 | v<<4&0x7f_0000_0000
-		x |= 0x80_8080_8080 & (1<<(8*(nb-1)&63) - 1)
-		store64(unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.buf)), n), uint64(e.tag)&0xffff|x<<(8*kl&63))
-		m.n = n + kl + nb
-		return
-	}
-	m.appendUintSlow(k, v)
 }
 
 func (m *FlowMessage) appendUint(k ColumnKey, v uint64) {
