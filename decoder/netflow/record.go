@@ -143,27 +143,10 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 			// Offsets are within fixedLen, checked above.
 			v = rec[s.off : s.off+uint32(s.length)]
 		} else {
-			l := int(s.length)
-			if l == variableLength {
-				// RFC 7011 §7: one length byte, or 255 then two length bytes.
-				if off >= len(rec) {
-					return 0, reasonTruncatedRecord
-				}
-				l = int(rec[off])
-				off++
-				if l == 255 {
-					if off+2 > len(rec) {
-						return 0, reasonTruncatedRecord
-					}
-					l = int(binary.BigEndian.Uint16(rec[off:]))
-					off += 2
-				}
-			}
-			if l > len(rec)-off {
+			var ok bool
+			if v, off, ok = fieldAt(rec, off, int(s.length)); !ok {
 				return 0, reasonTruncatedRecord
 			}
-			v = rec[off : off+l]
-			off += l
 		}
 		act, col := s.act, s.col
 		switch act {
@@ -431,26 +414,11 @@ func (c *decodeContext) optionsRecord(t *template, rec []byte) (int, reason) {
 	off := 0
 	for i := range t.fields {
 		f := &t.fields[i]
-		l := int(f.length)
-		if l == variableLength {
-			if off >= len(rec) {
-				return 0, reasonTruncatedRecord
-			}
-			l = int(rec[off])
-			off++
-			if l == 255 {
-				if off+2 > len(rec) {
-					return 0, reasonTruncatedRecord
-				}
-				l = int(binary.BigEndian.Uint16(rec[off:]))
-				off += 2
-			}
-		}
-		if l > len(rec)-off {
+		v, next, ok := fieldAt(rec, off, int(f.length))
+		if !ok {
 			return 0, reasonTruncatedRecord
 		}
-		v := rec[off : off+l]
-		off += l
+		off = next
 		switch f.act {
 		case actRate:
 			sampling.rate = beUint(v)
@@ -484,4 +452,28 @@ func (c *decodeContext) optionsRecord(t *template, rec []byte) (int, reason) {
 		e.sysInit[c.domain] = sysInit
 	}
 	return off, reasonNone
+}
+
+// fieldAt returns the value of a field whose template length is l, starting at off in rec,
+// and the offset after it. A variable-length field (RFC 7011 §7) starts with one length
+// byte, or 255 then two length bytes. ok is false when the record is too short.
+func fieldAt(rec []byte, off, l int) (v []byte, next int, ok bool) {
+	if l == variableLength {
+		if off >= len(rec) {
+			return nil, off, false
+		}
+		l = int(rec[off])
+		off++
+		if l == 255 {
+			if off+2 > len(rec) {
+				return nil, off, false
+			}
+			l = int(binary.BigEndian.Uint16(rec[off:]))
+			off += 2
+		}
+	}
+	if l > len(rec)-off {
+		return nil, off, false
+	}
+	return rec[off : off+l], off + l, true
 }
