@@ -62,5 +62,4 @@ clean:
 ## are on http://127.0.0.1:8080 (/metrics, /api/v0/exporters). Ctrl-C stops it cleanly.
 RUN_FLAGS ?= --demo --summary 5s
 run: build
-	@mkdir -p $(VAR)
-	cd $(VAR) && $(BIN)/flowzero collect $(RUN_FLAGS)
+	$(BIN)/flowzero collect $(RUN_FLAGS)
