@@ -10,7 +10,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
-	"io/fs"
 	"log/slog"
 	"math/big"
 	"net"
@@ -30,27 +29,7 @@ import (
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // allCaptures returns every .pcap file under the shared test data.
-func allCaptures(t testing.TB) []string {
-	t.Helper()
-	root := testdata.Root()
-	if root == "" {
-		t.Skip("shared test data not found")
-	}
-	var out []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".pcap") {
-			out = append(out, path)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) < 10 {
-		t.Fatalf("only %d captures under %s", len(out), root)
-	}
-	return out
-}
+func allCaptures(t testing.TB) []string { return testdata.AllCaptures(t) }
 
 // expectedFrames returns the frames of each capture keyed by the pcapng interface name the
 // server must give them.

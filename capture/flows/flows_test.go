@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/netip"
 	"path/filepath"
@@ -30,28 +29,8 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// allCaptures returns every .pcap file under the shared test data, in walk order.
-func allCaptures(t testing.TB) []string {
-	t.Helper()
-	root := testdata.Root()
-	if root == "" {
-		t.Skip("shared test data not found")
-	}
-	var out []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".pcap") {
-			out = append(out, path)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) < 10 {
-		t.Fatalf("only %d captures under %s", len(out), root)
-	}
-	return out
-}
+// allCaptures returns every .pcap file under the shared test data.
+func allCaptures(t testing.TB) []string { return testdata.AllCaptures(t) }
 
 type flowCollector struct {
 	mu   sync.Mutex

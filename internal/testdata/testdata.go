@@ -3,8 +3,10 @@
 package testdata
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -76,4 +78,28 @@ func Glob(tb testing.TB, pattern string) []string {
 		tb.Fatalf("glob %s: %v", pattern, err)
 	}
 	return m
+}
+
+// AllCaptures returns every .pcap file under the shared test data folder, in walk order,
+// skipping the test when the folder is absent and failing when it holds suspiciously few.
+func AllCaptures(tb testing.TB) []string {
+	tb.Helper()
+	root := Root()
+	if root == "" {
+		tb.Skip("shared test data not found (expected ../shared/testdata next to the repository, or FLOWZERO_TESTDATA)")
+	}
+	var out []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".pcap") {
+			out = append(out, path)
+		}
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(out) < 10 {
+		tb.Fatalf("only %d captures under %s", len(out), root)
+	}
+	return out
 }
