@@ -4,6 +4,8 @@
 # run and leaves the crasher in the package's testdata/fuzz folder.
 #   FUZZTIME  how long each target runs (default 5s)
 #   FUZZTAGS  extra build tags
+# New inputs are minimized for at most 100 runs: with the default (up to 60 s each) a short
+# run spends its time minimizing large seeds instead of fuzzing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-5s}
@@ -14,7 +16,7 @@ while IFS= read -r file; do
   for name in $(grep -oE '^func (Fuzz[A-Za-z0-9_]*)\(' "$file" | sed -E 's/^func (Fuzz[A-Za-z0-9_]*)\(/\1/'); do
     count=$((count + 1))
     echo "fuzz: ./$dir $name ($FUZZTIME)"
-    if ! go test ${FUZZTAGS:+-tags "$FUZZTAGS"} -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" -parallel 2 "./$dir" >"${TMPDIR:-/tmp}/fuzz-$name.log" 2>&1; then
+    if ! go test ${FUZZTAGS:+-tags "$FUZZTAGS"} -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime 100x -parallel 2 "./$dir" >"${TMPDIR:-/tmp}/fuzz-$name.log" 2>&1; then
       echo "FAIL: fuzz ./$dir $name"; tail -30 "${TMPDIR:-/tmp}/fuzz-$name.log"
       fail=1
     fi

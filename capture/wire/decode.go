@@ -136,8 +136,8 @@ func NextRecord(b []byte) (rec Record, rest []byte, err error) {
 }
 
 // ReadPacket decodes the packet record at the start of b without copying: p.Data points
-// into b. It returns the record's length. The fast path is small enough to be inlined: one
-// 64-bit load checks type, flags and length at once.
+// into b. It returns the record's length. One 64-bit load checks type, flags and length at
+// once; the reasons for a refusal are worked out out of line.
 func ReadPacket(b []byte, p *Packet) (int, error) {
 	if len(b) >= PacketHeaderLen {
 		h := binary.LittleEndian.Uint64(b)
@@ -167,7 +167,7 @@ func packetError(b []byte) error {
 
 // Packet decodes a packet record's body.
 func (r Record) Packet(p *Packet) error {
-	if r.Type != RecordPacket || len(r.Body) < 16 {
+	if r.Type != RecordPacket || r.Flags != 0 || len(r.Body) < 16 {
 		return ErrBadRecord
 	}
 	p.Timestamp = int64(binary.LittleEndian.Uint64(r.Body[0:]))

@@ -178,8 +178,8 @@ func grow(dst []byte, n int) ([]byte, []byte) {
 
 // AppendPacket appends a packet record to dst: a 24-byte header and the captured bytes. It
 // allocates only when dst's capacity is too small. len(p.Data) must fit in 32 bits minus
-// the header, which any real snap length does. Small enough to be inlined: the header is
-// three 64-bit stores ({type, flags, body length}, timestamp, {length, interface}).
+// the header, which any real snap length does. The header is three 64-bit stores ({type,
+// flags, body length}, timestamp, {length, interface}), then the data is copied.
 func AppendPacket(dst []byte, p *Packet) []byte {
 	dst, b := grow(dst, PacketHeaderLen+len(p.Data))
 	binary.LittleEndian.PutUint64(b[0:8], uint64(RecordPacket)|uint64(16+len(p.Data))<<32)

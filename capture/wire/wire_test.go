@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"path/filepath"
@@ -195,6 +196,14 @@ func TestMalformed(t *testing.T) {
 	if _, err := ReadPacket(pkt, &p); !errors.Is(err, ErrBadRecord) {
 		t.Fatalf("short body: %v", err)
 	}
+	pkt[4] = 19
+	pkt[2], pkt[3] = 0, 1 // flags are 0 in version 1
+	if _, err := ReadPacket(pkt, &p); !errors.Is(err, ErrBadRecord) {
+		t.Fatalf("unknown flag: %v", err)
+	}
+	if rec, _, err := NextRecord(pkt); err != nil || !errors.Is(rec.Packet(&p), ErrBadRecord) {
+		t.Fatalf("unknown flag (record reader): %v", err)
+	}
 }
 
 func TestZeroAlloc(t *testing.T) {
@@ -264,8 +273,16 @@ func FuzzCaptureWireDecode(f *testing.F) {
 				var p Packet
 				switch rec.Type {
 				case RecordPacket:
-					if rec.Packet(&p) == nil && len(p.Data) != len(rec.Body)-16 {
+					err := rec.Packet(&p)
+					if err == nil && len(p.Data) != len(rec.Body)-16 {
 						t.Fatal("packet data length")
+					}
+					// The inlined reader and the record reader must agree.
+					var q Packet
+					whole := rec.Body[:len(rec.Body):len(rec.Body)]
+					whole = append(binary.LittleEndian.AppendUint64(nil, uint64(rec.Type)|uint64(rec.Flags)<<16|uint64(len(rec.Body))<<32), whole...)
+					if _, qerr := ReadPacket(whole, &q); (qerr == nil) != (err == nil) || (err == nil && !bytes.Equal(p.Data, q.Data)) {
+						t.Fatalf("ReadPacket %v, Record.Packet %v", qerr, err)
 					}
 				case RecordInterface:
 					_, _ = rec.Interface()
