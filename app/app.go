@@ -40,7 +40,7 @@ type App struct {
 	sflow     *sflow.Decoder
 	sinks     []output.Sink
 	routing   *enrich.Sources
-	enricher  *enrich.Enricher
+	enricher  enrich.FlowEnricher // nil when nothing is configured
 	collector *collector.Collector
 	// ConfigPath is re-read by Reload.
 	ConfigPath string
@@ -92,10 +92,27 @@ func New(cfg Configuration, log *slog.Logger) (*App, error) {
 		return nil, fmt.Errorf("routing: %w", err)
 	}
 	a.routing = routing
+	var steps enrich.Chain
+	md, err := enrich.NewMetadata(cfg.Enrich.Exporters, s)
+	if err != nil {
+		return nil, fmt.Errorf("enrich: %w", err)
+	}
+	if md != nil {
+		steps = append(steps, md)
+	}
 	if cfg.Routing.Used() {
-		if a.enricher, err = enrich.New(cfg.Enrich, routing.RIB, s); err != nil {
+		re, err := enrich.New(cfg.Enrich, routing.RIB, s)
+		if err != nil {
 			return nil, fmt.Errorf("enrich: %w", err)
 		}
+		steps = append(steps, re)
+	}
+	switch len(steps) {
+	case 0:
+	case 1:
+		a.enricher = steps[0]
+	default:
+		a.enricher = steps
 	}
 	if cfg.Outputs.Kafka.Enabled {
 		k, err := kafka.New(a.registry, log, cfg.Outputs.Kafka.Configuration, s.Hash())
@@ -170,7 +187,7 @@ func (a *App) Start() error {
 	if a.cfg.Capture.Enabled {
 		deps := capture.ServerDependencies{Logger: a.log, Stdout: a.Stdout}
 		if a.cfg.Capture.Flows.Enable {
-			var enricher flows.Enricher // a nil *enrich.Enricher must stay a nil interface
+			var enricher flows.Enricher // nil stays a nil interface
 			if a.enricher != nil {
 				enricher = a.enricher
 			}

@@ -35,7 +35,8 @@ type Configuration struct {
 	SFlow sflow.Configuration `yaml:"sflow"`
 	// Routing feeds the in-process RIB: snapshot, MRT dumps, BMP.
 	Routing enrich.SourcesConfiguration `yaml:"routing"`
-	// Enrich chooses between what exporters send and what the RIB says.
+	// Enrich chooses between what exporters send and what the RIB says, and gives exporters
+	// and their interfaces names and classification.
 	Enrich enrich.Configuration `yaml:"enrich"`
 	// Capture runs the capture server inside the collector: agents' packets are written to
 	// pcapng and, with capture.flows.enable, turned into flows that take the same path as

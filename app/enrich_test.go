@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -117,4 +118,63 @@ func TestEnrichmentFromMRT(t *testing.T) {
 		t.Fatal("no address of the capture is in the 2002 table: the test proves nothing")
 	}
 	t.Logf("%d of %d addresses routed in the 2002 table", found, len(addrs))
+}
+
+// TestEnrichmentMetadata replays the NetFlow v5 capture with static exporter and interface
+// metadata configured: every flow gets its exporter's name and its interfaces' names and
+// boundaries, looked up by the InIf and OutIf the flow carries.
+func TestEnrichmentMetadata(t *testing.T) {
+	cfg := testConfig(t)
+	ifaces := map[uint32]enrich.InterfaceMetadata{}
+	for i := range uint32(64) {
+		ifaces[i] = enrich.InterfaceMetadata{Name: fmt.Sprintf("if%d", i), Speed: 1000 * (i + 1), Boundary: "external"}
+	}
+	cfg.Enrich.Exporters = map[string]enrich.ExporterMetadata{
+		"127.0.0.0/8": {Name: "replay", Site: "lab", Interfaces: ifaces, Default: &enrich.InterfaceMetadata{Name: "other", Boundary: "internal"}},
+	}
+	a, err := New(cfg, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	replayGroups(t, a, [][]string{{testdata.Path(t, "netflow", "nfv5.pcap")}}, 29)
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	flows := 0
+	files, _ := file.ListArchives(cfg.Outputs.File.Directory, cfg.Outputs.File.Prefix)
+	for _, p := range files {
+		r, err := file.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			msg, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			got := map[string]any{}
+			a.Schema().DecodeMessage(msg, func(c *schema.Column, v any) { got[c.Name] = v })
+			if got["ExporterName"] != "replay" || got["ExporterSite"] != "lab" {
+				t.Errorf("exporter columns: %v", got)
+			}
+			for _, dir := range []string{"In", "Out"} {
+				index, _ := got[dir+"If"].(uint64)
+				name, boundary := "other", uint64(schema.BoundaryInternal)
+				if index < 64 {
+					name, boundary = fmt.Sprintf("if%d", index), schema.BoundaryExternal
+				}
+				if got[dir+"IfName"] != name || got[dir+"IfBoundary"] != boundary {
+					t.Errorf("%sIf %d: name %v, boundary %v; want %s, %d", dir, index, got[dir+"IfName"], got[dir+"IfBoundary"], name, boundary)
+				}
+			}
+			flows++
+		}
+		r.Close()
+	}
+	if flows != 29 {
+		t.Fatalf("%d flows, want 29", flows)
+	}
 }

@@ -25,7 +25,8 @@ type SummarySink struct {
 	mu        sync.Mutex
 	flows     int
 	bytes     uint64
-	exporters map[netip.Addr]int
+	exporters map[string]int    // by name, or address when the exporter has none
+	inIfs     map[string]uint64 // bytes by exporter and input interface name
 	protos    map[uint64]int
 	srcAS     map[uint64]uint64 // bytes
 	stop      chan struct{}
@@ -68,7 +69,8 @@ func (s *SummarySink) Stop() error {
 
 func (s *SummarySink) reset() {
 	s.flows, s.bytes = 0, 0
-	s.exporters = map[netip.Addr]int{}
+	s.exporters = map[string]int{}
+	s.inIfs = map[string]uint64{}
 	s.protos = map[uint64]int{}
 	s.srcAS = map[uint64]uint64{}
 }
@@ -87,10 +89,15 @@ func (s *SummarySink) Send(b *output.Batch) bool {
 		msg := data[n : n+int(l)]
 		data = data[n+int(l):]
 		var bytes, rate, as uint64 = 0, 1, 0
+		var exporter, name, inIf string
 		s.s.DecodeMessage(msg, func(c *schema.Column, v any) {
 			switch c.Key {
 			case schema.ColumnExporterAddress:
-				s.exporters[v.(netip.Addr)]++
+				exporter = v.(netip.Addr).String()
+			case schema.ColumnExporterName:
+				name = v.(string)
+			case schema.ColumnInIfName:
+				inIf = v.(string)
 			case schema.ColumnProto:
 				s.protos[v.(uint64)]++
 			case schema.ColumnBytes:
@@ -101,6 +108,13 @@ func (s *SummarySink) Send(b *output.Batch) bool {
 				as = v.(uint64)
 			}
 		})
+		if name != "" {
+			exporter = name
+		}
+		s.exporters[exporter]++
+		if inIf != "" {
+			s.inIfs[exporter+" "+inIf] += bytes * rate
+		}
 		s.flows++
 		s.bytes += bytes * rate
 		s.srcAS[as] += bytes * rate
@@ -129,9 +143,12 @@ func (s *SummarySink) print() {
 		}
 		return strings.Join(parts, ", ")
 	}
-	var exps, protos, ases []kv
+	var exps, protos, ases, ifs []kv
 	for k, v := range s.exporters {
-		exps = append(exps, kv{k.String(), uint64(v)})
+		exps = append(exps, kv{k, uint64(v)})
+	}
+	for k, v := range s.inIfs {
+		ifs = append(ifs, kv{k, v * 8 / uint64(secs) / 1e6})
 	}
 	for k, v := range s.protos {
 		name, ok := protoNames[k]
@@ -145,6 +162,9 @@ func (s *SummarySink) print() {
 	}
 	fmt.Fprintf(&b, "\n  exporters (flows): %s\n  protocols (flows): %s\n  top source AS (Mbps): %s\n",
 		top(exps, 5), top(protos, 5), top(ases, 5))
+	if len(ifs) > 0 {
+		fmt.Fprintf(&b, "  top input interfaces (Mbps): %s\n", top(ifs, 4))
+	}
 	io.WriteString(s.w, b.String())
 	s.reset()
 }

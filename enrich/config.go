@@ -107,7 +107,7 @@ func (p *NetProvider) UnmarshalText(b []byte) error {
 // MarshalText writes the provider name.
 func (p NetProvider) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
 
-// Configuration says how routing data fill a flow.
+// Configuration says how routing data and exporter metadata fill a flow.
 type Configuration struct {
 	// ASNProviders are the sources of SrcAS and DstAS, first non-zero wins.
 	ASNProviders []ASNProvider `yaml:"asn-providers"`
@@ -117,6 +117,10 @@ type Configuration struct {
 	// never taken from a default route, whose attributes describe an upstream, not the
 	// destination.
 	RoutingAttributes bool `yaml:"routing-attributes"`
+	// Exporters gives static metadata by exporter address or prefix (the longest prefix
+	// wins): the exporter's name and classification, and its interfaces by SNMP index.
+	// Flows of exporters not listed keep these columns empty.
+	Exporters map[string]ExporterMetadata `yaml:"exporters"`
 }
 
 // DefaultConfiguration is Akvorado's default precedence: the exporter's data, then the RIB.
@@ -150,5 +154,5 @@ func (c *Configuration) Validate() error {
 		}
 		seenNet[p] = true
 	}
-	return nil
+	return validateMetadata(c.Exporters)
 }

@@ -31,21 +31,49 @@ func (c cpuTimer) stop(b *testing.B) {
 }
 
 // typicalFlow fills m like a NetFlow decoder followed by enrichment: about 25 columns of a
-// real NetFlow v5 record, interface and exporter classification, AS path.
-func typicalFlow(m *FlowMessage, pkt []byte, exporter netip.Addr, n int, path []uint32) {
+// real NetFlow v5 record, exporter and interface metadata, AS path. The metadata columns come
+// as fragments, encoded once per exporter and interface, as enrich.Metadata appends them.
+func typicalFlow(m *FlowMessage, pkt []byte, exporter netip.Addr, n int, path []uint32, md *typicalMetadata) {
 	nfv5Flow(m, pkt, exporter, n) // 19 columns, hot and encoded
 	m.AppendUint(ColumnForwardingStatus, 64)
 	m.AppendUint(ColumnFlowDirection, DirectionIngress)
-	m.AppendString(ColumnExporterName, "edge1.par1")
-	m.AppendString(ColumnInIfName, "et-0/0/1")
-	m.AppendString(ColumnOutIfName, "ae12")
-	m.AppendString(ColumnInIfDescription, "transit: Cogent")
-	m.AppendString(ColumnOutIfDescription, "core: par2")
-	m.AppendUint(ColumnInIfSpeed, 100000)
-	m.AppendUint(ColumnOutIfSpeed, 400000)
-	m.AppendUint(ColumnInIfBoundary, BoundaryExternal)
-	m.AppendUint(ColumnOutIfBoundary, BoundaryInternal)
+	if md != nil {
+		m.AppendFragment(md.exporter)
+		m.AppendFragment(md.in)
+		m.AppendFragment(md.out)
+	} else {
+		typicalExporter(m)
+		typicalInInterface(m)
+		typicalOutInterface(m)
+	}
 	m.DstASPath = path
+}
+
+func typicalExporter(m *FlowMessage) { m.AppendString(ColumnExporterName, "edge1.par1") }
+
+func typicalInInterface(m *FlowMessage) {
+	m.AppendString(ColumnInIfName, "et-0/0/1")
+	m.AppendString(ColumnInIfDescription, "transit: Cogent")
+	m.AppendUint(ColumnInIfSpeed, 100000)
+	m.AppendUint(ColumnInIfBoundary, BoundaryExternal)
+}
+
+func typicalOutInterface(m *FlowMessage) {
+	m.AppendString(ColumnOutIfName, "ae12")
+	m.AppendString(ColumnOutIfDescription, "core: par2")
+	m.AppendUint(ColumnOutIfSpeed, 400000)
+	m.AppendUint(ColumnOutIfBoundary, BoundaryInternal)
+}
+
+// typicalMetadata holds the fragments of typicalFlow's exporter and interfaces.
+type typicalMetadata struct{ exporter, in, out *Fragment }
+
+func newTypicalMetadata(tb testing.TB, s *Schema) *typicalMetadata {
+	return &typicalMetadata{
+		exporter: mustFragment(tb, s, typicalExporter),
+		in:       mustFragment(tb, s, typicalInInterface),
+		out:      mustFragment(tb, s, typicalOutInterface),
+	}
 }
 
 // BenchmarkFlowMessage fills a typical flow (about 25 set columns, from the 29 records of a
@@ -55,21 +83,28 @@ func BenchmarkFlowMessage(b *testing.B) {
 	pkt, exporter := readNFv5(b)
 	path := []uint32{174, 3356, 64500}
 	for _, bc := range []struct {
-		name string
-		cfg  Configuration
+		name      string
+		cfg       Configuration
+		fragments bool
 	}{
-		{"default", DefaultConfiguration()},
-		{"all-columns", allColumns()},
+		{"default", DefaultConfiguration(), true},
+		{"all-columns", allColumns(), true},
+		// The metadata columns appended one by one, as a decoder that carries them would.
+		{"default-per-column", DefaultConfiguration(), false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := mustNew(b, bc.cfg)
+			var md *typicalMetadata
+			if bc.fragments {
+				md = newTypicalMetadata(b, s)
+			}
 			m := s.NewFlowMessage()
 			size := 0
 			n := 0
 			cpu := startCPU(b)
 			for b.Loop() {
 				m.Reset()
-				typicalFlow(m, pkt, exporter, n, path)
+				typicalFlow(m, pkt, exporter, n, path, md)
 				size += len(m.Finalize())
 				if n++; n == 29 {
 					n = 0

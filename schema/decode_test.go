@@ -80,9 +80,14 @@ func FuzzSchemaDecodeMessage(f *testing.F) {
 	pkt, exporter := readNFv5(f)
 	for _, s := range []*Schema{def, all} {
 		m := s.NewFlowMessage()
+		md := newTypicalMetadata(f, s)
 		for n := 0; n < 29; n += 7 {
 			m.Reset()
-			typicalFlow(m, pkt, exporter, n, []uint32{174, 3356})
+			if n%2 == 0 {
+				typicalFlow(m, pkt, exporter, n, []uint32{174, 3356}, md)
+			} else {
+				typicalFlow(m, pkt, exporter, n, []uint32{174, 3356}, nil)
+			}
 			m.SrcLargeCommunities = []LargeCommunity{{64496, 1, 2}}
 			msg, _, _ := pbwire.SplitDelimited(m.Finalize())
 			f.Add(append([]byte(nil), msg...))

@@ -20,15 +20,17 @@
 // allocated. A per-message byte per column both skips disabled columns and keeps a
 // non-repeated column from being written twice, in one byte test. Values later stages still need (addresses, AS
 // numbers, interfaces, ...) are kept as plain fields and encoded by Finalize, which also
-// writes the length prefix into room reserved at the front of the buffer.
+// writes the length prefix into room reserved at the front of the buffer. Columns many flows
+// share (an exporter's or an interface's names and classification) are encoded once into a
+// Fragment, which a flow then takes with one copy (AppendFragment).
 //
 // Values ClickHouse would refuse (failing a whole Kafka batch) are fixed on the way in and
 // counted (FlowMessage.Sanitized). Tests check the generated .proto with protocompile and
 // dynamicpb, and, with the chdb build tag, the DDL and Protobuf input with the real ClickHouse.
 //
 // Files: columns.go (keys, kinds, groups), table.go (the column table: field numbers, types,
-// defaults), config.go, flow.go (FlowMessage), proto.go (.proto), clickhouse.go (DDL),
-// decode.go (DecodeMessage, for tests and printing sinks).
+// defaults), config.go, flow.go (FlowMessage), fragment.go (Fragment), proto.go (.proto),
+// clickhouse.go (DDL), decode.go (DecodeMessage, for tests and printing sinks).
 package schema
 
 import (

@@ -33,6 +33,9 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "configuration OK")
 		return nil
 	}
+	if *withDemo && len(cfg.Enrich.Exporters) == 0 {
+		cfg.Enrich.Exporters = app.DemoMetadata()
+	}
 	log := cfg.Log.NewLogger(stderr)
 	a, err := app.New(cfg, log)
 	if err != nil {

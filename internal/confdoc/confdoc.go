@@ -169,6 +169,23 @@ func (g *generator) walk(prefix string, v reflect.Value) error {
 			if err != nil {
 				return err
 			}
+		case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct:
+			// Like a list: the element's keys are documented under "<key>".
+			g.entries = append(g.entries, Entry{key, typeName(ft), g.format(fv), desc})
+			g.inList++
+			err := g.walk(key+".<key>", reflect.New(ft.Elem()).Elem())
+			g.inList--
+			if err != nil {
+				return err
+			}
+		case ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct:
+			g.entries = append(g.entries, Entry{key, "section (optional)", "", desc})
+			g.inList++
+			err := g.walk(key, reflect.New(ft.Elem()).Elem())
+			g.inList--
+			if err != nil {
+				return err
+			}
 		case ft.Kind() == reflect.Map:
 			g.entries = append(g.entries, Entry{key, typeName(ft), g.format(fv), desc})
 		default:

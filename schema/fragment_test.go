@@ -1,0 +1,189 @@
+package schema
+
+import (
+	"bytes"
+	"errors"
+	"net/netip"
+	"testing"
+)
+
+func inInterface(m *FlowMessage) {
+	m.AppendString(ColumnInIfName, "et-0/0/1")
+	m.AppendString(ColumnInIfDescription, "transit: Cogent")
+	m.AppendUint(ColumnInIfSpeed, 100000)
+	m.AppendString(ColumnInIfProvider, "cogent")
+	m.AppendString(ColumnInIfConnectivity, "") // empty: not part of the fragment
+	m.AppendUint(ColumnInIfBoundary, BoundaryExternal)
+}
+
+func mustFragment(t testing.TB, s *Schema, fill func(*FlowMessage)) *Fragment {
+	t.Helper()
+	f, err := s.NewFragment(fill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestFragmentSameBytes checks that a fragment appends exactly the bytes its columns
+// appended one by one would, and that the message decodes with the generated .proto.
+func TestFragmentSameBytes(t *testing.T) {
+	s := mustNew(t, DefaultConfiguration())
+	md := compile(t, s)
+	f := mustFragment(t, s, inInterface)
+	want := []ColumnKey{ColumnInIfName, ColumnInIfDescription, ColumnInIfSpeed, ColumnInIfProvider, ColumnInIfBoundary}
+	if got := f.Columns(); len(got) != len(want) || !bytes.Equal(keysBytes(got), keysBytes(want)) {
+		t.Fatalf("columns %v, want %v", got, want)
+	}
+	one, frag := s.NewFlowMessage(), s.NewFlowMessage()
+	for _, m := range []*FlowMessage{one, frag} {
+		m.SrcAddr = netip.MustParseAddr("192.0.2.1")
+		m.AppendUint(ColumnSrcPort, 443)
+	}
+	inInterface(one)
+	frag.AppendFragment(f)
+	frag.AppendString(ColumnInIfConnectivity, "transit") // still free
+	one.state[ColumnInIfConnectivity] = opString         // inInterface marked it set with ""
+	one.AppendString(ColumnInIfConnectivity, "transit")
+	a, b := one.Finalize(), frag.Finalize()
+	if !bytes.Equal(a, b) {
+		t.Fatalf("fragment:\n%x\none by one:\n%x", b, a)
+	}
+	checkDynamic(t, md, unframe(t, b), map[ColumnKey]any{
+		ColumnSrcAddr:          netip.MustParseAddr("192.0.2.1"),
+		ColumnSrcPort:          uint64(443),
+		ColumnInIfName:         "et-0/0/1",
+		ColumnInIfDescription:  "transit: Cogent",
+		ColumnInIfSpeed:        uint64(100000),
+		ColumnInIfProvider:     "cogent",
+		ColumnInIfConnectivity: "transit",
+		ColumnInIfBoundary:     uint64(BoundaryExternal),
+	})
+}
+
+func keysBytes(ks []ColumnKey) []byte {
+	b := make([]byte, len(ks))
+	for i, k := range ks {
+		b[i] = byte(k)
+	}
+	return b
+}
+
+// TestFragmentKeepsSetColumns checks write-once semantics: a column the decoder already set
+// is kept, the others of the fragment are appended, and a second fragment adds nothing.
+func TestFragmentKeepsSetColumns(t *testing.T) {
+	s := mustNew(t, DefaultConfiguration())
+	md := compile(t, s)
+	f := mustFragment(t, s, inInterface)
+	m := s.NewFlowMessage()
+	m.AppendString(ColumnInIfName, "xe-1/2/3")
+	m.AppendFragment(f)
+	m.AppendFragment(f)
+	checkDynamic(t, md, unframe(t, m.Finalize()), map[ColumnKey]any{
+		ColumnInIfName:        "xe-1/2/3",
+		ColumnInIfDescription: "transit: Cogent",
+		ColumnInIfSpeed:       uint64(100000),
+		ColumnInIfProvider:    "cogent",
+		ColumnInIfBoundary:    uint64(BoundaryExternal),
+	})
+}
+
+// TestFragmentDisabledColumns checks that disabled columns stay out of a fragment, and that a
+// fragment of another schema (before a reload) appends nothing.
+func TestFragmentDisabledColumns(t *testing.T) {
+	s := mustNew(t, Configuration{Disabled: []string{"InIfDescription", "InIfSpeed"}})
+	f := mustFragment(t, s, inInterface)
+	if got := len(f.Columns()); got != 3 {
+		t.Fatalf("%d columns, want 3 (InIfName, InIfProvider, InIfBoundary)", got)
+	}
+	other := mustNew(t, DefaultConfiguration())
+	m := other.NewFlowMessage()
+	m.AppendFragment(f)
+	m.AppendFragment(nil)
+	if m.IsSet(ColumnInIfName) || len(unframe(t, m.Finalize())) != 0 {
+		t.Fatal("a fragment of another schema was appended")
+	}
+}
+
+func TestFragmentErrors(t *testing.T) {
+	s := mustNew(t, Configuration{Enabled: []string{"MPLSLabels"}})
+	if _, err := s.NewFragment(func(m *FlowMessage) { m.AppendUint(ColumnInIf, 3) }); !errors.Is(err, ErrFragmentHot) {
+		t.Errorf("hot column: %v", err)
+	}
+	if _, err := s.NewFragment(func(m *FlowMessage) { m.SrcAS = 64500 }); !errors.Is(err, ErrFragmentHot) {
+		t.Errorf("hot field: %v", err)
+	}
+	if _, err := s.NewFragment(func(m *FlowMessage) { m.AppendArrayUint32(ColumnMPLSLabels, []uint32{16}) }); !errors.Is(err, ErrFragmentHot) {
+		t.Errorf("repeated column: %v", err)
+	}
+	long := string(bytes.Repeat([]byte("x"), maxFragmentLen))
+	if _, err := s.NewFragment(func(m *FlowMessage) { m.AppendString(ColumnInIfDescription, long) }); !errors.Is(err, ErrFragmentSize) {
+		t.Errorf("long fragment: %v", err)
+	}
+}
+
+// TestFragmentGrowth appends a fragment to a message whose buffer is nearly full: the slow
+// path grows it and the bytes are the same.
+func TestFragmentGrowth(t *testing.T) {
+	s := mustNew(t, DefaultConfiguration())
+	f := mustFragment(t, s, inInterface)
+	long := string(bytes.Repeat([]byte("d"), initialBufferSize-pbwire16-len(f.data)))
+	for pad := range 24 {
+		one, frag := s.NewFlowMessage(), s.NewFlowMessage()
+		for _, m := range []*FlowMessage{one, frag} {
+			m.AppendString(ColumnOutIfDescription, long[:len(long)-pad])
+		}
+		inInterface(one)
+		frag.AppendFragment(f)
+		if a, b := one.Finalize(), frag.Finalize(); !bytes.Equal(a, b) {
+			t.Fatalf("pad %d: bytes differ", pad)
+		}
+	}
+}
+
+// pbwire16 is the room taken before the string in TestFragmentGrowth: the reserved length
+// prefix and the key and length of the long string.
+const pbwire16 = 16
+
+func TestFragmentAllocations(t *testing.T) {
+	s := mustNew(t, DefaultConfiguration())
+	f := mustFragment(t, s, inInterface)
+	m := s.NewFlowMessage()
+	if a := testing.AllocsPerRun(1000, func() {
+		m.Reset()
+		m.AppendFragment(f)
+		m.Finalize()
+	}); a != 0 {
+		t.Fatalf("%v allocations", a)
+	}
+}
+
+// TestFlowMessageReuse reuses one message for many flows: a column written in one flow is
+// free in the next, and disabled columns stay off.
+func TestFlowMessageReuse(t *testing.T) {
+	s := mustNew(t, Configuration{Disabled: []string{"DstPort"}})
+	md := compile(t, s)
+	f := mustFragment(t, s, inInterface)
+	m := s.NewFlowMessage()
+	for i := range 3*255 + 7 {
+		m.Reset()
+		if m.IsSet(ColumnSrcPort) || m.IsSet(ColumnInIfName) || m.IsSet(ColumnDstPort) {
+			t.Fatalf("flow %d: columns of the previous flow still set", i)
+		}
+		m.AppendUint(ColumnSrcPort, uint64(i+1))
+		m.AppendUint(ColumnSrcPort, 9999) // written once
+		m.AppendUint(ColumnDstPort, 53)   // disabled
+		if i%3 == 0 {
+			m.AppendFragment(f)
+		}
+		if i%97 != 0 && i%255 > 3 && i%255 < 255-3 {
+			continue
+		}
+		want := map[ColumnKey]any{ColumnSrcPort: uint64(i + 1)}
+		if i%3 == 0 {
+			want[ColumnInIfName], want[ColumnInIfDescription], want[ColumnInIfSpeed] = "et-0/0/1", "transit: Cogent", uint64(100000)
+			want[ColumnInIfProvider], want[ColumnInIfBoundary] = "cogent", uint64(BoundaryExternal)
+		}
+		checkDynamic(t, md, unframe(t, m.Finalize()), want)
+	}
+}
