@@ -21,7 +21,18 @@ type Fragment struct {
 	keys   [MaxFragmentColumns]ColumnKey
 	ends   [MaxFragmentColumns]uint16 // end of each column's field in data
 	data   []byte
+	// words are the 8-byte words of FlowMessage.state holding the fragment's columns (at
+	// most fragmentWords; nwords 0 when they need more): mask selects the columns' bytes and
+	// want is their state while free (the schema's op).
+	nwords int
+	words  [fragmentWords]struct {
+		off        uintptr
+		mask, want uint64
+	}
 }
+
+// fragmentWords is the most words of column states AppendFragment checks at once.
+const fragmentWords = 3
 
 // MaxFragmentColumns is the most columns a Fragment holds.
 const MaxFragmentColumns = 16
@@ -69,7 +80,29 @@ func (s *Schema) NewFragment(fill func(m *FlowMessage)) (*Fragment, error) {
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
+	f.setWords()
 	return f, nil
+}
+
+// setWords finds the state words of the fragment's columns.
+func (f *Fragment) setWords() {
+	for _, k := range f.keys[:f.n] {
+		off, shift := uintptr(k&(encSize-1))&^7, 8*(uint(k)&7)
+		i := 0
+		for i < f.nwords && f.words[i].off != off {
+			i++
+		}
+		if i == fragmentWords {
+			f.nwords = 0
+			return
+		}
+		if i == f.nwords {
+			f.words[i].off = off
+			f.nwords++
+		}
+		f.words[i].mask |= 0xff << shift
+		f.words[i].want |= uint64(f.schema.state[k&(encSize-1)]) << shift
+	}
 }
 
 // Columns returns the columns the fragment sets.
@@ -86,17 +119,24 @@ func (m *FlowMessage) AppendFragment(f *Fragment) {
 	if f == nil || f.schema != m.schema {
 		return
 	}
-	// One pass marks every column written and notes, without a branch per column, those
-	// that already were (state opNone: minus one, it wraps and sets the top bit).
-	var taken uint
-	for i, k := range f.keys[:f.n] {
-		taken |= (uint(m.state[k&(encSize-1)]) - 1) >> 63 << i
-		m.state[k&(encSize-1)] = opNone
-	}
 	n, l := m.n, len(f.data)
-	if taken != 0 || len(m.buf)-n < l+8 {
-		m.appendFragmentSlow(f, taken)
+	if f.nwords == 0 || len(m.buf)-n < l+8 {
+		m.appendFragmentSlow(f)
 		return
+	}
+	// The columns are free when their state bytes are still the schema's: one 8-byte load,
+	// mask and compare per word of states rather than one per column.
+	st := unsafe.Pointer(&m.state)
+	ws := f.words[:f.nwords]
+	for i := range ws {
+		if load64(unsafe.Add(st, ws[i].off))&ws[i].mask != ws[i].want {
+			m.appendFragmentSlow(f)
+			return
+		}
+	}
+	for i := range ws {
+		p := unsafe.Add(st, ws[i].off)
+		store64(p, load64(p)&^ws[i].mask)
 	}
 	// Whole words: f.data has 8 bytes of room past its end and m.buf was checked for l+8.
 	dst, src := unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.buf)), n), unsafe.Pointer(unsafe.SliceData(f.data))
@@ -106,13 +146,14 @@ func (m *FlowMessage) AppendFragment(f *Fragment) {
 	m.n = n + l
 }
 
-// appendFragmentSlow appends the columns of f whose bit is not set in taken (those that were
-// free: AppendFragment marked them all written), growing the buffer if needed.
-func (m *FlowMessage) appendFragmentSlow(f *Fragment, taken uint) {
+// appendFragmentSlow appends, one by one, the columns of f not set yet, growing the buffer
+// if needed.
+func (m *FlowMessage) appendFragmentSlow(f *Fragment) {
 	start := 0
-	for i := range f.keys[:f.n] {
+	for i, k := range f.keys[:f.n] {
 		end := int(f.ends[i])
-		if taken&(1<<i) == 0 {
+		if m.state[k&(encSize-1)] != opNone {
+			m.state[k&(encSize-1)] = opNone
 			if len(m.buf)-m.n < end-start {
 				m.grow(end - start)
 			}
