@@ -108,9 +108,6 @@ func (f *Fragment) setWords() {
 // Columns returns the columns the fragment sets.
 func (f *Fragment) Columns() []ColumnKey { return f.keys[:f.n] }
 
-// Len returns the size of the fragment's encoded columns.
-func (f *Fragment) Len() int { return len(f.data) }
-
 // AppendFragment appends the columns of f that are not set yet, as if each had been
 // appended on its own. The common case (none of them set, room in the buffer) is one pass
 // over the column states and a copy by words. A nil fragment, or one built

@@ -105,6 +105,32 @@ func TestFragmentDisabledColumns(t *testing.T) {
 	}
 }
 
+// TestFragmentWideSpan checks a fragment whose columns lie in more state words than the
+// fast path compares at once: it goes the slow way, with the same result.
+func TestFragmentWideSpan(t *testing.T) {
+	s := mustNew(t, DefaultConfiguration())
+	wide := func(m *FlowMessage) {
+		m.AppendString(ColumnExporterName, "edge1")
+		m.AppendString(ColumnInIfName, "et-0/0/1")
+		m.AppendUint(ColumnOutIfBoundary, BoundaryInternal)
+		m.AppendString(ColumnDstNetTenant, "acme")
+	}
+	f := mustFragment(t, s, wide)
+	if f.nwords != 0 {
+		t.Fatalf("%d state words: the test needs a fragment over more than %d", f.nwords, fragmentWords)
+	}
+	one, frag := s.NewFlowMessage(), s.NewFlowMessage()
+	for _, m := range []*FlowMessage{one, frag} {
+		m.AppendString(ColumnInIfName, "xe-0/0/9") // set first: kept
+	}
+	wide(one)
+	frag.AppendFragment(f)
+	frag.AppendFragment(f)
+	if a, b := one.Finalize(), frag.Finalize(); !bytes.Equal(a, b) {
+		t.Fatalf("fragment:\n%x\none by one:\n%x", b, a)
+	}
+}
+
 func TestFragmentErrors(t *testing.T) {
 	s := mustNew(t, Configuration{Enabled: []string{"MPLSLabels"}})
 	if _, err := s.NewFragment(func(m *FlowMessage) { m.AppendUint(ColumnInIf, 3) }); !errors.Is(err, ErrFragmentHot) {
