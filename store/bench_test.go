@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"flowzero/demo"
+	"flowzero/pbwire"
 	"flowzero/schema"
 	"flowzero/store/chdb"
 )
@@ -24,7 +25,8 @@ const benchFlows = 1 << 20
 
 // demoBatches encodes benchFlows demo flows (flowzero demo's traffic generator: a few hundred
 // hosts, the AS/port/protocol mix of an eyeball network) as the collector would, arriving at
-// 20k flows/s from three exporters, cut into 16 MiB batches of length-delimited messages.
+// 20k flows/s from three exporters, cut into batches of length-delimited messages of the
+// sink's default size (embedded.batch-bytes).
 func demoBatches(s *schema.Schema) (batches [][]byte, bytes int) {
 	g := demo.NewGenerator(1)
 	fm := s.NewFlowMessage()
@@ -60,7 +62,7 @@ func demoBatches(s *schema.Schema) (batches [][]byte, bytes int) {
 		fm.AppendString(schema.ColumnExporterName, names[e])
 		msg := fm.Finalize()
 		bytes += len(msg)
-		if len(cur)+len(msg) > 16<<20 {
+		if len(cur)+len(msg) > DefaultConfiguration().Embedded.BatchBytes {
 			batches = append(batches, cur)
 			cur = nil
 		}
@@ -77,12 +79,16 @@ func cpuSeconds() float64 {
 
 // BenchmarkStoreInsert measures the sustained insert rate of encoded demo flows into the
 // embedded engine and the bytes each flow takes on disk once merged, for:
-//   - null: the flows columns in a Null table, the cost of parsing the Protobuf input alone
-//     (the speed-of-light baseline for an INSERT of these bytes);
+//   - null: the flows columns in a Null table, the cost of reading the input alone (the
+//     speed-of-light baseline for an INSERT of these flows);
 //   - flows: the flows MergeTree alone;
 //   - flows+aggregates: the flows table with the 1m/5m/1h tables fed by their views (the
 //     default installation);
-//   - sink: the same through Sink.Write/Flush, as the collector feeds it.
+//   - sink: the same through Sink.Write/Flush, as the collector feeds it;
+//
+// each of the first three with format=protobuf (the batch as it is, ClickHouse's Protobuf
+// input) and format=native (the batch converted by NativeEncoder, as the sink does; the
+// conversion runs in this process and is counted).
 //
 // Metrics: flows/s (wall clock), flows/cpu-s (per core: the process's CPU time, engine
 // threads included), disk-B/flow for the flows table after OPTIMIZE FINAL.
@@ -95,42 +101,122 @@ func BenchmarkStoreInsert(b *testing.B) {
 	b.Logf("%d flows, %.1f bytes/flow encoded, %d batches", benchFlows, float64(encoded)/benchFlows, len(batches))
 	dir := b.TempDir()
 	for _, variant := range []string{"null", "flows", "flows+aggregates", "sink"} {
-		b.Run("table="+variant, func(b *testing.B) {
-			cfg := DefaultConfiguration()
-			cfg.Embedded.Path = filepath.Join(dir, strings.ReplaceAll(variant, "+", "-"))
-			if variant == "null" || variant == "flows" {
-				cfg.Resolutions = nil
-			}
+		for _, format := range []string{"protobuf", "native"} {
+			name := "table=" + variant + "/format=" + format
 			if variant == "sink" {
-				benchSink(b, cfg, s, batches)
-				return
-			}
-			conn, ddl := benchOpen(b, cfg, s)
-			defer conn.Close()
-			table := ddl.FlowsTable()
-			if variant == "null" {
-				if err := conn.Exec("CREATE TABLE IF NOT EXISTS flowzero.null AS flowzero.flows ENGINE = Null"); err != nil {
-					b.Fatal(err)
+				if format == "protobuf" {
+					continue
 				}
-				table = "flowzero.null"
+				name = "table=sink"
 			}
-			stmt := strings.Replace(ddl.InsertStatement(), ddl.FlowsTable(), table, 1)
-			b.SetBytes(int64(encoded))
-			b.ResetTimer()
-			cpu0, t0 := cpuSeconds(), time.Now()
-			for b.Loop() {
-				for _, batch := range batches {
-					if _, err := conn.Insert(stmt, "Protobuf", batch); err != nil {
+			b.Run(name, func(b *testing.B) {
+				cfg := DefaultConfiguration()
+				cfg.Embedded.Path = filepath.Join(dir, strings.ReplaceAll(variant, "+", "-")+"-"+format)
+				if variant == "null" || variant == "flows" {
+					cfg.Resolutions = nil
+				}
+				if variant == "sink" {
+					benchSink(b, cfg, s, batches)
+					return
+				}
+				conn, ddl := benchOpen(b, cfg, s)
+				defer conn.Close()
+				table := ddl.FlowsTable()
+				if variant == "null" {
+					if err := conn.Exec("CREATE TABLE IF NOT EXISTS flowzero.null AS flowzero.flows ENGINE = Null"); err != nil {
 						b.Fatal(err)
 					}
+					table = "flowzero.null"
+				}
+				insert := func(batch []byte) error {
+					_, err := conn.Insert(strings.Replace(ddl.InsertStatement(), ddl.FlowsTable(), table, 1), "Protobuf", batch)
+					return err
+				}
+				if format == "native" {
+					enc, err := NewNativeEncoder(s)
+					if err != nil {
+						b.Fatal(err)
+					}
+					stmt := strings.Replace(ddl.NativeInsertStatement(enc), ddl.FlowsTable(), table, 1)
+					insert = func(batch []byte) error {
+						enc.Reset()
+						if _, bad, err := enc.AppendDelimited(batch); bad > 0 {
+							return err
+						}
+						_, err := conn.Insert(stmt, "Native", enc.Block())
+						return err
+					}
+				}
+				b.SetBytes(int64(encoded))
+				b.ResetTimer()
+				cpu0, t0 := cpuSeconds(), time.Now()
+				for b.Loop() {
+					for _, batch := range batches {
+						if err := insert(batch); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				report(b, cpu0, t0)
+				if variant != "null" {
+					reportDisk(b, conn)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkStoreNativeEncode measures NativeEncoder alone on the demo batches: the Go side
+// of the sink's insert, against splitting the same batches into messages (the pass over the
+// bytes that any conversion needs). Both must be 0 allocs/op once warm.
+func BenchmarkStoreNativeEncode(b *testing.B) {
+	s, err := schema.New(schema.DefaultConfiguration())
+	if err != nil {
+		b.Fatal(err)
+	}
+	batches, encoded := demoBatches(s)
+	b.Run("impl=split", func(b *testing.B) {
+		b.SetBytes(int64(encoded))
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			for _, batch := range batches {
+				for len(batch) > 0 {
+					msg, rest, err := pbwire.SplitDelimited(batch)
+					if err != nil {
+						b.Fatal(err)
+					}
+					n += len(msg)
+					batch = rest
 				}
 			}
-			report(b, cpu0, t0)
-			if variant != "null" {
-				reportDisk(b, conn)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchFlows, "ns/flow")
+	})
+	b.Run("impl=native", func(b *testing.B) {
+		enc, err := NewNativeEncoder(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, batch := range batches { // warm: buffers and dictionaries at their size
+			enc.Reset()
+			enc.AppendDelimited(batch)
+			enc.Block()
+		}
+		b.SetBytes(int64(encoded))
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			for _, batch := range batches {
+				enc.Reset()
+				if _, bad, err := enc.AppendDelimited(batch); bad > 0 {
+					b.Fatal(err)
+				}
+				enc.Block()
 			}
-		})
-	}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchFlows, "ns/flow")
+	})
 }
 
 func benchOpen(b *testing.B, cfg Configuration, s *schema.Schema) (*chdb.Conn, *DDL) {

@@ -96,7 +96,10 @@ type ClickHouseConfiguration struct {
 type EmbeddedConfiguration struct {
 	// Path is the persistent data directory.
 	Path string `yaml:"path"`
-	// BatchBytes is the size of encoded flows that triggers an INSERT.
+	// BatchBytes is the size of encoded flows that triggers an INSERT. Each INSERT writes a
+	// part into the flows table and into each aggregated table, and the aggregated views
+	// only sum the flows of one INSERT: 64 MiB (about 700k flows) costs half the CPU per
+	// flow of 16 MiB with the default resolutions.
 	BatchBytes int `yaml:"batch-bytes"`
 	// FlushInterval is the longest time a flow waits before its INSERT.
 	FlushInterval time.Duration `yaml:"flush-interval"`
@@ -138,9 +141,9 @@ func DefaultConfiguration() Configuration {
 		ClickHouse: ClickHouseConfiguration{Timeout: 5 * time.Minute},
 		Embedded: EmbeddedConfiguration{
 			Path:          "var/chdb",
-			BatchBytes:    16 << 20,
+			BatchBytes:    64 << 20,
 			FlushInterval: 2 * time.Second,
-			QueueLength:   4,
+			QueueLength:   2,
 		},
 		ASNames: ASNamesConfiguration{Refresh: 24 * time.Hour},
 	}

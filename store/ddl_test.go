@@ -67,7 +67,7 @@ func TestDDLSingleNode(t *testing.T) {
 		"CREATE TABLE IF NOT EXISTS `flowzero`.`flows`\n(\n    TimeReceived DateTime CODEC(DoubleDelta, LZ4),\n",
 		"\nENGINE = MergeTree\nPARTITION BY toYYYYMMDD(TimeReceived)\n",
 		"ORDER BY (toStartOfFiveMinutes(TimeReceived), ExporterAddress, EType, Proto, InIfName, SrcAS, ForwardingStatus, OutIfName, DstAS, SamplingRate)\n",
-		"TTL TimeReceived + toIntervalSecond(1296000)\nSETTINGS ttl_only_drop_parts = 1",
+		"TTL TimeReceived + toIntervalSecond(1296000)\nSETTINGS ttl_only_drop_parts = 1, min_bytes_for_wide_part = 268435456",
 		"SrcNetPrefix String ALIAS multiIf(", "Dst1stAS UInt32 MATERIALIZED DstASPath[1]")
 
 	agg := objectByName(t, d, "flows_5m")
@@ -85,6 +85,14 @@ func TestDDLSingleNode(t *testing.T) {
 	// The coarser views cascade from the finest table their interval is a multiple of.
 	mustContain(t, "flows_5m_consumer", objectByName(t, d, "flows_5m_consumer").Create, "FROM `flowzero`.`flows_1m`\n")
 	mustContain(t, "flows_1h_consumer", objectByName(t, d, "flows_1h_consumer").Create, "toIntervalSecond(3600)", "FROM `flowzero`.`flows_5m`\n")
+	// Only the view reading flows groups: the others round the time, their table sums.
+	for _, v := range []string{"flows_5m_consumer", "flows_1h_consumer"} {
+		create := objectByName(t, d, v).Create
+		mustContain(t, v, create, "    Bytes,\n    Packets\nFROM")
+		if strings.Contains(create, "GROUP BY") || strings.Contains(create, "sum(") {
+			t.Errorf("%s groups:\n%s", v, create)
+		}
+	}
 	odd := newTestDDL(t, func(c *Configuration) {
 		c.Resolutions = []Resolution{{Interval: 10 * time.Minute}, {Interval: 3 * time.Minute}, {Interval: time.Hour}, {Interval: 5 * time.Minute}}
 	})
@@ -115,7 +123,7 @@ func TestDDLSingleNode(t *testing.T) {
 	}
 	mustContain(t, "kafka view", objectByName(t, d, raw+"_consumer").Create,
 		"TO `flowzero`.`flows`\nAS SELECT TimeReceived, SamplingRate, ", "\nFROM `flowzero`.`"+raw+"`\nWHERE length(_error) = 0")
-	if got, want := d.InsertStatement(), "INSERT INTO `flowzero`.`flows` SETTINGS format_schema = '/var/lib/flowzero/format_schemas/flows-"+d.s.Hash()+".proto:FlowMessage', input_format_skip_unknown_fields = 1"; got != want {
+	if got, want := d.InsertStatement(), "INSERT INTO `flowzero`.`flows` SETTINGS format_schema = '/var/lib/flowzero/format_schemas/flows-"+d.s.Hash()+".proto:FlowMessage', input_format_skip_unknown_fields = 1, optimize_on_insert = 0"; got != want {
 		t.Errorf("insert statement:\n%s\nwant\n%s", got, want)
 	}
 }

@@ -10,6 +10,7 @@ type metrics struct {
 	droppedFull    prometheus.Counter
 	droppedError   prometheus.Counter
 	droppedStopped prometheus.Counter
+	droppedInvalid prometheus.Counter
 	queued         prometheus.Gauge
 	insertSeconds  prometheus.Histogram
 }
@@ -39,6 +40,7 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 		droppedFull:    dropped.WithLabelValues("queue full"),
 		droppedError:   dropped.WithLabelValues("insert error"),
 		droppedStopped: dropped.WithLabelValues("stopped"),
+		droppedInvalid: dropped.WithLabelValues("malformed"),
 		queued: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "flowzero", Subsystem: "store", Name: "batches_queued",
 			Help: "Full batches waiting for their INSERT.",

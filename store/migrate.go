@@ -224,6 +224,16 @@ func (m *Migrator) alterTable(o Object, t *tableState) []Step {
 			SQL: fmt.Sprintf("ALTER TABLE %s%s DROP COLUMN IF EXISTS %s", d.q(o.Name), d.onCluster(), quoteIdent(c))})
 	}
 	if o.Kind == KindTable {
+		var missing []string
+		for _, st := range o.Settings {
+			if !strings.Contains(t.engineFull, st) {
+				missing = append(missing, st)
+			}
+		}
+		if len(missing) > 0 {
+			steps = append(steps, Step{Object: o.Name, Action: "modify settings",
+				SQL: fmt.Sprintf("ALTER TABLE %s%s MODIFY SETTING %s", d.q(o.Name), d.onCluster(), strings.Join(missing, ", "))})
+		}
 		hasTTL := strings.Contains(t.engineFull, " TTL ")
 		switch {
 		case o.TTL == "" && hasTTL:

@@ -1,0 +1,237 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"net/netip"
+	"strconv"
+	"testing"
+
+	"flowzero/pbwire"
+	"flowzero/schema"
+)
+
+// allColumnsSchema enables every column.
+func allColumnsSchema(tb testing.TB) *schema.Schema {
+	var all []string
+	for k := schema.ColumnKey(1); k < schema.ColumnLast; k++ {
+		all = append(all, k.String())
+	}
+	s, err := schema.New(schema.Configuration{Enabled: all})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// nativeTestMessage is a flow with a value in every kind of column: scalars, addresses,
+// strings, enums, integer arrays, address arrays and large communities.
+func nativeTestMessage(s *schema.Schema, t uint64) []byte {
+	fm := s.NewFlowMessage()
+	fm.TimeReceived = t
+	fm.SamplingRate = 1000
+	fm.ExporterAddress = netip.MustParseAddr("192.0.2.1")
+	fm.SrcAddr = netip.MustParseAddr("2001:db8::1")
+	fm.DstAddr = netip.MustParseAddr("198.51.100.7")
+	fm.SrcAS, fm.DstAS = 64500, 3356
+	fm.SrcNetMask, fm.DstNetMask = 48, 24
+	fm.DstASPath = []uint32{3356, 174}
+	fm.DstCommunities = []uint32{3356<<16 | 100}
+	fm.DstLargeCommunities = []schema.LargeCommunity{{ASN: 64500, LocalData1: 1, LocalData2: 2}}
+	fm.AppendUint(schema.ColumnBytes, 1500)
+	fm.AppendUint(schema.ColumnPackets, 1)
+	fm.AppendUint(schema.ColumnProto, 6)
+	fm.AppendUint(schema.ColumnFlowDirection, 2)
+	fm.AppendUint(schema.ColumnSrcMAC, 0x0200_5e00_0001)
+	fm.AppendString(schema.ColumnExporterName, "edge1.par")
+	fm.AppendString(schema.ColumnSrcCountry, "FR")
+	fm.AppendIP(schema.ColumnSRv6SIDs, netip.MustParseAddr("fc00::1"))
+	fm.AppendIP(schema.ColumnSRv6SIDs, netip.MustParseAddr("fc00::2"))
+	return bytes.Clone(fm.Finalize())
+}
+
+func unframe(t testing.TB, framed []byte) []byte {
+	msg, rest, err := pbwire.SplitDelimited(framed)
+	if err != nil || len(rest) != 0 {
+		t.Fatalf("not one delimited message: %v", err)
+	}
+	return msg
+}
+
+// TestNativeEncoderRefusesBadMessages checks that every way a message can fail to fit its
+// columns is an error that leaves the block as it was, and that unknown fields are skipped.
+func TestNativeEncoderRefusesBadMessages(t *testing.T) {
+	s := allColumnsSchema(t)
+	good := unframe(t, nativeTestMessage(s, 1_790_000_000))
+	enc, err := NewNativeEncoder(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Append(good); err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Clone(enc.Block())
+
+	field := func(num int, typ pbwire.WireType, v uint64, b []byte) []byte {
+		out := bytes.Clone(good)
+		out = pbwire.AppendTag(out, pbwire.MakeTag(num, typ))
+		switch typ {
+		case pbwire.Varint:
+			out = pbwire.AppendVarint(out, v)
+		case pbwire.Bytes:
+			out = pbwire.AppendVarint(out, uint64(len(b)))
+			out = append(out, b...)
+		}
+		return out
+	}
+	col := func(k schema.ColumnKey) int { return s.Column(k).Field }
+	for _, tc := range []struct {
+		name string
+		msg  []byte
+		want error
+	}{
+		{"truncated", good[:len(good)-1], pbwire.ErrLength},
+		{"string as varint", field(col(schema.ColumnExporterName), pbwire.Varint, 1, nil), errNativeWireType},
+		{"varint as bytes", field(col(schema.ColumnBytes), pbwire.Bytes, 0, []byte{1}), errNativeWireType},
+		{"UInt8 out of range", field(col(schema.ColumnSrcNetMask), pbwire.Varint, 256, nil), errNativeRange},
+		{"DateTime out of range", field(col(schema.ColumnTimeReceived), pbwire.Varint, 1<<32, nil), errNativeRange},
+		{"unknown enum value", field(col(schema.ColumnFlowDirection), pbwire.Varint, 3, nil), errNativeRange},
+		{"short address", field(col(schema.ColumnSrcAddr), pbwire.Bytes, 0, make([]byte, 15)), errNativeSize},
+		{"FixedString(2) too long", field(col(schema.ColumnSrcCountry), pbwire.Bytes, 0, []byte("FRA")), errNativeSize},
+		{"large community of 11 bytes", field(col(schema.ColumnDstLargeCommunities), pbwire.Bytes, 0, make([]byte, 11)), errNativeSize},
+		{"array element out of range", field(col(schema.ColumnDstASPath), pbwire.Varint, 1<<32, nil), errNativeRange},
+	} {
+		err := enc.Append(tc.msg)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: error %v, want %v", tc.name, err, tc.want)
+		}
+		if got := enc.Block(); !bytes.Equal(got, want) || enc.Rows() != 1 {
+			t.Errorf("%s: the refused message changed the block", tc.name)
+		}
+	}
+
+	// Unknown fields are skipped; a repeated scalar field keeps its last value, as protobuf.
+	enc.Reset()
+	if err := enc.Append(field(1000, pbwire.Varint, 7, nil)); err != nil {
+		t.Fatalf("unknown field: %v", err)
+	}
+	if got := enc.Block(); !bytes.Equal(got, want) {
+		t.Error("unknown field changed the row")
+	}
+	enc.Reset()
+	if err := enc.Append(field(col(schema.ColumnBytes), pbwire.Varint, 1500, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := enc.Block(); !bytes.Equal(got, want) {
+		t.Error("a repeated scalar field did not keep its last value")
+	}
+
+	// AppendDelimited keeps the good messages around a bad one.
+	var batch []byte
+	for _, m := range [][]byte{good, field(col(schema.ColumnExporterName), pbwire.Varint, 1, nil), good} {
+		batch = pbwire.AppendVarint(batch, uint64(len(m)))
+		batch = append(batch, m...)
+	}
+	enc.Reset()
+	if ok, bad, err := enc.AppendDelimited(batch); ok != 2 || bad != 1 || err == nil {
+		t.Errorf("AppendDelimited: %d ok, %d bad, %v; want 2, 1 and an error", ok, bad, err)
+	}
+	if ok, bad, _ := enc.AppendDelimited([]byte{0x80}); ok != 0 || bad != 1 {
+		t.Errorf("AppendDelimited of a cut length: %d ok, %d bad", ok, bad)
+	}
+}
+
+// TestNativeEncoderTypes checks that every column type of the schema has a Native encoding
+// (the sink never falls back to Protobuf with the columns flowzero knows), and the
+// LowCardinality index width chosen from the number of keys.
+func TestNativeEncoderTypes(t *testing.T) {
+	s := allColumnsSchema(t)
+	enc, err := NewNativeEncoder(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(enc.cols), len(s.WireColumns()); got != want {
+		t.Fatalf("%d columns, want %d", got, want)
+	}
+	fm := s.NewFlowMessage()
+	for i := range 300 {
+		fm.Reset()
+		fm.AppendString(schema.ColumnInIfName, "if-"+strconv.Itoa(i))
+		if err := enc.Append(unframe(t, fm.Finalize())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lcHeader := func(block []byte) []byte {
+		marker := append(appendNativeString(nil, "InIfName"), appendNativeString(nil, "LowCardinality(String)")...)
+		i := bytes.Index(block, marker)
+		if i < 0 {
+			t.Fatal("no InIfName column in the block")
+		}
+		return block[i+len(marker):][:24]
+	}
+	// InIfName: 301 keys ("" first) need 16-bit indexes: version 1, then HasAdditionalKeys |
+	// NeedUpdateDictionary | 1.
+	if p := lcHeader(enc.Block()); !bytes.Equal(p, []byte{1, 0, 0, 0, 0, 0, 0, 0, 1, 6, 0, 0, 0, 0, 0, 0, 45, 1, 0, 0, 0, 0, 0, 0}) {
+		t.Errorf("InIfName header % x", p)
+	}
+	// 65,537 keys ("" and 65,536 names) in one block need 32-bit indexes.
+	enc.Reset()
+	enc.blockRows = 1 << 17
+	for i := range 1 << 16 {
+		fm.Reset()
+		fm.AppendString(schema.ColumnInIfName, "if-"+strconv.Itoa(i))
+		if err := enc.Append(unframe(t, fm.Finalize())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p := lcHeader(enc.Block()); !bytes.Equal(p, []byte{1, 0, 0, 0, 0, 0, 0, 0, 2, 6, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0}) {
+		t.Errorf("InIfName header % x", p)
+	}
+}
+
+// FuzzStoreNativeEncode feeds arbitrary batches to NativeEncoder. It never panics; a
+// message the schema's decoder refuses is refused too; a refused message leaves the block as
+// it was.
+func FuzzStoreNativeEncode(f *testing.F) {
+	s := allColumnsSchema(f)
+	f.Add(nativeTestMessage(s, 1_790_000_000))
+	for i, m := range captureMessages(f, s) {
+		if i%4 == 0 {
+			f.Add(m)
+		}
+	}
+	good := unframe(f, nativeTestMessage(s, 1_790_000_000))
+	enc, err := NewNativeEncoder(s)
+	if err != nil {
+		f.Fatal(err)
+	}
+	ref, _ := NewNativeEncoder(s)
+	f.Fuzz(func(t *testing.T, batch []byte) {
+		enc.Reset()
+		ok, bad, err := enc.AppendDelimited(batch)
+		if enc.Rows() != ok || (bad > 0) != (err != nil) {
+			t.Fatalf("%d rows, %d ok, %d bad, %v", enc.Rows(), ok, bad, err)
+		}
+		enc.Block()
+		// The batch's first message, between two good ones.
+		msg, _, err := pbwire.SplitDelimited(batch)
+		if err != nil {
+			return
+		}
+		enc.Reset()
+		enc.Append(good)
+		aerr := enc.Append(msg)
+		enc.Append(good)
+		if derr := s.DecodeMessage(msg, func(*schema.Column, any) {}); derr != nil && aerr == nil {
+			t.Fatalf("decoder refuses (%v), encoder accepts", derr)
+		}
+		if aerr != nil {
+			ref.Reset()
+			ref.Append(good)
+			ref.Append(good)
+			if !bytes.Equal(enc.Block(), ref.Block()) {
+				t.Fatal("a refused message changed the block")
+			}
+		}
+	})
+}
