@@ -121,13 +121,7 @@ func (m *FlowMessage) Reset() {
 	m.SrcNetMask, m.DstNetMask, m.SrcVlan, m.DstVlan = 0, 0, 0, 0
 	m.DstASPath, m.SrcCommunities, m.DstCommunities = nil, nil, nil
 	m.SrcLargeCommunities, m.DstLargeCommunities = nil, nil
-	// Word by word: the compiler copies an array with 16-byte vector stores, and the byte
-	// loads of the Appends that follow then wait for them (store forwarding fails). 8-byte
-	// stores forward to the loads they contain.
-	d, o := (*[encSize / 8]uint64)(unsafe.Pointer(&m.state)), (*[encSize / 8]uint64)(unsafe.Pointer(&m.schema.state))
-	for i := range d {
-		d[i] = o[i]
-	}
+	m.state = m.schema.state
 	m.set = columnBitset{}
 	m.n, m.framed = pbwire.ReserveDelimited, 0
 }
