@@ -157,17 +157,13 @@ func (a *App) Start() error {
 	if err := a.routing.Start(); err != nil {
 		return fmt.Errorf("routing: %w", err)
 	}
-	var enricher collector.Enricher
-	if a.enricher != nil {
-		enricher = a.enricher
-	}
 	c, err := collector.New(a.cfg.Collector, collector.Dependencies{
 		Schema: a.schema,
 		Decoders: map[string]collector.Decoder{
 			"netflow": collector.NetFlowDecoder{D: a.netflow},
 			"sflow":   collector.SFlowDecoder{D: a.sflow},
 		},
-		Enricher: enricher,
+		Enricher: a.enricher, // an interface: nil stays nil
 		Sinks:    a.sinks,
 		Registry: a.registry,
 		Logger:   a.log,
@@ -187,11 +183,7 @@ func (a *App) Start() error {
 	if a.cfg.Capture.Enabled {
 		deps := capture.ServerDependencies{Logger: a.log, Stdout: a.Stdout}
 		if a.cfg.Capture.Flows.Enable {
-			var enricher flows.Enricher // nil stays a nil interface
-			if a.enricher != nil {
-				enricher = a.enricher
-			}
-			em := flows.NewSinkEmitter(enricher, a.sinks, a.cfg.Collector.BatchSize)
+			em := flows.NewSinkEmitter(a.enricher, a.sinks, a.cfg.Collector.BatchSize)
 			agg, err := flows.New(a.registry, a.cfg.Capture.Flows, a.schema, em.Emit, em.Flush)
 			if err != nil {
 				return fmt.Errorf("capture.flows: %w", err)

@@ -3,11 +3,12 @@ package enrich
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gaissmai/bart"
 
 	"flowzero/internal/config"
 	"flowzero/schema"
@@ -104,13 +105,11 @@ func parseExporterKey(s string) (netip.Prefix, error) {
 
 // Metadata fills each flow's exporter and interface columns from static configuration. The
 // columns of an exporter, and of each of its interfaces in each direction, are encoded once
-// into schema fragments when the exporter is first seen: a flow then costs a cached lookup
+// into schema fragments when the configuration is loaded: a flow then costs a cached lookup
 // of its exporter, two of its interfaces and three fragment copies. Metadata is safe for
 // concurrent use.
 type Metadata struct {
-	s        *schema.Schema
-	prefixes []netip.Prefix // longest first
-	byPrefix map[netip.Prefix]*exporterInfo
+	prefixes *bart.Table[*exporterInfo]
 	// seen maps exporter addresses already looked up to their metadata (nil: none), copied
 	// on write: lookups read it without locking.
 	seen   atomic.Pointer[map[[16]byte]*exporterInfo]
@@ -147,20 +146,18 @@ func NewMetadata(exporters map[string]ExporterMetadata, s *schema.Schema) (*Meta
 	if err := validateMetadata(exporters); err != nil {
 		return nil, err
 	}
-	m := &Metadata{s: s, byPrefix: map[netip.Prefix]*exporterInfo{}}
+	m := &Metadata{prefixes: new(bart.Table[*exporterInfo])}
 	for key, e := range exporters {
 		p, _ := parseExporterKey(key)
-		if _, dup := m.byPrefix[p]; dup {
+		if _, dup := m.prefixes.Get(p); dup {
 			return nil, config.Errorf("exporters."+key, "prefix %s listed twice", p)
 		}
 		info, err := newExporterInfo(&e, s)
 		if err != nil {
 			return nil, config.Errorf("exporters."+key, "%v", err)
 		}
-		m.byPrefix[p] = info
-		m.prefixes = append(m.prefixes, p)
+		m.prefixes.Insert(p, info)
 	}
-	slices.SortFunc(m.prefixes, func(a, b netip.Prefix) int { return b.Bits() - a.Bits() })
 	m.seen.Store(&map[[16]byte]*exporterInfo{})
 	return m, nil
 }
@@ -263,24 +260,20 @@ func (m *Metadata) exporter(a netip.Addr) *exporterInfo {
 	if e, ok := seen[key]; ok {
 		return e
 	}
-	a = a.Unmap()
-	var e *exporterInfo
-	for _, p := range m.prefixes {
-		if p.Contains(a) {
-			e = m.byPrefix[p]
-			break
-		}
-	}
+	e, _ := m.prefixes.Lookup(a.Unmap())
 	if len(seen) < maxSeenExporters {
 		m.seenMu.Lock()
+		defer m.seenMu.Unlock()
 		cur := *m.seen.Load()
+		if _, ok := cur[key]; ok || len(cur) >= maxSeenExporters {
+			return e // another worker added it, or the cache filled meanwhile
+		}
 		next := make(map[[16]byte]*exporterInfo, len(cur)+1)
 		for k, v := range cur {
 			next[k] = v
 		}
 		next[key] = e
 		m.seen.Store(&next)
-		m.seenMu.Unlock()
 	}
 	return e
 }

@@ -37,7 +37,7 @@ const fragmentWords = 3
 // MaxFragmentColumns is the most columns a Fragment holds.
 const MaxFragmentColumns = 16
 
-// maxFragmentLen bounds a fragment's bytes so that AppendFragment's room check stays simple.
+// maxFragmentLen bounds a fragment's bytes: the field ends are stored in 16 bits.
 const maxFragmentLen = 4096
 
 // Errors of NewFragment.
@@ -48,9 +48,8 @@ var (
 
 // NewFragment encodes the columns fill appends to the message it is given (with the Append
 // methods; hot and repeated columns cannot be part of a fragment) and returns them as a
-// Fragment. Disabled
-// columns are left out, as in any flow, and so are zero values and empty strings: appending
-// the fragment leaves such columns free for a later Append.
+// Fragment. Disabled columns are left out, as in any flow, and so are zero values and empty
+// strings: appending the fragment leaves such columns free for a later Append.
 func (s *Schema) NewFragment(fill func(m *FlowMessage)) (*Fragment, error) {
 	m := s.NewFlowMessage()
 	fill(m)
@@ -110,8 +109,8 @@ func (f *Fragment) Columns() []ColumnKey { return f.keys[:f.n] }
 
 // AppendFragment appends the columns of f that are not set yet, as if each had been
 // appended on its own. The common case (none of them set, room in the buffer) is one pass
-// over the column states and a copy by words. A nil fragment, or one built
-// by another Schema (a reload replaced it), appends nothing.
+// over the column states and a copy by words. A nil fragment, or one built by another Schema
+// (a reload replaced it), appends nothing.
 func (m *FlowMessage) AppendFragment(f *Fragment) {
 	if f == nil || f.schema != m.schema {
 		return

@@ -35,18 +35,8 @@ import (
 // errNativeType is returned by NewNativeEncoder for a column type it cannot write.
 var errNativeType = errors.New("no Native encoding for the column type")
 
-type nativeKind uint8
-
-const (
-	nativeUint       nativeKind = iota // varint into a fixed-width unsigned integer (also DateTime)
-	nativeEnum8                        // varint into an Enum8 of known values
-	nativeFixed                        // bytes into FixedString(N)/IPv6: at most (IPv6: exactly) width bytes
-	nativeLowCard                      // string into LowCardinality(String): per-block dictionary
-	nativeArrayUint                    // varints (packed or not) into Array(UInt32/UInt64)
-	nativeArrayFixed                   // bytes of exactly width bytes into Array(IPv6/FixedString(N))
-)
-
-// nativeOp is what set does with a field: the kind, with the width of integers.
+// nativeOp is how a column is built from its fields and written: the column type, with
+// the width of integers.
 type nativeOp uint8
 
 const (
@@ -65,11 +55,9 @@ const (
 // nativeColumn is one column of the block being built.
 type nativeColumn struct {
 	name, typ string
-	kind      nativeKind
 	op        nativeOp
 	width     int    // bytes per value (per index for LowCardinality: 4 while building)
-	max       uint64 // largest value of a nativeUint column
-	exact     bool   // nativeFixed: the value must have width bytes (IPv6)
+	max       uint64 // largest value of an integer column
 	enum      [256]bool
 
 	// data holds width bytes per row for the fixed-width kinds (cleared rows read as the
@@ -145,8 +133,8 @@ func NewNativeEncoder(s *schema.Schema) (*NativeEncoder, error) {
 			e.byField = append(e.byField, -1)
 		}
 		e.byField[c.Field] = int16(len(e.cols))
-		switch nc.kind {
-		case nativeArrayUint, nativeArrayFixed:
+		switch nc.op {
+		case opArrayUint, opArrayFixed:
 			e.arrays = append(e.arrays, len(e.cols))
 		default:
 			e.fixed = append(e.fixed, len(e.cols))
@@ -164,23 +152,22 @@ func (nc *nativeColumn) setKind(c *schema.Column) error {
 	varint := c.Kind == schema.KindUint64 || c.Kind == schema.KindUint32 || c.Kind == schema.KindMAC
 	switch {
 	case varint && (t == "UInt8" || t == "UInt16" || t == "UInt32" || t == "UInt64" || t == "DateTime"):
-		nc.kind = nativeUint
 		switch t {
 		case "UInt8":
-			nc.width = 1
+			nc.op, nc.width = opUint8, 1
 		case "UInt16":
-			nc.width = 2
+			nc.op, nc.width = opUint16, 2
 		case "UInt32", "DateTime":
-			nc.width = 4
+			nc.op, nc.width = opUint32, 4
 		default:
-			nc.width = 8
+			nc.op, nc.width = opUint64, 8
 		}
 		nc.max = 1<<(8*nc.width) - 1
 		if nc.width == 8 {
 			nc.max = 1<<64 - 1
 		}
 	case c.Kind == schema.KindEnum && strings.HasPrefix(t, "Enum8("):
-		nc.kind, nc.width = nativeEnum8, 1
+		nc.op, nc.width = opEnum8, 1
 		for _, v := range c.Enum {
 			if v.Value < 0 || v.Value > 127 {
 				return errNativeType
@@ -188,44 +175,27 @@ func (nc *nativeColumn) setKind(c *schema.Column) error {
 			nc.enum[v.Value] = true
 		}
 	case c.Kind == schema.KindIP && t == "IPv6":
-		nc.kind, nc.width, nc.exact = nativeFixed, 16, true
+		nc.op, nc.width = opIPv6, 16
 	case (c.Kind == schema.KindString || c.Kind == schema.KindBytes) && strings.HasPrefix(t, "FixedString("):
 		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(t, "FixedString("), ")"))
 		if err != nil || n <= 0 {
 			return errNativeType
 		}
-		nc.kind, nc.width = nativeFixed, n
+		nc.op, nc.width = opFixedString, n
 	case (c.Kind == schema.KindString || c.Kind == schema.KindBytes) && t == "LowCardinality(String)":
-		nc.kind, nc.width = nativeLowCard, 4
+		nc.op, nc.width = opLowCard, 4
 		nc.intern = make(map[string]uint32)
 	case (c.Kind == schema.KindArrayUint32 && t == "Array(UInt32)") || (c.Kind == schema.KindArrayUint64 && t == "Array(UInt64)"):
-		nc.kind, nc.width = nativeArrayUint, 4
+		nc.op, nc.width = opArrayUint, 4
 		if c.Kind == schema.KindArrayUint64 {
 			nc.width = 8
 		}
 	case c.Kind == schema.KindArrayIP && t == "Array(IPv6)":
-		nc.kind, nc.width = nativeArrayFixed, 16
+		nc.op, nc.width = opArrayFixed, 16
 	case c.Kind == schema.KindArrayLargeCommunity && t == "Array(FixedString(12))":
-		nc.kind, nc.width = nativeArrayFixed, 12
+		nc.op, nc.width = opArrayFixed, 12
 	default:
 		return fmt.Errorf("%s as %s: %w", t, kindName(c.Kind), errNativeType)
-	}
-	switch nc.kind {
-	case nativeUint:
-		nc.op = [...]nativeOp{1: opUint8, 2: opUint16, 4: opUint32, 8: opUint64}[nc.width]
-	case nativeEnum8:
-		nc.op = opEnum8
-	case nativeFixed:
-		nc.op = opFixedString
-		if nc.exact {
-			nc.op = opIPv6
-		}
-	case nativeLowCard:
-		nc.op = opLowCard
-	case nativeArrayUint:
-		nc.op = opArrayUint
-	case nativeArrayFixed:
-		nc.op = opArrayFixed
 	}
 	return nil
 }
@@ -250,7 +220,7 @@ func (e *NativeEncoder) resetColumns() {
 	for _, i := range e.fixed {
 		c := &e.cols[i]
 		clear(c.data[:e.rows*c.width])
-		if c.kind == nativeLowCard {
+		if c.op == opLowCard {
 			c.gen++
 			if c.gen == 0 || len(c.stamp) > nativeInternMax {
 				// Start the interned values again (at a block boundary: a block's keys
@@ -379,7 +349,7 @@ func (e *NativeEncoder) undo(row int) {
 	for _, i := range e.fixed {
 		c := &e.cols[i]
 		clear(c.data[row*c.width : (row+1)*c.width])
-		if c.kind == nativeLowCard && c.touched == row {
+		if c.op == opLowCard && c.touched == row {
 			// Keys the refused message added go too: the block keeps only used keys.
 			for _, g := range c.added {
 				c.stamp[g] = 0 // gen is never 0
@@ -573,8 +543,8 @@ func (e *NativeEncoder) flush() {
 		c := &e.cols[i]
 		out = appendNativeString(out, c.name)
 		out = appendNativeString(out, c.typ)
-		switch c.kind {
-		case nativeLowCard:
+		switch c.op {
+		case opLowCard:
 			out = binary.LittleEndian.AppendUint64(out, 1) // SharedDictionariesWithAdditionalKeys
 			var code uint64
 			switch {
@@ -602,7 +572,7 @@ func (e *NativeEncoder) flush() {
 			default:
 				out = append(out, idx...)
 			}
-		case nativeArrayUint, nativeArrayFixed:
+		case opArrayUint, opArrayFixed:
 			n := uint64(len(c.data) / c.width)
 			for len(c.offsets) < rows {
 				c.offsets = append(c.offsets, n)
