@@ -572,15 +572,13 @@ func (m *FlowMessage) Finalize() []byte {
 	i = putHotUint(b, i, &hk[hotDstNetMask], uint64(m.DstNetMask))
 	i = putHotUint(b, i, &hk[hotSrcVlan], uint64(m.SrcVlan))
 	i = putHotUint(b, i, &hk[hotDstVlan], uint64(m.DstVlan))
-	// Addresses have a fixed size: a loop predicts as well as straight-line code here.
-	addrs := [hotAddrs]*netip.Addr{&m.ExporterAddress, &m.SrcAddr, &m.DstAddr, &m.NextHop}
-	for j, a := range addrs {
-		if h := &hk[hotScalars+j]; h.on != 0 && a.IsValid() {
-			p := unsafe.Add(b, i)
-			store64(p, h.key|16<<(8*h.len&63))
-			putAddr((*[16]byte)(unsafe.Add(p, h.len+1))[:], a)
-			i += int(h.len) + 17
-		}
+	if addrLayoutOK {
+		i = putHotAddr(b, i, &hk[hotExporterAddress], &m.ExporterAddress)
+		i = putHotAddr(b, i, &hk[hotSrcAddr], &m.SrcAddr)
+		i = putHotAddr(b, i, &hk[hotDstAddr], &m.DstAddr)
+		i = putHotAddr(b, i, &hk[hotNextHop], &m.NextHop)
+	} else {
+		i = m.putHotAddrsAs16(i)
 	}
 	m.n = i
 	if len(m.DstASPath) != 0 && hk[hotDstASPath].on != 0 {
@@ -622,6 +620,38 @@ func (m *FlowMessage) Finalize() []byte {
 func putHotUint(b unsafe.Pointer, i int, h *hotKey, v uint64) int {
 	if v &= h.on; v != 0 {
 		i += putVarintAt(unsafe.Add(b, i), h.tag, v)
+	}
+	return i
+}
+
+// putHotAddr stores hot address field h = a at b+i if a is valid and the column enabled,
+// and returns the new end. Inlined, as putHotUint (a loop over the four addresses went
+// through an array of pointers built on the stack, whose loads waited on its stores). It
+// reads the address's halves as putAddr does: Finalize takes another path when addrLayoutOK
+// is false.
+func putHotAddr(b unsafe.Pointer, i int, h *hotKey, a *netip.Addr) int {
+	if h.on != 0 && a.IsValid() {
+		p := unsafe.Add(b, i)
+		store64(p, h.key)
+		w := (*[2]uint64)(unsafe.Pointer(a))
+		q := (*[16]byte)(unsafe.Add(p, h.len+1))
+		binary.BigEndian.PutUint64(q[:8], w[0])
+		binary.BigEndian.PutUint64(q[8:], w[1])
+		i += int(h.len) + 17
+	}
+	return i
+}
+
+// putHotAddrsAs16 is putHotAddr for the four addresses through As16, for a netip.Addr
+// layout putHotAddr does not know (addrLayoutOK false).
+func (m *FlowMessage) putHotAddrsAs16(i int) int {
+	hk := &m.schema.hotKeys
+	for j, a := range [hotAddrs]netip.Addr{m.ExporterAddress, m.SrcAddr, m.DstAddr, m.NextHop} {
+		if h := &hk[hotScalars+j]; h.on != 0 && a.IsValid() {
+			binary.LittleEndian.PutUint64(m.buf[i:], h.key)
+			a16 := a.As16()
+			i += int(h.len) + 1 + copy(m.buf[i+int(h.len)+1:], a16[:])
+		}
 	}
 	return i
 }

@@ -102,9 +102,9 @@ type encInfo struct {
 }
 
 // hotKey is the pre-encoded key of a hot column for Finalize: key holds the key bytes (first
-// byte lowest), len their count, and on is all ones when the column is enabled, 0 otherwise,
-// so that Finalize masks a disabled column's value to zero (zero values are not written)
-// instead of testing the column.
+// byte lowest; for addresses, followed by the length byte 16), len the key's length, and on
+// is all ones when the column is enabled, 0 otherwise, so that Finalize masks a disabled
+// column's value to zero (zero values are not written) instead of testing the column.
 type hotKey struct {
 	key uint64
 	len uint64
@@ -238,7 +238,11 @@ func New(cfg Configuration) (*Schema, error) {
 		s.enc[k] = e
 		s.state[k] = e.op
 		if c.Hot {
-			s.hotKeys[hotIndex[k]] = hotKey{key: uint64(e.tag) & 0xffff, len: uint64(e.tag.Len()), on: ^uint64(0), tag: e.tag}
+			h := hotKey{key: uint64(e.tag) & 0xffff, len: uint64(e.tag.Len()), on: ^uint64(0), tag: e.tag}
+			if e.op == opHotIP {
+				h.key |= 16 << (8 * h.len) // the length byte of the 16-byte address
+			}
+			s.hotKeys[hotIndex[k]] = h
 		}
 	}
 	s.proto = s.protoDefinition()
