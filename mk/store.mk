@@ -27,7 +27,7 @@ bench-store: chdb-fetch tools
 	@mkdir -p $(VAR)/bench
 	$(GO) test -tags chdb -run '^$$' -bench 'BenchmarkStoreInsert' -benchtime 2x -count $(BENCH_COUNT) -timeout 60m ./store \
 	  | tee $(VAR)/bench/store.txt
-	$(GO) test -tags chdb -run '^$$' -bench 'BenchmarkStoreSinkWrite|BenchmarkStoreNativeEncode' -benchmem -count $(BENCH_COUNT) ./store \
+	$(GO) test -tags chdb -run '^$$' -bench 'BenchmarkStoreSinkWrite|BenchmarkStoreNativeEncode|BenchmarkStoreAggregate' -benchmem -count $(BENCH_COUNT) ./store \
 	  | tee $(VAR)/bench/store-write.txt
 	benchstat -col /format -row /table $(VAR)/bench/store.txt
 	benchstat -col /impl $(VAR)/bench/store-write.txt

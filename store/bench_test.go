@@ -84,7 +84,9 @@ func cpuSeconds() float64 {
 //   - flows: the flows MergeTree alone;
 //   - flows+aggregates: the flows table with the 1m/5m/1h tables fed by their views (the
 //     default installation);
-//   - sink: the same through Sink.Write/Flush, as the collector feeds it;
+//   - sink: the same through Sink.Write/Flush, as the collector feeds it: flows_1m
+//     pre-aggregated by the sink (embedded.pre-aggregate, the default);
+//   - sink-view: the same with flows_1m fed by its view (pre-aggregate off);
 //
 // each of the first three with format=protobuf (the batch as it is, ClickHouse's Protobuf
 // input) and format=native (the batch converted by NativeEncoder, as the sink does; the
@@ -100,14 +102,14 @@ func BenchmarkStoreInsert(b *testing.B) {
 	batches, encoded := demoBatches(s)
 	b.Logf("%d flows, %.1f bytes/flow encoded, %d batches", benchFlows, float64(encoded)/benchFlows, len(batches))
 	dir := b.TempDir()
-	for _, variant := range []string{"null", "flows", "flows+aggregates", "sink"} {
+	for _, variant := range []string{"null", "flows", "flows+aggregates", "sink", "sink-view"} {
 		for _, format := range []string{"protobuf", "native"} {
 			name := "table=" + variant + "/format=" + format
-			if variant == "sink" {
+			if strings.HasPrefix(variant, "sink") {
 				if format == "protobuf" {
 					continue
 				}
-				name = "table=sink"
+				name = "table=" + variant
 			}
 			b.Run(name, func(b *testing.B) {
 				cfg := DefaultConfiguration()
@@ -115,7 +117,8 @@ func BenchmarkStoreInsert(b *testing.B) {
 				if variant == "null" || variant == "flows" {
 					cfg.Resolutions = nil
 				}
-				if variant == "sink" {
+				cfg.Embedded.PreAggregate = variant == "sink"
+				if strings.HasPrefix(variant, "sink") {
 					benchSink(b, cfg, s, batches)
 					return
 				}
@@ -217,6 +220,60 @@ func BenchmarkStoreNativeEncode(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchFlows, "ns/flow")
 	})
+}
+
+// BenchmarkStoreAggregate measures the sink's pre-aggregation in Go (nativeAggregator: the
+// finest resolution's GROUP BY over every dimension, and the Native block of the groups) on
+// the demo batches, against the encoder alone in the same run: ns/flow of impl=aggregate
+// less impl=native is the grouping's cost. Both must be 0 allocs/op once warm.
+func BenchmarkStoreAggregate(b *testing.B) {
+	s, err := schema.New(schema.DefaultConfiguration())
+	if err != nil {
+		b.Fatal(err)
+	}
+	batches, encoded := demoBatches(s)
+	ddl := NewDDL(DefaultConfiguration(), s, "")
+	for _, impl := range []string{"native", "aggregate"} {
+		b.Run("impl="+impl, func(b *testing.B) {
+			enc, err := NewNativeEncoder(s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var agg *nativeAggregator
+			if impl == "aggregate" {
+				if agg, err = newNativeAggregator(enc, ddl.aggregatedDims(), time.Minute); err != nil {
+					b.Fatal(err)
+				}
+				enc.agg = agg
+			}
+			groups := 0
+			run := func() {
+				for _, batch := range batches {
+					enc.Reset()
+					if _, bad, err := enc.AppendDelimited(batch); bad > 0 {
+						b.Fatal(err)
+					}
+					enc.Block()
+					if agg != nil {
+						agg.Block(enc)
+						groups += agg.Groups()
+					}
+				}
+			}
+			run() // warm: buffers, dictionaries and the group table at their size
+			groups = 0
+			b.SetBytes(int64(encoded))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				run()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchFlows, "ns/flow")
+			if agg != nil {
+				b.ReportMetric(float64(groups)/float64(b.N)/benchFlows, "groups/flow")
+			}
+		})
+	}
 }
 
 func benchOpen(b *testing.B, cfg Configuration, s *schema.Schema) (*chdb.Conn, *DDL) {

@@ -33,7 +33,9 @@ func chValue(c *schema.Column, v any) string {
 
 // TestCaptureFlowsThroughSink stores every flow the decoders produce from the real captures,
 // with every column enabled, and reads each one back from the engine: the rows (every scalar
-// and integer-array column on the wire) are exactly the decoded messages.
+// and integer-array column on the wire) are exactly the decoded messages, and the aggregated
+// tables sum to them for every dimension, with flows_1m pre-aggregated by the sink and then
+// fed by its view.
 func TestCaptureFlowsThroughSink(t *testing.T) {
 	var all []string
 	for k := schema.ColumnKey(1); k < schema.ColumnLast; k++ {
@@ -96,12 +98,17 @@ func TestCaptureFlowsThroughSink(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.Embedded.BatchBytes = 256 << 10
 	sink := startSink(t, cfg, s)
+	if _, ok := sink.DDL().PreAggregated(); !ok || sink.agg == nil {
+		t.Fatal("every column enabled: the sink does not pre-aggregate")
+	}
 	for _, m := range msgs {
 		sink.Write(m)
 	}
 	if err := sink.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	// The aggregated tables sum to the flows, for every dimension.
+	checkAggregates(t, sink.Conn(), sink.DDL())
 	got := strings.Split(query(t, sink.Conn(), "SELECT "+strings.Join(exprs, ", ")+" FROM flowzero.flows"), "\n")
 	slices.Sort(got)
 	slices.Sort(want)
@@ -125,4 +132,23 @@ func TestCaptureFlowsThroughSink(t *testing.T) {
 		}
 	}
 	t.Logf("%d flows from the captures stored and read back", len(msgs))
+
+	// The same flows with the view grouping flows_1m (embedded.pre-aggregate off).
+	if err := sink.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	cfg = testConfig(t, t.TempDir())
+	cfg.Embedded.BatchBytes = 256 << 10
+	cfg.Embedded.PreAggregate = false
+	sink = startSink(t, cfg, s)
+	if sink.agg != nil {
+		t.Fatal("pre-aggregate off: the sink pre-aggregates")
+	}
+	for _, m := range msgs {
+		sink.Write(m)
+	}
+	if err := sink.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	checkAggregates(t, sink.Conn(), sink.DDL())
 }

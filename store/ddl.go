@@ -59,6 +59,9 @@ type DDL struct {
 	s   *schema.Schema
 	// protoRef is the format schema ("file.proto:FlowMessage") for Protobuf input.
 	protoRef string
+	// preAgg is the resolution the embedded sink pre-aggregates (preAggOK), see PreAggregated.
+	preAgg   Resolution
+	preAggOK bool
 }
 
 // NewDDL returns the DDL generator. protoDir is the directory ClickHouse reads the .proto
@@ -70,7 +73,38 @@ func NewDDL(cfg Configuration, s *schema.Schema, protoDir string) *DDL {
 		file = filepath.Join(protoDir, file)
 	}
 	d.protoRef = file + ":FlowMessage"
+	d.preAgg, d.preAggOK = d.preAggregation()
 	return d
+}
+
+// PreAggregated returns the resolution whose table the embedded sink fills itself, grouping
+// each batch in Go (embedded.pre-aggregate): that resolution has no materialized view from
+// the flows table. ok is false when the view groups the flows: a ClickHouse server, a
+// cluster, flows arriving through the Kafka table, no resolution, pre-aggregate off, or a
+// schema the sink cannot group (a column without Native encoding, a dimension whose
+// MATERIALIZED expression is not computed in Go).
+func (d *DDL) PreAggregated() (r Resolution, ok bool) { return d.preAgg, d.preAggOK }
+
+func (d *DDL) preAggregation() (Resolution, bool) {
+	c := d.cfg
+	if !c.Embedded.PreAggregate || c.ClickHouse.URL != "" || c.Cluster != "" || c.Kafka.Enabled ||
+		len(c.Resolutions) == 0 || d.s == nil {
+		return Resolution{}, false
+	}
+	finest := c.Resolutions[0]
+	for _, r := range c.Resolutions[1:] {
+		if r.Interval < finest.Interval {
+			finest = r
+		}
+	}
+	enc, err := NewNativeEncoder(d.s)
+	if err != nil {
+		return Resolution{}, false
+	}
+	if _, err := newNativeAggregator(enc, d.aggregatedDims(), finest.Interval); err != nil {
+		return Resolution{}, false
+	}
+	return finest, true
 }
 
 // ProtoFileName is the name of the schema's .proto file: flows-<hash>.proto.
@@ -282,14 +316,7 @@ var notAggregated = map[schema.ColumnKey]bool{
 // every other dimension, so that SummingMergeTree folds exactly the rows that agree on all of
 // them. The first primaryLen expressions of the key are the primary key.
 func (d *DDL) aggregatedColumns() (cols []ColumnDef, key []string, primaryLen int) {
-	for _, c := range d.s.Columns() {
-		if c.Key == schema.ColumnBytes || c.Key == schema.ColumnPackets {
-			continue
-		}
-		if notAggregated[c.Key] || strings.HasPrefix(c.ClickHouseType, "Array(") ||
-			(!c.OnWire() && !c.ClickHouseMaterialized) {
-			continue
-		}
+	for _, c := range d.aggregatedDims() {
 		def := c.Name + " " + c.ClickHouseType
 		if c.ClickHouseCodec != "" && c.OnWire() {
 			def += " CODEC(" + c.ClickHouseCodec + ")"
@@ -320,11 +347,29 @@ func (d *DDL) aggregatedColumns() (cols []ColumnDef, key []string, primaryLen in
 	return cols, key, primaryLen
 }
 
+// aggregatedDims returns the schema columns that are the aggregated tables' dimensions, in
+// table order (see aggregatedColumns).
+func (d *DDL) aggregatedDims() []*schema.Column {
+	var out []*schema.Column
+	for _, c := range d.s.Columns() {
+		if c.Key == schema.ColumnBytes || c.Key == schema.ColumnPackets {
+			continue
+		}
+		if notAggregated[c.Key] || strings.HasPrefix(c.ClickHouseType, "Array(") ||
+			(!c.OnWire() && !c.ClickHouseMaterialized) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // AggregatedTableName returns the name of a resolution's table, for example flows_5m.
 func AggregatedTableName(r Resolution) string { return "flows_" + r.suffix() }
 
 // AggregatedObjects returns a resolution's table (SummingMergeTree on Bytes and Packets,
-// its own TTL) and the materialized view that feeds it (see viewSource and aggregatedView).
+// its own TTL) and the materialized view that feeds it (see viewSource and aggregatedView),
+// except for the resolution the sink pre-aggregates (PreAggregated).
 func (d *DDL) AggregatedObjects(r Resolution) []Object {
 	name := AggregatedTableName(r)
 	cols, key, primaryLen := d.aggregatedColumns()
@@ -348,8 +393,16 @@ func (d *DDL) AggregatedObjects(r Resolution) []Object {
 	if d.cfg.Cluster != "" {
 		out = append(out, d.distributed(name, cols, out[0].Create))
 	}
-	out = append(out, d.aggregatedView(r, cols))
+	if p, ok := d.PreAggregated(); !ok || p.Interval != r.Interval {
+		out = append(out, d.aggregatedView(r, cols))
+	}
 	return out
+}
+
+// AggregatedInsertStatement is the INSERT, without its FORMAT clause, of the pre-aggregated
+// resolution's rows (format Native, the columns of agg's blocks).
+func (d *DDL) AggregatedInsertStatement(r Resolution, agg *nativeAggregator) string {
+	return fmt.Sprintf("INSERT INTO %s %s SETTINGS %s", d.q(d.dataName(AggregatedTableName(r))), agg.Columns(), insertSettings)
 }
 
 // viewSource returns the table a resolution's view reads: the coarsest other resolution
@@ -369,7 +422,8 @@ func (d *DDL) viewSource(r Resolution) string {
 
 // aggregatedView is the materialized view feeding a resolution's table. The view reading
 // the flows table groups each inserted block (a block of flows holds many rows per
-// dimensions and minute). The views reading an aggregated table (flows_5m from flows_1m...)
+// dimensions and minute); the embedded sink does that grouping itself when it can
+// (PreAggregated), and that view is then not created. The views reading an aggregated table (flows_5m from flows_1m...)
 // only round the time: a block reaching them holds rows already grouped at the finer
 // interval, over at most the sink's flush interval (or the Kafka engine's), so grouping it
 // again folds next to no rows (measured: none) and cost ~0.1 µs per flow and view; the

@@ -94,6 +94,7 @@ func TestDDLSingleNode(t *testing.T) {
 		}
 	}
 	odd := newTestDDL(t, func(c *Configuration) {
+		c.Embedded.PreAggregate = false
 		c.Resolutions = []Resolution{{Interval: 10 * time.Minute}, {Interval: 3 * time.Minute}, {Interval: time.Hour}, {Interval: 5 * time.Minute}}
 	})
 	for view, from := range map[string]string{"flows_10m_consumer": "flows_5m", "flows_3m_consumer": "flows", "flows_1h_consumer": "flows_10m", "flows_5m_consumer": "flows"} {
@@ -156,6 +157,69 @@ func TestDDLCluster(t *testing.T) {
 	d2 := newTestDDL(t, func(c *Configuration) { c.Cluster = "prod"; c.TTL = time.Hour })
 	if objectByName(t, d, "flows").Fingerprint == objectByName(t, d2, "flows").Fingerprint {
 		t.Error("Distributed fingerprint ignores its local table")
+	}
+}
+
+// TestDDLPreAggregated checks which configurations let the embedded sink fill the finest
+// resolution itself, and that only that resolution's view goes.
+func TestDDLPreAggregated(t *testing.T) {
+	views := func(d *DDL) string {
+		var out []string
+		for _, o := range d.Objects() {
+			if o.Kind == KindView {
+				out = append(out, o.Name)
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	d := newTestDDL(t, nil)
+	if r, ok := d.PreAggregated(); !ok || r.Interval != time.Minute {
+		t.Fatalf("default embedded configuration: pre-aggregated %v %v", r, ok)
+	}
+	if got := views(d); got != "flows_5m_consumer flows_1h_consumer" {
+		t.Errorf("views = %s", got)
+	}
+	mustContain(t, "flows_5m_consumer", objectByName(t, d, "flows_5m_consumer").Create, "FROM `flowzero`.`flows_1m`\n")
+	agg, err := newNativeAggregator(mustEncoder(t, d.s), d.aggregatedDims(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, _, _ := d.aggregatedColumns()
+	var names []string
+	for _, c := range cols {
+		names = append(names, c.Name)
+	}
+	if want := "(" + strings.Join(names, ", ") + ")"; agg.Columns() != want {
+		t.Errorf("aggregated block columns %s, table %s", agg.Columns(), want)
+	}
+	if got, want := d.AggregatedInsertStatement(Resolution{Interval: time.Minute}, agg),
+		"INSERT INTO `flowzero`.`flows_1m` "+agg.Columns()+" SETTINGS optimize_on_insert = 0"; got != want {
+		t.Errorf("insert statement:\n%s\nwant\n%s", got, want)
+	}
+
+	// The finest resolution wherever it is in the list; the others keep their views.
+	odd := newTestDDL(t, func(c *Configuration) {
+		c.Resolutions = []Resolution{{Interval: 10 * time.Minute}, {Interval: 3 * time.Minute}, {Interval: 5 * time.Minute}}
+	})
+	if got := views(odd); got != "flows_5m_consumer flows_10m_consumer" {
+		t.Errorf("views = %s", got)
+	}
+	mustContain(t, "flows_5m_consumer", objectByName(t, odd, "flows_5m_consumer").Create, "FROM `flowzero`.`flows`\n", "GROUP BY")
+
+	for name, mod := range map[string]func(*Configuration){
+		"pre-aggregate off": func(c *Configuration) { c.Embedded.PreAggregate = false },
+		"kafka":             func(c *Configuration) { c.Kafka.Enabled = true },
+		"server":            func(c *Configuration) { c.ClickHouse.URL = "http://127.0.0.1:8123" },
+		"cluster":           func(c *Configuration) { c.Cluster = "prod" },
+		"no resolution":     func(c *Configuration) { c.Resolutions = nil },
+	} {
+		d := newTestDDL(t, mod)
+		if _, ok := d.PreAggregated(); ok {
+			t.Errorf("%s: pre-aggregated", name)
+		}
+		if name != "no resolution" && !strings.Contains(views(d), "flows_1m_consumer") {
+			t.Errorf("%s: no flows_1m view: %s", name, views(d))
+		}
 	}
 }
 
@@ -232,6 +296,17 @@ func TestLoadFile(t *testing.T) {
 	os.WriteFile(path, []byte("store:\n  embedded: {pathh: x}\n"), 0o644)
 	if _, err := LoadFile(path); err == nil || !strings.Contains(err.Error(), `unknown key "pathh"`) {
 		t.Errorf("unknown key: %v", err)
+	}
+	if !cfg.Embedded.PreAggregate {
+		t.Error("pre-aggregate off by default")
+	}
+	os.WriteFile(path, []byte("store:\n  embedded: {pre-aggregate: false}\n"), 0o644)
+	if cfg, err := LoadFile(path); err != nil || cfg.Embedded.PreAggregate {
+		t.Errorf("pre-aggregate: false: %v %v", cfg.Embedded.PreAggregate, err)
+	}
+	os.WriteFile(path, []byte("store:\n  embedded: {pre-aggregate: sometimes}\n"), 0o644)
+	if _, err := LoadFile(path); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("bad pre-aggregate: %v", err)
 	}
 	os.WriteFile(path, []byte("store:\n  embedded: {queue-length: 0}\n"), 0o644)
 	if _, err := LoadFile(path); err == nil || !strings.Contains(err.Error(), "embedded.queue-length") {

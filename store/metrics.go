@@ -11,6 +11,7 @@ type metrics struct {
 	droppedError   prometheus.Counter
 	droppedStopped prometheus.Counter
 	droppedInvalid prometheus.Counter
+	notAggregated  prometheus.Counter
 	queued         prometheus.Gauge
 	insertSeconds  prometheus.Histogram
 }
@@ -41,6 +42,10 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 		droppedError:   dropped.WithLabelValues("insert error"),
 		droppedStopped: dropped.WithLabelValues("stopped"),
 		droppedInvalid: dropped.WithLabelValues("malformed"),
+		notAggregated: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "flowzero", Subsystem: "store", Name: "flows_not_aggregated_total",
+			Help: "Flows stored in the flows table whose pre-aggregated rows the engine refused: missing from the aggregated tables.",
+		}),
 		queued: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "flowzero", Subsystem: "store", Name: "batches_queued",
 			Help: "Full batches waiting for their INSERT.",
@@ -52,7 +57,7 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	if r != nil {
-		for _, c := range []prometheus.Collector{m.flows, m.bytes, m.batches, m.insertErrors, dropped, m.queued, m.insertSeconds} {
+		for _, c := range []prometheus.Collector{m.flows, m.bytes, m.batches, m.insertErrors, dropped, m.notAggregated, m.queued, m.insertSeconds} {
 			if err := r.Register(c); err != nil {
 				return nil, err
 			}

@@ -23,8 +23,9 @@ type Step struct {
 // are kept unless drop-removed-columns is set, the TTL follows the configuration, and the
 // comment is updated last, so an interrupted migration is resumed by the next one. Objects
 // without data (materialized views, dictionaries, Kafka tables) are dropped and created again.
-// Kafka tables of another schema hash and views of resolutions no longer configured are
-// dropped; tables keep their data.
+// Kafka tables of another schema hash and views of resolutions no longer configured (or
+// pre-aggregated by the embedded sink, see DDL.PreAggregated) are dropped; tables keep their
+// data.
 type Migrator struct {
 	DDL    *DDL
 	Exec   Executor
@@ -95,14 +96,26 @@ func (m *Migrator) Plan(ctx context.Context) ([]Step, error) {
 		wanted[o.Name] = true
 	}
 	var drops, steps []Step
+	// With pre-aggregation (embedded.pre-aggregate) the finest resolution's view is not
+	// wanted: left in place it would count every flow a second time. It is dropped below as
+	// views of removed resolutions are, and created again like any missing view when
+	// pre-aggregation is turned off.
+	preAggView := ""
+	if r, ok := d.PreAggregated(); ok {
+		preAggView = AggregatedTableName(r) + "_consumer"
+	}
 	drop := func(name, kind string) {
+		action := "drop"
+		if name == preAggView {
+			action = "drop (the sink pre-aggregates " + strings.TrimSuffix(name, "_consumer") + ")"
+		}
 		what := "TABLE"
 		if kind == KindDictionary {
 			what = "DICTIONARY"
 		} else if kind == KindView {
 			what = "VIEW"
 		}
-		drops = append(drops, Step{Object: name, Action: "drop",
+		drops = append(drops, Step{Object: name, Action: action,
 			SQL: fmt.Sprintf("DROP %s IF EXISTS %s%s SYNC", what, d.q(name), d.onCluster())})
 	}
 

@@ -82,6 +82,12 @@ type nativeColumn struct {
 	stamp   []uint32
 	local   []uint32
 	gen     uint32
+	// names[number] is the interned value (the map's key, not a copy); globals[i] is the
+	// number+1 of the block's key i (0 for ""). The interned numbers stay the same for a
+	// whole batch (Reset is the only place that forgets them), which is what the
+	// pre-aggregation groups LowCardinality values by (nativeAggregator).
+	names   []string
+	globals []uint32
 
 	// Undo log of the message being converted. Arrays: the row that last touched the column
 	// and the elements before it. LowCardinality: the row that last added keys, the block's
@@ -95,7 +101,8 @@ type nativeColumn struct {
 // NativeEncoder converts a schema's length-delimited FlowMessages into blocks of the Native
 // format for `INSERT INTO flows (columns) FORMAT Native`. It is not safe for concurrent use;
 // one encoder is reused batch after batch without allocating per flow (a LowCardinality
-// value is allocated when first seen, up to nativeInternMax per column).
+// value is allocated when first seen; up to nativeInternMax per column stay interned, see
+// forgetInterned).
 type NativeEncoder struct {
 	cols    []nativeColumn
 	byField []int16 // protobuf field number → index in cols, -1 for none
@@ -110,9 +117,13 @@ type NativeEncoder struct {
 	done      int    // rows in the blocks already in out
 	columns   string // "(a, b, ...)"
 	out       []byte
+	// agg, when set, groups each block's rows before the block is written (pre-aggregation
+	// of the finest resolution, see nativeAggregator).
+	agg *nativeAggregator
 }
 
-// nativeInternMax bounds the values a LowCardinality column keeps interned across blocks.
+// nativeInternMax bounds the values a LowCardinality column keeps interned from one block to
+// the next (see forgetInterned).
 const nativeInternMax = 1 << 16
 
 // nativeBlockRows is NativeEncoder.blockRows: 16 Ki rows of the ~55 default columns fill
@@ -210,9 +221,29 @@ func (e *NativeEncoder) Rows() int { return e.done + e.rows }
 
 // Reset empties the encoder, keeping its memory.
 func (e *NativeEncoder) Reset() {
+	e.forgetInterned()
 	e.resetColumns()
 	e.out = e.out[:0]
 	e.done = 0
+	if e.agg != nil {
+		e.agg.reset()
+	}
+}
+
+// forgetInterned starts the interned values of the LowCardinality columns holding more than
+// nativeInternMax again, at a block boundary (a block's keys must stay distinct). With an
+// aggregator only between batches: within a batch the numbers must stay those the groups
+// were keyed by, so a batch's values all stay interned until the next one.
+func (e *NativeEncoder) forgetInterned() {
+	for _, i := range e.fixed {
+		c := &e.cols[i]
+		if c.op == opLowCard && len(c.stamp) > nativeInternMax {
+			clear(c.intern)
+			clear(c.stamp)
+			c.stamp, c.local, c.names = c.stamp[:0], c.local[:0], c.names[:0]
+			c.gen = 0 // resetColumns makes it 1
+		}
+	}
 }
 
 // resetColumns empties the block being built.
@@ -222,16 +253,14 @@ func (e *NativeEncoder) resetColumns() {
 		clear(c.data[:e.rows*c.width])
 		if c.op == opLowCard {
 			c.gen++
-			if c.gen == 0 || len(c.stamp) > nativeInternMax {
-				// Start the interned values again (at a block boundary: a block's keys
-				// must stay distinct).
-				clear(c.intern)
+			if c.gen == 0 {
+				// The generations wrapped: no interned value may look as if in this block.
 				clear(c.stamp)
-				c.stamp, c.local = c.stamp[:0], c.local[:0]
 				c.gen = 1
 			}
 			c.keys = append(c.keys[:0], 0)
 			c.nkeys = 1
+			c.globals = append(c.globals[:0], 0)
 			c.last = c.last[:0]
 			c.lastIdx = 0
 			c.touched = -1
@@ -355,6 +384,7 @@ func (e *NativeEncoder) undo(row int) {
 				c.stamp[g] = 0 // gen is never 0
 			}
 			c.keys, c.nkeys = c.keys[:c.undoLen], c.undoKeys
+			c.globals = c.globals[:c.undoKeys]
 			c.last = c.last[:0]
 			c.touched = -1
 		}
@@ -476,7 +506,9 @@ func (c *nativeColumn) index(row int, v []byte) uint32 {
 	g, ok := c.intern[string(v)]
 	if !ok {
 		g = uint32(len(c.stamp))
-		c.intern[string(v)] = g
+		name := string(v)
+		c.intern[name] = g
+		c.names = append(c.names, name)
 		c.stamp = append(c.stamp, 0)
 		c.local = append(c.local, 0)
 	}
@@ -488,6 +520,7 @@ func (c *nativeColumn) index(row int, v []byte) uint32 {
 		c.added = append(c.added, g)
 		c.stamp[g] = c.gen
 		c.local[g] = c.nkeys
+		c.globals = append(c.globals, g+1)
 		c.nkeys++
 		c.keys = binary.AppendUvarint(c.keys, uint64(len(v)))
 		c.keys = append(c.keys, v...)
@@ -536,6 +569,16 @@ func (e *NativeEncoder) Block() []byte {
 // flush writes the block being built at the end of out and starts the next one.
 func (e *NativeEncoder) flush() {
 	rows := e.rows
+	for _, i := range e.arrays {
+		c := &e.cols[i]
+		n := uint64(len(c.data) / c.width)
+		for len(c.offsets) < rows {
+			c.offsets = append(c.offsets, n)
+		}
+	}
+	if e.agg != nil {
+		e.agg.addBlock(e, rows)
+	}
 	out := e.out
 	out = binary.AppendUvarint(out, uint64(len(e.cols)))
 	out = binary.AppendUvarint(out, uint64(rows))
@@ -573,10 +616,6 @@ func (e *NativeEncoder) flush() {
 				out = append(out, idx...)
 			}
 		case opArrayUint, opArrayFixed:
-			n := uint64(len(c.data) / c.width)
-			for len(c.offsets) < rows {
-				c.offsets = append(c.offsets, n)
-			}
 			for _, o := range c.offsets[:rows] {
 				out = binary.LittleEndian.AppendUint64(out, o)
 			}
@@ -587,6 +626,9 @@ func (e *NativeEncoder) flush() {
 	}
 	e.out = out
 	e.done += rows
+	if e.agg == nil {
+		e.forgetInterned()
+	}
 	e.resetColumns()
 }
 

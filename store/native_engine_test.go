@@ -3,17 +3,20 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"flowzero/demo"
 	"flowzero/pbwire"
 	"flowzero/schema"
+	"flowzero/store/chdb"
 )
 
 // TestNativeMatchesProtobuf inserts the same messages (every flow of the real captures, a
@@ -110,7 +113,9 @@ func TestNativeMatchesProtobuf(t *testing.T) {
 }
 
 // TestSinkDropsMalformedFlows checks that the sink inserts Native, and that a malformed
-// message is left out and counted while the flows around it are stored.
+// message is left out and counted while the flows around it are stored, in the flows table
+// and in the pre-aggregated ones: a message refused after some of its fields were converted
+// adds nothing to any group.
 func TestSinkDropsMalformedFlows(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	s := mustSchema(t, schema.DefaultConfiguration())
@@ -123,6 +128,10 @@ func TestSinkDropsMalformedFlows(t *testing.T) {
 	bad := pbwire.AppendVarint(nil, 2)
 	bad = append(bad, byte(s.Column(schema.ColumnSrcNetMask).Field<<3), 0x80) // truncated varint
 	sink.Write(bad)
+	// A whole flow, then a TimeReceived past DateTime's range: refused after its Bytes.
+	over := append([]byte(nil), unframe(t, testFlows[2].encode(fm))...)
+	over = append(over, byte(s.Column(schema.ColumnTimeReceived).Field<<3), 0x80, 0x80, 0x80, 0x80, 0x10)
+	sink.Write(append(pbwire.AppendVarint(nil, uint64(len(over))), over...))
 	sink.Write(testFlows[1].encode(fm))
 	if err := sink.Flush(); err != nil {
 		t.Fatal(err)
@@ -130,8 +139,13 @@ func TestSinkDropsMalformedFlows(t *testing.T) {
 	if got := query(t, sink.Conn(), "SELECT count(), sum(Bytes) FROM flowzero.flows"); got != "2\t1800" {
 		t.Errorf("stored %q, want the two good flows", got)
 	}
-	if n := testutil.ToFloat64(sink.m.droppedInvalid); n != 1 {
-		t.Errorf("malformed flows dropped = %v, want 1", n)
+	for _, table := range []string{"flows_1m", "flows_5m", "flows_1h"} {
+		if got := query(t, sink.Conn(), "SELECT sum(Bytes), sum(Packets) FROM flowzero."+table); got != "1800\t4" {
+			t.Errorf("%s holds %q, want the two good flows", table, got)
+		}
+	}
+	if n := testutil.ToFloat64(sink.m.droppedInvalid); n != 2 {
+		t.Errorf("malformed flows dropped = %v, want 2", n)
 	}
 	if n := testutil.ToFloat64(sink.m.flows); n != 2 {
 		t.Errorf("flows inserted = %v, want 2", n)
@@ -177,22 +191,96 @@ func TestMigrateTableSettings(t *testing.T) {
 	}
 }
 
-// TestAggregatesSumToFlows stores 20,000 demo flows spread over 25 minutes through the sink in
-// small batches (many INSERTs, so many parts and merges), and checks that every aggregated
-// table holds exactly the flows table's bytes and packets, per time bucket and per
-// dimensions, with and without FINAL.
+// checkAggregates checks that every aggregated table holds exactly the flows table's bytes
+// and packets per time bucket and per value of every dimension, with and without FINAL
+// (merged, less the groups summing to zero).
+func checkAggregates(t *testing.T, c *chdb.Conn, ddl *DDL) {
+	t.Helper()
+	cols, _, _ := ddl.aggregatedColumns()
+	var dims []string
+	for _, col := range cols {
+		if col.Dimension && col.Name != "TimeReceived" {
+			dims = append(dims, col.Name)
+		}
+	}
+	list := strings.Join(dims, ", ")
+	for _, r := range ddl.cfg.Resolutions {
+		sec := fmt.Sprint(int64(r.Interval / time.Second))
+		for _, final := range []string{"", " FINAL"} {
+			having := ""
+			if final != "" {
+				// SummingMergeTree drops the rows whose sums are all 0 when it merges them.
+				having = " HAVING sum(Bytes) != 0 OR sum(Packets) != 0"
+			}
+			want := query(t, c, "SELECT toStartOfInterval(TimeReceived, toIntervalSecond("+sec+")) AS t, "+list+", sum(Bytes), sum(Packets) FROM flowzero.flows GROUP BY ALL"+having+" ORDER BY ALL")
+			if want == "" {
+				t.Fatal("no flows")
+			}
+			got := query(t, c, "SELECT TimeReceived AS t, "+list+", sum(Bytes), sum(Packets) FROM flowzero."+AggregatedTableName(r)+final+" GROUP BY ALL ORDER BY ALL")
+			if got != want {
+				g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+				i := 0
+				for i < len(g) && i < len(w) && g[i] == w[i] {
+					i++
+				}
+				t.Errorf("%s%s does not sum to the flows table (%d rows, want %d); first difference at row %d:\n%s\nwant\n%s",
+					AggregatedTableName(r), final, len(g), len(w), i, g[min(i, len(g)-1)], w[min(i, len(w)-1)])
+			}
+		}
+	}
+}
+
+// TestAggregatesSumToFlows stores 10,000 demo flows spread over 25 minutes through the sink in
+// small batches (many INSERTs, so many parts and merges), with the sink pre-aggregating
+// flows_1m and with the view doing it, and checks that every aggregated table holds exactly
+// the flows table's bytes and packets, per time bucket and per dimensions (checkAggregates).
 func TestAggregatesSumToFlows(t *testing.T) {
-	cfg := testConfig(t, t.TempDir())
-	cfg.Embedded.BatchBytes = 64 << 10
-	cfg.Embedded.QueueLength = 100 // written at memory speed: no batch may be dropped
-	s := mustSchema(t, schema.DefaultConfiguration())
-	sink := startSink(t, cfg, s)
+	for _, preAgg := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pre-aggregate=%v", preAgg), func(t *testing.T) {
+			cfg := testConfig(t, t.TempDir())
+			cfg.Embedded.BatchBytes = 64 << 10
+			cfg.Embedded.QueueLength = 100 // written at memory speed: no batch may be dropped
+			cfg.Embedded.PreAggregate = preAgg
+			s := mustSchema(t, schema.DefaultConfiguration())
+			sink := startSink(t, cfg, s)
+			if _, ok := sink.DDL().PreAggregated(); ok != preAgg || (sink.agg != nil) != preAgg {
+				t.Fatalf("pre-aggregated: %v, sink aggregating: %v", ok, sink.agg != nil)
+			}
+			writeDemoFlows(sink, s, 10000, 150*time.Millisecond)
+			if err := sink.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			c := sink.Conn()
+			if n := query(t, c, "SELECT count() FROM flowzero.flows"); n != "10000" {
+				t.Fatalf("%s flows stored", n)
+			}
+			checkAggregates(t, c, sink.DDL())
+			if preAgg {
+				// The sink grouped the batches: flows_1m got fewer rows than flows.
+				if n := query(t, c, "SELECT count() FROM flowzero.flows_1m"); query(t, c, "SELECT "+n+" < 10000") != "1" {
+					t.Errorf("flows_1m holds %s rows for 10000 flows", n)
+				}
+			}
+			if got := query(t, c, "SELECT count(DISTINCT toStartOfInterval(TimeReceived, toIntervalSecond(300))) FROM flowzero.flows"); got < "5" {
+				t.Errorf("flows span %s 5-minute buckets", got)
+			}
+		})
+	}
+}
+
+// writeDemoFlows writes n demo flows every apart from baseTime, from two exporter addresses
+// and 300 exporter names.
+func writeDemoFlows(sink *Sink, s *schema.Schema, n int, every time.Duration) {
 	g := demo.NewGenerator(7)
 	fm := s.NewFlowMessage()
 	exporters := []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")}
 	start := time.Unix(int64(baseTime), 0)
-	for i := range 20000 {
-		now := start.Add(time.Duration(i) * 75 * time.Millisecond)
+	names := make([]string, 300)
+	for i := range names {
+		names[i] = fmt.Sprintf("edge%d", i)
+	}
+	for i := range n {
+		now := start.Add(time.Duration(i) * every)
 		f := g.Next(now)
 		fm.Reset()
 		fm.TimeReceived = uint64(now.Unix())
@@ -205,29 +293,135 @@ func TestAggregatesSumToFlows(t *testing.T) {
 		fm.AppendUint(schema.ColumnBytes, f.Bytes)
 		fm.AppendUint(schema.ColumnPackets, f.Packets)
 		fm.AppendUint(schema.ColumnProto, uint64(f.Proto))
-		fm.AppendString(schema.ColumnExporterName, []string{"edge1", "edge2"}[i%2])
+		fm.AppendUint(schema.ColumnFlowDirection, uint64(f.Direction)+1)
+		// 300 names: the aggregated block's dictionary needs 16-bit indexes.
+		fm.AppendString(schema.ColumnExporterName, names[i%len(names)])
 		sink.Write(fm.Finalize())
 	}
-	if err := sink.Flush(); err != nil {
-		t.Fatal(err)
+}
+
+// TestMigratePreAggregation switches pre-aggregation on over an installation whose flows_1m
+// is fed by its view, then off again: the migration drops the view (dry run first: the step
+// is shown and nothing changes), the data stays, and no flow is counted twice in flows_1m
+// (nor in the 5m/1h tables fed from it); off, the view is created again.
+func TestMigratePreAggregation(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Embedded.BatchBytes = 256 << 10
+	cfg.Embedded.QueueLength = 100
+	s := mustSchema(t, schema.DefaultConfiguration())
+	const n = 1000
+	hasView := func(c *chdb.Conn) bool {
+		return query(t, c, "SELECT count() FROM system.tables WHERE database = 'flowzero' AND name = 'flows_1m_consumer'") == "1"
 	}
-	c := sink.Conn()
-	if n := query(t, c, "SELECT count() FROM flowzero.flows"); n != "20000" {
-		t.Fatalf("%s flows stored", n)
+	var wantBytes string // sum(Bytes) of one round of flows
+	for round, preAgg := range []bool{false, true, true, false} {
+		cfg.Embedded.PreAggregate = preAgg
+		if round > 0 {
+			// What the migration will do, without doing it.
+			c := openEngine(t, cfg)
+			dry := migrate(t, c, NewDDL(cfg, s, t.TempDir()), true)
+			var actions []string
+			for _, st := range dry {
+				actions = append(actions, st.Object+": "+st.Action)
+			}
+			want := map[int]string{1: "flows_1m_consumer: drop (the sink pre-aggregates flows_1m)", 3: "flows_1m_consumer: create"}[round]
+			if got := strings.Join(actions, "\n"); got != want {
+				t.Errorf("round %d: dry run %q, want %q", round, got, want)
+			}
+			if hasView(c) != (round == 1) {
+				t.Errorf("round %d: the dry run changed the view", round)
+			}
+			c.Close()
+		}
+		sink := startSink(t, cfg, s)
+		c := sink.Conn()
+		if hasView(c) == preAgg {
+			t.Errorf("round %d, pre-aggregate=%v: flows_1m view present: %v", round, preAgg, hasView(c))
+		}
+		writeDemoFlows(sink, s, n, 150*time.Millisecond)
+		if err := sink.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if round == 0 {
+			wantBytes = query(t, c, "SELECT sum(Bytes) FROM flowzero.flows")
+		}
+		if got := query(t, c, "SELECT count() FROM flowzero.flows"); got != fmt.Sprint((round+1)*n) {
+			t.Errorf("round %d: %s flows", round, got)
+		}
+		for _, table := range []string{"flows_1m", "flows_5m", "flows_1h"} {
+			if got, want := query(t, c, "SELECT sum(Bytes) = "+fmt.Sprint(round+1)+" * "+wantBytes+" FROM flowzero."+table), "1"; got != want {
+				t.Errorf("round %d: %s holds %s bytes, want %d × %s", round, table,
+					query(t, c, "SELECT sum(Bytes) FROM flowzero."+table), round+1, wantBytes)
+			}
+		}
+		checkAggregates(t, c, sink.DDL())
+		if err := sink.Stop(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	dims := "ExporterAddress, ExporterName, SrcAS, DstAS, InIf, OutIf, Proto, Dst1stAS"
-	for _, r := range cfg.Resolutions {
-		sec := fmt.Sprint(int64(r.Interval / time.Second))
-		want := query(t, c, "SELECT toStartOfInterval(TimeReceived, toIntervalSecond("+sec+")) AS t, "+dims+", sum(Bytes), sum(Packets) FROM flowzero.flows GROUP BY ALL ORDER BY ALL")
-		for _, final := range []string{"", " FINAL"} {
-			got := query(t, c, "SELECT TimeReceived AS t, "+dims+", sum(Bytes), sum(Packets) FROM flowzero."+AggregatedTableName(r)+final+" GROUP BY ALL ORDER BY ALL")
-			if got != want {
-				t.Errorf("%s%s does not sum to the flows table (%d rows, want %d)", AggregatedTableName(r), final,
-					strings.Count(got, "\n")+1, strings.Count(want, "\n")+1)
+}
+
+// TestPreAggregationTimeRounding checks that the sink rounds TimeReceived as the views do,
+// toStartOfInterval with an interval in seconds, in time zones with offsets of half and
+// quarter hours too.
+func TestPreAggregationTimeRounding(t *testing.T) {
+	c := openEngine(t, testConfig(t, t.TempDir()))
+	defer c.Close()
+	for _, tz := range []string{"UTC", "Europe/Paris", "Asia/Kolkata", "Asia/Kathmandu", "America/St_Johns", "Australia/Eucla"} {
+		for _, iv := range []uint32{1, 30, 60, 300, 3600, 86400} {
+			for _, ts := range []uint32{0, 1790000000, 1790012345, 1790054321, 1<<32 - 1} {
+				got := query(t, c, fmt.Sprintf("SELECT toUnixTimestamp(toStartOfInterval(toDateTime(%d), toIntervalSecond(%d))) SETTINGS session_timezone = '%s'", ts, iv, tz))
+				if want := fmt.Sprint(aggRoundTime(ts, iv)); got != want {
+					t.Errorf("%s, %ds, %d: ClickHouse %s, the sink %s", tz, iv, ts, got, want)
+				}
 			}
 		}
 	}
-	if got := query(t, c, "SELECT count(DISTINCT toStartOfInterval(TimeReceived, toIntervalSecond(300))) FROM flowzero.flows"); got < "5" {
-		t.Errorf("flows span %s 5-minute buckets", got)
+}
+
+// TestSinkPreAggregateInsertFails makes the pre-aggregated INSERT fail (flows_1m renamed
+// away): the flows table keeps the batch, the error is returned by Flush and counted as a
+// failed insert, and the batch's flows are counted as not aggregated, not as dropped.
+func TestSinkPreAggregateInsertFails(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	s := mustSchema(t, schema.DefaultConfiguration())
+	sink := startSink(t, cfg, s)
+	c := sink.Conn()
+	if err := c.Exec("RENAME TABLE flowzero.flows_1m TO flowzero.flows_1m_away"); err != nil {
+		t.Fatal(err)
+	}
+	fm := s.NewFlowMessage()
+	for _, f := range testFlows {
+		sink.Write(f.encode(fm))
+	}
+	err := sink.Flush()
+	var aggErr *aggregateInsertError
+	if !errors.As(err, &aggErr) {
+		t.Fatalf("Flush: %v, want the pre-aggregated insert's error", err)
+	}
+	if got := query(t, c, "SELECT count() FROM flowzero.flows"); got != fmt.Sprint(len(testFlows)) {
+		t.Errorf("%s flows stored, want %d", got, len(testFlows))
+	}
+	if got := query(t, c, "SELECT count() FROM flowzero.flows_1m_away"); got != "0" {
+		t.Errorf("flows_1m holds %s rows", got)
+	}
+	for name, want := range map[string]float64{"insert errors": 1, "not aggregated": float64(len(testFlows)),
+		"dropped (insert error)": 0, "inserted": float64(len(testFlows))} {
+		m := map[string]prometheus.Counter{"insert errors": sink.m.insertErrors, "not aggregated": sink.m.notAggregated,
+			"dropped (insert error)": sink.m.droppedError, "inserted": sink.m.flows}[name]
+		if got := testutil.ToFloat64(m); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	// Back in place, the next batches are aggregated again.
+	if err := c.Exec("RENAME TABLE flowzero.flows_1m_away TO flowzero.flows_1m"); err != nil {
+		t.Fatal(err)
+	}
+	sink.Write(testFlows[0].encode(fm))
+	if err := sink.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := query(t, c, "SELECT sum(Bytes) FROM flowzero.flows_1m"); got != fmt.Sprint(testFlows[0].bytes) {
+		t.Errorf("flows_1m after the failure: %s bytes, want %d", got, testFlows[0].bytes)
 	}
 }

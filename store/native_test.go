@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"testing"
+	"time"
 
 	"flowzero/pbwire"
 	"flowzero/schema"
@@ -189,9 +190,9 @@ func TestNativeEncoderTypes(t *testing.T) {
 	}
 }
 
-// FuzzStoreNativeEncode feeds arbitrary batches to NativeEncoder. It never panics; a
-// message the schema's decoder refuses is refused too; a refused message leaves the block as
-// it was.
+// FuzzStoreNativeEncode feeds arbitrary batches to NativeEncoder, pre-aggregating as the
+// sink does. It never panics; a message the schema's decoder refuses is refused too; a
+// refused message leaves the block and the groups as they were.
 func FuzzStoreNativeEncode(f *testing.F) {
 	s := allColumnsSchema(f)
 	f.Add(nativeTestMessage(s, 1_790_000_000))
@@ -206,6 +207,12 @@ func FuzzStoreNativeEncode(f *testing.F) {
 		f.Fatal(err)
 	}
 	ref, _ := NewNativeEncoder(s)
+	dims := NewDDL(DefaultConfiguration(), s, "").aggregatedDims()
+	for _, e := range []*NativeEncoder{enc, ref} {
+		if e.agg, err = newNativeAggregator(e, dims, time.Minute); err != nil {
+			f.Fatal(err)
+		}
+	}
 	f.Fuzz(func(t *testing.T, batch []byte) {
 		enc.Reset()
 		ok, bad, err := enc.AppendDelimited(batch)
@@ -213,6 +220,10 @@ func FuzzStoreNativeEncode(f *testing.F) {
 			t.Fatalf("%d rows, %d ok, %d bad, %v", enc.Rows(), ok, bad, err)
 		}
 		enc.Block()
+		enc.agg.Block(enc)
+		if g := enc.agg.Groups(); g > ok || (ok > 0 && g == 0) {
+			t.Fatalf("%d groups for %d rows", g, ok)
+		}
 		// The batch's first message, between two good ones.
 		msg, _, err := pbwire.SplitDelimited(batch)
 		if err != nil {
@@ -231,6 +242,9 @@ func FuzzStoreNativeEncode(f *testing.F) {
 			ref.Append(good)
 			if !bytes.Equal(enc.Block(), ref.Block()) {
 				t.Fatal("a refused message changed the block")
+			}
+			if !bytes.Equal(enc.agg.Block(enc), ref.agg.Block(ref)) {
+				t.Fatal("a refused message changed the groups")
 			}
 		}
 	})

@@ -24,7 +24,10 @@ import (
 // streaming insert: binary data never goes through the SQL parser); a message that does not
 // convert is dropped and counted, the rest of its batch is stored. Should the schema have a
 // column type the encoder cannot write, the batch goes as it is to `FORMAT Protobuf` with
-// the schema's .proto. No allocation per flow: batch buffers and the encoder are recycled.
+// the schema's .proto. With pre-aggregation (DDL.PreAggregated) the encoder also groups the
+// batch by the finest resolution's dimensions (nativeAggregator) and the sums go to that
+// table in a second INSERT, after the flows (see insertBatch for what a failure leaves).
+// No allocation per flow: batch buffers, the encoder and its group table are recycled.
 // Full batches wait in a bounded queue for the single inserter goroutine; when the queue is
 // full the batch is dropped and its flows counted, so that a slow disk never stalls the
 // collector's workers.
@@ -39,6 +42,10 @@ type Sink struct {
 	insert string // the INSERT statement of every batch
 	format string // its input format: Native (native set) or Protobuf
 	native *NativeEncoder
+	// agg groups each batch for the pre-aggregated resolution (nil without
+	// pre-aggregation); aggInsert is its INSERT.
+	agg       *nativeAggregator
+	aggInsert string
 	// invalidLogged is when malformed flows were last logged (by the inserter only).
 	invalidLogged time.Time
 
@@ -101,6 +108,24 @@ func (s *Sink) Start() error {
 	} else {
 		s.log.Warn("store: inserting Protobuf", "error", err)
 		s.native, s.insert, s.format = nil, ddl.InsertStatement(), "Protobuf"
+	}
+	s.agg, s.aggInsert = nil, ""
+	if r, ok := ddl.PreAggregated(); ok {
+		// The DDL made the same checks on the same schema: the view is gone, so failing here
+		// would lose the resolution's rows; it cannot happen short of a bug.
+		var agg *nativeAggregator
+		err := errNotAggregable
+		if s.native != nil {
+			agg, err = newNativeAggregator(s.native, ddl.aggregatedDims(), r.Interval)
+		}
+		if err != nil {
+			s.mu.Unlock()
+			conn.Close()
+			return fmt.Errorf("store: pre-aggregation: %w", err)
+		}
+		s.agg, s.aggInsert = agg, ddl.AggregatedInsertStatement(r, agg)
+		s.native.agg = agg
+		s.log.Info("store: pre-aggregating", "table", AggregatedTableName(r))
 	}
 	s.cur = s.newBatch()
 	s.started = true
@@ -228,7 +253,21 @@ func (s *Sink) insertLoop() {
 		start := time.Now()
 		flows, err := s.insertBatch(b)
 		s.m.insertSeconds.Observe(time.Since(start).Seconds())
-		if err != nil {
+		var aggErr *aggregateInsertError
+		if errors.As(err, &aggErr) {
+			// The flows are stored; their groups are not.
+			s.m.insertErrors.Inc()
+			s.m.notAggregated.Add(float64(flows))
+			s.log.Error("store: insert of the pre-aggregated rows failed", "flows", flows, "error", err)
+			s.mu.Lock()
+			if s.err == nil {
+				s.err = err
+			}
+			s.mu.Unlock()
+			s.m.flows.Add(float64(flows))
+			s.m.bytes.Add(float64(len(b.buf)))
+			s.m.batches.Inc()
+		} else if err != nil {
 			s.m.insertErrors.Inc()
 			s.m.droppedError.Add(float64(flows))
 			s.log.Error("store: insert failed", "flows", flows, "error", err)
@@ -250,9 +289,27 @@ func (s *Sink) insertLoop() {
 	}
 }
 
+// aggregateInsertError is the failure of a pre-aggregated INSERT after its flows were stored.
+type aggregateInsertError struct{ err error }
+
+func (e *aggregateInsertError) Error() string {
+	return "pre-aggregated rows not inserted: " + e.err.Error()
+}
+func (e *aggregateInsertError) Unwrap() error { return e.err }
+
 // insertBatch inserts a batch and returns how many flows it held: with the Native format,
 // messages that do not convert are left out and counted (the Protobuf input would refuse the
 // whole batch for one of them).
+//
+// With pre-aggregation, the flows block goes first, then the groups into the finest
+// resolution's table (whose insert feeds the coarser views). A failed flows INSERT is
+// returned as before (its flows counted as dropped) and the groups are not inserted: the
+// aggregated tables lack the batch, and so does the flows table unless the engine wrote
+// part of it before failing, as it could before pre-aggregation. A failed groups INSERT
+// after it returns an *aggregateInsertError: the flows table has the batch, the aggregated
+// tables do not (counted in flows_not_aggregated_total); the flows table is the one to
+// trust, and the groups can be rebuilt from it with INSERT ... SELECT ... GROUP BY. The
+// flows go first because they are the raw data every other table derives from.
 func (s *Sink) insertBatch(b *batch) (int, error) {
 	if s.native == nil {
 		_, err := s.conn.Insert(s.insert, s.format, b.buf)
@@ -270,8 +327,15 @@ func (s *Sink) insertBatch(b *batch) (int, error) {
 	if ok == 0 {
 		return 0, nil
 	}
-	_, err := s.conn.Insert(s.insert, s.format, s.native.Block())
-	return ok, err
+	if _, err := s.conn.Insert(s.insert, s.format, s.native.Block()); err != nil {
+		return ok, err
+	}
+	if s.agg != nil && s.agg.Groups() > 0 {
+		if _, err := s.conn.Insert(s.aggInsert, "Native", s.agg.Block(s.native)); err != nil {
+			return ok, &aggregateInsertError{err}
+		}
+	}
+	return ok, nil
 }
 
 // Flush inserts every flow written so far and waits until the engine has them. It returns
