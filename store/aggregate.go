@@ -213,6 +213,9 @@ func (a *nativeAggregator) addChunk(e *NativeEncoder, first, end int) {
 	for i := range a.dims {
 		d := &a.dims[i]
 		c := &e.cols[d.src]
+		if c.omit {
+			continue // every row holds the default: the key's zeros (a zero time rounds to 0)
+		}
 		switch d.kind {
 		case aggFixed:
 			data := c.data[first*d.width:]
@@ -244,9 +247,6 @@ func (a *nativeAggregator) addChunk(e *NativeEncoder, first, end int) {
 				}
 			}
 		case aggLowCard:
-			if c.nkeys == 1 {
-				continue // only "" in the block: the key's zeros
-			}
 			data, globals := c.data[4*first:], c.globals
 			for r, k := 0, d.off; r < rows; r, k = r+1, k+kl {
 				binary.LittleEndian.PutUint32(keys[k:], globals[binary.LittleEndian.Uint32(data[4*r:])])

@@ -3,9 +3,11 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,10 +42,27 @@ func TestNativeMatchesProtobuf(t *testing.T) {
 		msgs = append(msgs, append([]byte(nil), fm.Finalize()...))
 	}
 
+	c := compareNativeProtobuf(t, s, 1000, // several blocks per INSERT, the last one partial
+		[][][]byte{msgs[:len(msgs)/3], msgs[len(msgs)/3 : 2*len(msgs)/3], msgs[2*len(msgs)/3:]})
+	defer c.Close()
+	if got := query(t, c, "SELECT uniqExact(InIfName), uniqExact(OutIfName) FROM flowzero.flows_native"); got != "70001\t301" {
+		t.Errorf("distinct interface names: %s", got)
+	}
+	// The engine squashed the blocks: one part per INSERT, as with Protobuf.
+	if got := query(t, c, "SELECT count() FROM system.parts WHERE database = 'flowzero' AND table = 'flows_native' AND level = 0"); got != "3" {
+		t.Errorf("%s parts for 3 inserts", got)
+	}
+}
+
+// compareNativeProtobuf inserts each batch of messages once through ClickHouse's Protobuf
+// input into flowzero.flows and once converted by NativeEncoder (blocks of blockRows rows)
+// into flowzero.flows_native, then checks that both tables hold the same rows, wire and
+// materialized columns. It returns the engine connection for more checks.
+func compareNativeProtobuf(t *testing.T, s *schema.Schema, blockRows int, batches [][][]byte) *chdb.Conn {
+	t.Helper()
 	cfg := testConfig(t, t.TempDir())
 	cfg.Resolutions = nil
 	c := openEngine(t, cfg)
-	defer c.Close()
 	dir, err := cfg.ProtoDir()
 	if err != nil {
 		t.Fatal(err)
@@ -62,14 +81,15 @@ func TestNativeMatchesProtobuf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc.blockRows = 1000 // several blocks per INSERT, the last one partial
+	enc.blockRows = blockRows
 	native := strings.Replace(ddl.NativeInsertStatement(enc), ddl.FlowsTable(), "flowzero.flows_native", 1)
-	// Three batches of several blocks: each block has its own LowCardinality keys.
-	for _, part := range [][][]byte{msgs[:len(msgs)/3], msgs[len(msgs)/3 : 2*len(msgs)/3], msgs[2*len(msgs)/3:]} {
+	total := 0
+	for _, part := range batches {
 		batch := []byte{}
 		for _, m := range part {
 			batch = append(batch, m...)
 		}
+		total += len(part)
 		if _, err := c.Insert(ddl.InsertStatement(), "Protobuf", batch); err != nil {
 			t.Fatal(err)
 		}
@@ -91,8 +111,8 @@ func TestNativeMatchesProtobuf(t *testing.T) {
 		return query(t, c, "SELECT "+strings.Join(cols, ", ")+" FROM flowzero."+table+" ORDER BY "+strings.Join(cols, ", "))
 	}
 	pb, nat := sel("flows"), sel("flows_native")
-	if n := strings.Count(pb, "\n") + 1; n != len(msgs) {
-		t.Fatalf("%d rows inserted with Protobuf, want %d", n, len(msgs))
+	if n := strings.Count(pb, "\n") + 1; n != total {
+		t.Fatalf("%d rows inserted with Protobuf, want %d", n, total)
 	}
 	if pb != nat {
 		p, n := strings.Split(pb, "\n"), strings.Split(nat, "\n")
@@ -103,12 +123,44 @@ func TestNativeMatchesProtobuf(t *testing.T) {
 		}
 		t.Fatalf("%d rows with Protobuf, %d with Native", len(p), len(n))
 	}
-	if got := query(t, c, "SELECT uniqExact(InIfName), uniqExact(OutIfName) FROM flowzero.flows_native"); got != "70001\t301" {
-		t.Errorf("distinct interface names: %s", got)
+	return c
+}
+
+// TestNativeOmitsDefaultColumns checks the blocks that leave out the columns whose every row
+// holds the default: in one INSERT, a block of empty flows (one column kept for the row
+// count), then blocks where columns empty in the previous one are set (strings, addresses,
+// arrays that MATERIALIZED columns read, enums) and the other way round. The engine fills the
+// left-out columns and computes the materialized ones exactly as from the Protobuf input.
+func TestNativeOmitsDefaultColumns(t *testing.T) {
+	s := allColumnsSchema(t)
+	fm := s.NewFlowMessage()
+	fm.TimeReceived = baseTime
+	empty := bytes.Clone(fm.Finalize())
+	full := nativeTestMessage(s, baseTime)
+	fm.Reset()
+	fm.TimeReceived = baseTime + 60
+	fm.DstASPath = []uint32{174}
+	fm.AppendUint(schema.ColumnBytes, 40)
+	fm.AppendString(schema.ColumnInIfName, "et-0/0/1")
+	path := bytes.Clone(fm.Finalize())
+	fm.Reset()
+	fm.TimeReceived = baseTime + 120
+	fm.AppendUint(schema.ColumnInIfBoundary, 2)
+	fm.AppendUint(schema.ColumnFlowDirection, 0) // explicit default
+	boundary := bytes.Clone(fm.Finalize())
+	// Blocks of two rows: the first one has only TimeReceived, the last one of the second
+	// batch only the full flow.
+	batches := [][][]byte{
+		{empty, empty, full, empty, path, boundary, empty, path, empty},
+		{boundary, empty, empty, empty, full},
+		captureMessages(t, s)[:50],
 	}
-	// The engine squashed the blocks: one part per INSERT, as with Protobuf.
-	if got := query(t, c, "SELECT count() FROM system.parts WHERE database = 'flowzero' AND table = 'flows_native' AND level = 0"); got != "3" {
-		t.Errorf("%s parts for 3 inserts", got)
+	c := compareNativeProtobuf(t, s, 2, batches)
+	defer c.Close()
+	// The materialized column from the array's first element, on rows with and without it.
+	if got := query(t, c, "SELECT groupArray(Dst1stAS) FROM (SELECT Dst1stAS FROM flowzero.flows_native WHERE TimeReceived >= "+
+		strconv.FormatUint(baseTime, 10)+" ORDER BY TimeReceived, Dst1stAS)"); got != "[0,0,0,0,0,0,0,0,3356,3356,174,174,0,0]" {
+		t.Errorf("Dst1stAS: %s", got)
 	}
 }
 

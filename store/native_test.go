@@ -2,8 +2,10 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"net/netip"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -190,6 +192,107 @@ func TestNativeEncoderTypes(t *testing.T) {
 	}
 }
 
+// TestNativeEncoderOmitsDefaultColumns checks that a block leaves out the columns whose every
+// row holds the default, whatever the column kind, and keeps the first column when every
+// column would go (a block without columns would lose its row count).
+func TestNativeEncoderOmitsDefaultColumns(t *testing.T) {
+	s := allColumnsSchema(t)
+	enc, err := NewNativeEncoder(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := func(block []byte) (cols, rows uint64, names []string) {
+		cols, n := binary.Uvarint(block)
+		rows, _ = binary.Uvarint(block[n:])
+		for i := range enc.cols {
+			c := &enc.cols[i]
+			marker := append(appendNativeString(nil, c.name), appendNativeString(nil, c.typ)...)
+			if bytes.Contains(block, marker) {
+				names = append(names, c.name)
+			}
+		}
+		return cols, rows, names
+	}
+	fm := s.NewFlowMessage()
+	for range 3 {
+		if err := enc.Append(unframe(t, fm.Finalize())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cols, rows, names := header(enc.Block()); cols != 1 || rows != 3 || len(names) != 1 || names[0] != enc.cols[0].name {
+		t.Errorf("block of empty flows: %d columns %v, %d rows", cols, names, rows)
+	}
+
+	// One row sets a column of each kind, the others nothing; an explicit zero counts as
+	// the default.
+	enc.Reset()
+	fm.Reset()
+	fm.TimeReceived = 1_790_000_000
+	fm.SrcAddr = netip.MustParseAddr("2001:db8::1")
+	fm.DstASPath = []uint32{3356}
+	fm.AppendUint(schema.ColumnBytes, 1500)
+	fm.AppendUint(schema.ColumnPackets, 0)
+	fm.AppendUint(schema.ColumnInIfBoundary, 1)
+	fm.AppendString(schema.ColumnInIfName, "et-0/0/1")
+	fm.AppendIP(schema.ColumnSRv6SIDs, netip.MustParseAddr("fc00::1"))
+	msg := bytes.Clone(unframe(t, fm.Finalize()))
+	fm.Reset()
+	empty := bytes.Clone(unframe(t, fm.Finalize()))
+	for _, m := range [][]byte{empty, msg, empty} {
+		if err := enc.Append(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"TimeReceived", "SrcAddr", "Bytes", "DstASPath", "InIfName", "InIfBoundary", "SRv6SIDs"}
+	cols, rows, names := header(enc.Block())
+	if int(cols) != len(want) || rows != 3 || len(names) != len(want) {
+		t.Fatalf("%d columns %v, %d rows; want %v", cols, names, rows, want)
+	}
+	for _, w := range want {
+		if !slices.Contains(names, w) {
+			t.Errorf("no column %s in %v", w, names)
+		}
+	}
+}
+
+// TestNativeEncoderFastPath checks that appendFast converts the real captures' flows and a
+// flow with every kind of column exactly as the field-by-field path, and that a message it
+// does not take (an unknown field after known ones, a value out of range, a wire type the
+// column does not take) is converted or refused as before with nothing of it left behind.
+func TestNativeEncoderFastPath(t *testing.T) {
+	s := allColumnsSchema(t)
+	fast, err := NewNativeEncoder(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, _ := NewNativeEncoder(s)
+	slow.byTag = nil
+	good := unframe(t, nativeTestMessage(s, 1_790_000_000))
+	bytesField := s.Column(schema.ColumnBytes).Field
+	maskField := s.Column(schema.ColumnSrcNetMask).Field // UInt8
+	if bytesField >= 16 || maskField < 16 || maskField >= 2048 {
+		t.Fatalf("fields %d, %d: want a 1-byte and a 2-byte tag", bytesField, maskField)
+	}
+	unknown := append(bytes.Clone(good), 0xd0, 0x7d, 0x2a)                                           // field 2000, varint 42
+	outOfRange := append(bytes.Clone(good), byte(maskField<<3|0x80), byte(maskField>>4), 0x80, 0x02) // 256 in a UInt8
+	wrongType := append(bytes.Clone(good), byte(bytesField<<3|2), 1, 0)                              // length-delimited Bytes
+	var batch []byte
+	for _, m := range captureMessages(t, s) {
+		batch = append(batch, m...)
+	}
+	for _, m := range [][]byte{good, unknown, outOfRange, good, wrongType, good} {
+		batch = append(pbwire.AppendVarint(batch, uint64(len(m))), m...)
+	}
+	fok, fbad, ferr := fast.AppendDelimited(batch)
+	sok, sbad, serr := slow.AppendDelimited(batch)
+	if fok != sok || fbad != 2 || sbad != 2 || ferr == nil || serr == nil || ferr.Error() != serr.Error() {
+		t.Fatalf("fast path: %d ok, %d bad (%v); field by field: %d ok, %d bad (%v)", fok, fbad, ferr, sok, sbad, serr)
+	}
+	if !bytes.Equal(fast.Block(), slow.Block()) {
+		t.Error("the fast path's block differs")
+	}
+}
+
 // FuzzStoreNativeEncode feeds arbitrary batches to NativeEncoder, pre-aggregating as the
 // sink does. It never panics; a message the schema's decoder refuses is refused too; a
 // refused message leaves the block and the groups as they were.
@@ -207,6 +310,8 @@ func FuzzStoreNativeEncode(f *testing.F) {
 		f.Fatal(err)
 	}
 	ref, _ := NewNativeEncoder(s)
+	slow, _ := NewNativeEncoder(s)
+	slow.byTag = nil // every message through pbwire's reader and set
 	dims := NewDDL(DefaultConfiguration(), s, "").aggregatedDims()
 	for _, e := range []*NativeEncoder{enc, ref} {
 		if e.agg, err = newNativeAggregator(e, dims, time.Minute); err != nil {
@@ -219,7 +324,13 @@ func FuzzStoreNativeEncode(f *testing.F) {
 		if enc.Rows() != ok || (bad > 0) != (err != nil) {
 			t.Fatalf("%d rows, %d ok, %d bad, %v", enc.Rows(), ok, bad, err)
 		}
-		enc.Block()
+		// appendFast converts exactly as the field-by-field path.
+		slow.Reset()
+		sok, sbad, _ := slow.AppendDelimited(batch)
+		if !bytes.Equal(enc.Block(), slow.Block()) || sok != ok || sbad != bad {
+			t.Fatalf("fast path: %d ok, %d bad; field by field: %d ok, %d bad, blocks equal: %v",
+				ok, bad, sok, sbad, bytes.Equal(enc.Block(), slow.Block()))
+		}
 		enc.agg.Block(enc)
 		if g := enc.agg.Groups(); g > ok || (ok > 0 && g == 0) {
 			t.Fatalf("%d groups for %d rows", g, ok)
