@@ -4,6 +4,8 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"path/filepath"
 	"strconv"
@@ -28,6 +30,19 @@ const benchFlows = 1 << 20
 // 20k flows/s from three exporters, cut into batches of length-delimited messages of the
 // sink's default size (embedded.batch-bytes).
 func demoBatches(s *schema.Schema) (batches [][]byte, bytes int) {
+	batches, bytes, _ = demoBatchesTimed(s)
+	return batches, bytes
+}
+
+// demoSpan is the time the demo batches span: benchFlows flows at 20k flows/s.
+const demoSpan = benchFlows * 50 * time.Microsecond
+
+// timeField is where a demo flow's TimeReceived varint is: batch index and byte offset.
+type timeField struct{ batch, off int32 }
+
+// demoBatchesTimed is demoBatches, also returning where each flow's TimeReceived is, so that
+// the batches can be sent again later in time (shiftTimes).
+func demoBatchesTimed(s *schema.Schema) (batches [][]byte, bytes int, times []timeField) {
 	g := demo.NewGenerator(1)
 	fm := s.NewFlowMessage()
 	exporters := []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2"), netip.MustParseAddr("192.0.2.3")}
@@ -66,9 +81,32 @@ func demoBatches(s *schema.Schema) (batches [][]byte, bytes int) {
 			batches = append(batches, cur)
 			cur = nil
 		}
+		// The value's varint (5 bytes for today's Unix times) appears once in the message.
+		v := binary.AppendUvarint(nil, fm.TimeReceived)
+		at := bytesIndex(msg, v)
+		if len(v) != 5 || at < 0 {
+			panic("demo flow without a 5-byte TimeReceived")
+		}
+		times = append(times, timeField{int32(len(batches)), int32(len(cur) + at)})
 		cur = append(cur, msg...)
 	}
-	return append(batches, cur), bytes
+	return append(batches, cur), bytes, times
+}
+
+func bytesIndex(b, sub []byte) int { return strings.Index(string(b), string(sub)) }
+
+// shiftTimes moves every demo flow's TimeReceived by d (in place, keeping 5-byte varints).
+func shiftTimes(batches [][]byte, times []timeField, d time.Duration) {
+	for _, t := range times {
+		p := batches[t.batch][t.off : t.off+5]
+		v, _ := binary.Uvarint(p)
+		v = uint64(int64(v) + int64(d/time.Second))
+		for i := range 4 {
+			p[i] = byte(v) | 0x80
+			v >>= 7
+		}
+		p[4] = byte(v)
+	}
 }
 
 func cpuSeconds() float64 {
@@ -87,6 +125,9 @@ func cpuSeconds() float64 {
 //   - sink: the same through Sink.Write/Flush, as the collector feeds it: flows_1m
 //     pre-aggregated by the sink (embedded.pre-aggregate, the default);
 //   - sink-view: the same with flows_1m fed by its view (pre-aggregate off);
+//   - sink-sustained: the sink fed 8M flows per iteration, until the engine's background
+//     merges have settled (benchSustained): the steady-state cost, merges included, which
+//     the other variants hardly see (run it with -benchtime 1x);
 //
 // each of the first three with format=protobuf (the batch as it is, ClickHouse's Protobuf
 // input) and format=native (the batch converted by NativeEncoder, as the sink does; the
@@ -102,7 +143,7 @@ func BenchmarkStoreInsert(b *testing.B) {
 	batches, encoded := demoBatches(s)
 	b.Logf("%d flows, %.1f bytes/flow encoded, %d batches", benchFlows, float64(encoded)/benchFlows, len(batches))
 	dir := b.TempDir()
-	for _, variant := range []string{"null", "flows", "flows+aggregates", "sink", "sink-view"} {
+	for _, variant := range []string{"null", "flows", "flows+aggregates", "sink", "sink-view", "sink-sustained"} {
 		for _, format := range []string{"protobuf", "native"} {
 			name := "table=" + variant + "/format=" + format
 			if strings.HasPrefix(variant, "sink") {
@@ -117,7 +158,11 @@ func BenchmarkStoreInsert(b *testing.B) {
 				if variant == "null" || variant == "flows" {
 					cfg.Resolutions = nil
 				}
-				cfg.Embedded.PreAggregate = variant == "sink"
+				cfg.Embedded.PreAggregate = variant != "sink-view"
+				if variant == "sink-sustained" {
+					benchSustained(b, cfg, s)
+					return
+				}
 				if strings.HasPrefix(variant, "sink") {
 					benchSink(b, cfg, s, batches)
 					return
@@ -333,6 +378,147 @@ func benchSink(b *testing.B, cfg Configuration, s *schema.Schema, batches [][]by
 		}
 	}
 	reportDisk(b, sink.Conn())
+}
+
+// sustainedRounds is how many times the sustained variant sends the demo batches per
+// iteration, each time later by demoSpan: 8M flows, enough for the engine's background
+// merges to run at their steady-state pace.
+const sustainedRounds = 8
+
+// benchSustained feeds the sink sustainedRounds × benchFlows flows per iteration, with
+// advancing times (as a collector would over ~7 minutes at 20k flows/s, only faster), then
+// waits until the engine has settled: no merge running and the tables' parts unchanged for
+// a while. flows/s and flows/cpu-s cover inserts and merges (the engine's merge threads are
+// threads of this process, counted by getrusage); disk-B/flow is the flows table's size as
+// the merges left it (no OPTIMIZE), parts the active parts of every table left by them.
+func benchSustained(b *testing.B, cfg Configuration, s *schema.Schema) {
+	batches, _, times := demoBatchesTimed(s)
+	cfg.Embedded.QueueLength = 2 * sustainedRounds * len(batches) // the engine's pace, not the drop policy
+	sink, err := NewSink(nil, cfg, s, quietLogger())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := sink.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer sink.Stop()
+	conn := sink.Conn()
+	ev0 := engineEvents(b, conn)
+	var insertCPU, settleCPU, insertWall, cpu, wall float64
+	rounds := 0
+	b.ResetTimer()
+	for b.Loop() {
+		c, t := cpuSeconds(), time.Now()
+		for range sustainedRounds {
+			if rounds > 0 {
+				shiftTimes(batches, times, demoSpan+time.Second)
+			}
+			rounds++
+			for _, batch := range batches {
+				for len(batch) > 0 {
+					n, w := uvarint(batch)
+					sink.Write(batch[:w+n])
+					batch = batch[w+n:]
+				}
+			}
+		}
+		if err := sink.Flush(); err != nil {
+			b.Fatal(err)
+		}
+		c1, t1 := cpuSeconds(), time.Now()
+		insertCPU += c1 - c
+		insertWall += t1.Sub(t).Seconds()
+		c2, t2 := settle(b, conn)
+		settleCPU += c2 - c1
+		cpu += c2 - c
+		wall += t2.Sub(t).Seconds()
+	}
+	b.StopTimer()
+	if d := sink.m.droppedFull; d != nil {
+		if n := counterValue(d); n > 0 {
+			b.Fatalf("%v flows dropped: queue full", n)
+		}
+	}
+	flows := float64(b.N) * sustainedRounds * benchFlows
+	b.ReportMetric(flows/wall, "flows/s")
+	b.ReportMetric(flows/cpu, "flows/cpu-s")
+	b.ReportMetric(0, "ns/op")
+	// What the engine did meanwhile: merges, and how many rows they rewrote per flow.
+	ev1 := engineEvents(b, conn)
+	var sb strings.Builder
+	for _, k := range []string{"Merge", "MergedRows", "GatheredColumns", "MergedUncompressedBytes",
+		"MergeTotalMilliseconds", "MergeHorizontalStageTotalMilliseconds", "MergeVerticalStageTotalMilliseconds",
+		"RowsReadByMainReader", "ReadBufferFromFileDescriptorReadBytes", "ReadCompressedBytes",
+		"MergeTreeDataWriterUncompressedBytes", "MergeTreeDataWriterCompressedBytes", "InsertedRows",
+		"UserTimeMicroseconds", "SystemTimeMicroseconds"} {
+		fmt.Fprintf(&sb, "  %s: %.3g per flow\n", k, (ev1[k]-ev0[k])/flows)
+	}
+	b.ReportMetric((ev1["MergedRows"]-ev0["MergedRows"])/flows, "merged-rows/flow")
+	b.Logf("CPU-s: inserts %.1f (%.1f s wall), after the last insert until settled %.1f (engine threads only)\nengine events:\n%s",
+		insertCPU, insertWall, settleCPU, sb.String())
+	out, err := conn.Query("SELECT table, count(), sum(rows), sum(bytes_on_disk), groupUniqArray(part_type) FROM system.parts WHERE database = 'flowzero' AND active GROUP BY table ORDER BY table", "TSV")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("active parts (table, parts, rows, bytes, types):\n%s", out)
+	parts := 0.0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "\t")
+		n, _ := strconv.ParseFloat(f[1], 64)
+		parts += n
+		if f[0] == "flows" {
+			rows, _ := strconv.ParseFloat(f[2], 64)
+			bytes, _ := strconv.ParseFloat(f[3], 64)
+			b.ReportMetric(bytes/rows, "disk-B/flow")
+			b.ReportMetric(n, "flows-parts")
+		}
+	}
+	b.ReportMetric(parts, "parts")
+	if out, err := conn.Query("SELECT min(TimeReceived), max(TimeReceived), count() FROM flowzero.flows", "TSV"); err == nil {
+		b.Logf("flows: %s", out)
+	}
+}
+
+// settleQuiet is how long the parts must stay unchanged, with no merge running, for the
+// engine to count as settled.
+const settleQuiet = 3 * time.Second
+
+// settle waits until no merge runs and the active parts of the database have not changed for
+// settleQuiet, and returns the process's CPU time and the time when they last changed.
+func settle(b *testing.B, conn *chdb.Conn) (float64, time.Time) {
+	var last string
+	lastCPU, since := cpuSeconds(), time.Now()
+	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		out, err := conn.Query("SELECT (SELECT count() FROM system.merges), (SELECT count(), sum(cityHash64(name)) FROM system.parts WHERE database = 'flowzero' AND active)", "TSV")
+		if err != nil {
+			b.Fatal(err)
+		}
+		cur := string(out)
+		if cur != last || !strings.HasPrefix(cur, "0\t") {
+			last, lastCPU, since = cur, cpuSeconds(), time.Now()
+			continue
+		}
+		if time.Since(since) >= settleQuiet {
+			return lastCPU, since
+		}
+	}
+	b.Fatal("merges did not settle in 5 minutes")
+	return 0, time.Time{}
+}
+
+// engineEvents returns the engine's cumulative profile events (system.events).
+func engineEvents(b *testing.B, conn *chdb.Conn) map[string]float64 {
+	out, err := conn.Query("SELECT event, value FROM system.events", "TSV")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := map[string]float64{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if k, v, ok := strings.Cut(line, "\t"); ok {
+			m[k], _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	return m
 }
 
 func uvarint(b []byte) (n, width int) {

@@ -32,9 +32,26 @@
 // (BenchmarkStoreAggregate) and the sink went from ~400k to ~610k flows per CPU-second
 // (BenchmarkStoreInsert, table=sink-view and table=sink). Blocks leave out the columns empty
 // in all their rows, and the conversion takes each field with one table lookup (native.go):
-// ~+12% for the sink. What remains per flow is the flows part (sort, compress, write), the
-// engine reading the blocks, the aggregated tables' parts, and merges, which
-// BenchmarkStoreInsert hardly sees (a few parts per run) but which rewrite every flow's
-// part again: an OPTIMIZE FINAL of 8 parts of 0.5M demo flows into one costs the engine
-// ~2.3 µs per flow, more than inserting them.
+// ~+12% for the sink.
+//
+// Merges cost more than inserts. BenchmarkStoreInsert's table=sink variant inserts 1M flows
+// and barely merges; table=sink-sustained feeds 8M flows with advancing times and waits until
+// the background merges have settled, all CPU of the process counted (the merge threads are
+// the engine's, in this process: ~6-7 CPU-s of them run after the last insert). With 64 MiB
+// batches the sustained rate was ~280k flows per CPU-second (~470k flows/s on 2 cores),
+// against ~580k for the insert alone in the same run: perf puts 54% of the process's CPU in
+// the engine's merge threads and 17% in its insert pipelines. Merges are vertical: the sort
+// key columns are merged first, then each other column is gathered on its own, which from
+// compact parts means reading the part once per column (~700 bytes read per flow for ~22
+// compressed); still, horizontal merges (vertical off, or every part compact) cost ~20%
+// more in single runs. Each merged row costs the engine ~1.5 µs, about as much as inserting
+// it, and every flow is merged again at each level of the part tree (1.2 merged rows per flow in this run;
+// more with a day's worth of parts). Batches of 128 MiB (embedded.batch-bytes) make parts of
+// ~1M flows: sustained ~390k flows per CPU-second (+39%, same-run A/B), ~550k flows/s, 18.6
+// bytes per flow on disk as merged; but 16 parts were left in all tables instead of 8, so
+// part of the gain is merges put off, not saved, and the sink then holds about 5 × 128 MiB.
+// The default stays 64 MiB; a machine with memory to spare can raise it. Measured and not
+// kept (no gain, or wall time lost): sparse serialization off, merge_max_block_size 65536,
+// the StochasticSimple selector, merge_selector_base 10 (+10% per CPU-second, not
+// significant, -17% flows/s as the last merge runs alone, and more parts).
 package store
