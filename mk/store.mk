@@ -25,7 +25,7 @@ INTEGRATION_TARGETS += store-integration
 BENCH_COUNT ?= 5
 bench-store: chdb-fetch tools
 	@mkdir -p $(VAR)/bench
-	$(GO) test -tags chdb -run '^$$' -bench 'BenchmarkStoreInsert' -skip 'table=sink-sustained' -benchtime 2x -count $(BENCH_COUNT) -timeout 60m ./store \
+	$(GO) test -tags chdb -run '^$$' -bench 'BenchmarkStoreInsert' -skip '/table=sink-sustained' -benchtime 2x -count $(BENCH_COUNT) -timeout 60m ./store \
 	  | tee $(VAR)/bench/store.txt
 	$(GO) test -tags chdb -run '^$$' -bench 'BenchmarkStoreInsert/table=sink-sustained$$' -benchtime 1x -count $(BENCH_COUNT) -timeout 60m ./store \
 	  | tee $(VAR)/bench/store-sustained.txt
