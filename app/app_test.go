@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -84,12 +85,25 @@ func TestEndToEndFile(t *testing.T) {
 	if err := a.Stop(); err != nil {
 		t.Fatal(err)
 	}
+	f, _ := jsonl.New(a.Schema(), nil)
+	var lines []byte
+	for _, msg := range archivedMessages(t, cfg) {
+		var err error
+		if lines, err = f.Append(lines, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	diffFlows(t, normalize(t, lines), want)
+}
+
+// archivedMessages returns every flow message of the file output's archives (copies), failing
+// the test if there is none or one does not read.
+func archivedMessages(t testing.TB, cfg Configuration) [][]byte {
 	files, err := file.ListArchives(cfg.Outputs.File.Directory, cfg.Outputs.File.Prefix)
 	if err != nil || len(files) == 0 {
 		t.Fatalf("archives: %v %v", files, err)
 	}
-	f, _ := jsonl.New(a.Schema(), nil)
-	var lines []byte
+	var msgs [][]byte
 	for _, p := range files {
 		r, err := file.Open(p)
 		if err != nil {
@@ -101,15 +115,13 @@ func TestEndToEndFile(t *testing.T) {
 				break
 			}
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%s: %v", p, err)
 			}
-			if lines, err = f.Append(lines, msg); err != nil {
-				t.Fatal(err)
-			}
+			msgs = append(msgs, bytes.Clone(msg))
 		}
 		r.Close()
 	}
-	diffFlows(t, normalize(t, lines), want)
+	return msgs
 }
 
 func sniffGroup(t testing.TB, g []string) string {

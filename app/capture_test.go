@@ -1,8 +1,6 @@
 package app
 
 import (
-	"errors"
-	"io"
 	"net/netip"
 	"path/filepath"
 	"testing"
@@ -11,7 +9,6 @@ import (
 
 	"flowzero/capture"
 	"flowzero/internal/testdata"
-	"flowzero/output/file"
 	"flowzero/schema"
 )
 
@@ -50,37 +47,22 @@ func TestCaptureFlows(t *testing.T) {
 	if st.Flows == 0 || st.Packets == 0 {
 		t.Fatalf("aggregator stats %+v: no flow from the captured packets", st)
 	}
-	files, _ := file.ListArchives(cfg.Outputs.File.Directory, cfg.Outputs.File.Prefix)
 	n := 0
-	for _, p := range files {
-		r, err := file.Open(p)
-		if err != nil {
-			t.Fatal(err)
+	for _, msg := range archivedMessages(t, cfg) {
+		var exporter netip.Addr
+		var packets uint64
+		a.Schema().DecodeMessage(msg, func(c *schema.Column, v any) {
+			switch c.Key {
+			case schema.ColumnExporterAddress:
+				exporter = v.(netip.Addr)
+			case schema.ColumnPackets:
+				packets = v.(uint64)
+			}
+		})
+		if exporter != netip.MustParseAddr("127.0.0.1") || packets == 0 {
+			t.Fatalf("flow from capture: exporter %v, %d packets", exporter, packets)
 		}
-		for {
-			msg, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var exporter netip.Addr
-			var packets uint64
-			a.Schema().DecodeMessage(msg, func(c *schema.Column, v any) {
-				switch c.Key {
-				case schema.ColumnExporterAddress:
-					exporter = v.(netip.Addr)
-				case schema.ColumnPackets:
-					packets = v.(uint64)
-				}
-			})
-			if exporter != netip.MustParseAddr("127.0.0.1") || packets == 0 {
-				t.Fatalf("flow from capture: exporter %v, %d packets", exporter, packets)
-			}
-			n++
-		}
-		r.Close()
+		n++
 	}
 	if uint64(n) != st.Flows {
 		t.Fatalf("%d flows archived, the aggregator exported %d", n, st.Flows)

@@ -3,15 +3,12 @@ package app
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"testing"
 
 	"flowzero/enrich"
 	"flowzero/internal/testdata"
-	"flowzero/output/file"
 	"flowzero/schema"
 )
 
@@ -40,33 +37,21 @@ func TestEnrichmentFromMRT(t *testing.T) {
 		srcAS, dstAS uint64
 	}
 	var flows []flow
-	files, _ := file.ListArchives(cfg.Outputs.File.Directory, cfg.Outputs.File.Prefix)
-	for _, p := range files {
-		r, err := file.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			msg, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
+	for _, msg := range archivedMessages(t, cfg) {
+		var f flow
+		a.Schema().DecodeMessage(msg, func(c *schema.Column, v any) {
+			switch c.Key {
+			case schema.ColumnSrcAddr:
+				f.src = v.(interface{ String() string }).String()
+			case schema.ColumnDstAddr:
+				f.dst = v.(interface{ String() string }).String()
+			case schema.ColumnSrcAS:
+				f.srcAS = v.(uint64)
+			case schema.ColumnDstAS:
+				f.dstAS = v.(uint64)
 			}
-			var f flow
-			a.Schema().DecodeMessage(msg, func(c *schema.Column, v any) {
-				switch c.Key {
-				case schema.ColumnSrcAddr:
-					f.src = v.(interface{ String() string }).String()
-				case schema.ColumnDstAddr:
-					f.dst = v.(interface{ String() string }).String()
-				case schema.ColumnSrcAS:
-					f.srcAS = v.(uint64)
-				case schema.ColumnDstAS:
-					f.dstAS = v.(uint64)
-				}
-			})
-			flows = append(flows, f)
-		}
-		r.Close()
+		})
+		flows = append(flows, f)
 	}
 	if len(flows) != 29 {
 		t.Fatalf("%d flows, want 29", len(flows))
@@ -144,35 +129,23 @@ func TestEnrichmentMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	flows := 0
-	files, _ := file.ListArchives(cfg.Outputs.File.Directory, cfg.Outputs.File.Prefix)
-	for _, p := range files {
-		r, err := file.Open(p)
-		if err != nil {
-			t.Fatal(err)
+	for _, msg := range archivedMessages(t, cfg) {
+		got := map[string]any{}
+		a.Schema().DecodeMessage(msg, func(c *schema.Column, v any) { got[c.Name] = v })
+		if got["ExporterName"] != "replay" || got["ExporterSite"] != "lab" {
+			t.Errorf("exporter columns: %v", got)
 		}
-		for {
-			msg, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
+		for _, dir := range []string{"In", "Out"} {
+			index, _ := got[dir+"If"].(uint64)
+			name, boundary := "other", uint64(schema.BoundaryInternal)
+			if index < 64 {
+				name, boundary = fmt.Sprintf("if%d", index), schema.BoundaryExternal
 			}
-			got := map[string]any{}
-			a.Schema().DecodeMessage(msg, func(c *schema.Column, v any) { got[c.Name] = v })
-			if got["ExporterName"] != "replay" || got["ExporterSite"] != "lab" {
-				t.Errorf("exporter columns: %v", got)
+			if got[dir+"IfName"] != name || got[dir+"IfBoundary"] != boundary {
+				t.Errorf("%sIf %d: name %v, boundary %v; want %s, %d", dir, index, got[dir+"IfName"], got[dir+"IfBoundary"], name, boundary)
 			}
-			for _, dir := range []string{"In", "Out"} {
-				index, _ := got[dir+"If"].(uint64)
-				name, boundary := "other", uint64(schema.BoundaryInternal)
-				if index < 64 {
-					name, boundary = fmt.Sprintf("if%d", index), schema.BoundaryExternal
-				}
-				if got[dir+"IfName"] != name || got[dir+"IfBoundary"] != boundary {
-					t.Errorf("%sIf %d: name %v, boundary %v; want %s, %d", dir, index, got[dir+"IfName"], got[dir+"IfBoundary"], name, boundary)
-				}
-			}
-			flows++
 		}
-		r.Close()
+		flows++
 	}
 	if flows != 29 {
 		t.Fatalf("%d flows, want 29", flows)

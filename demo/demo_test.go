@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func decodeAll(t *testing.T, s *schema.Schema, fn func(emit func(*schema.FlowMes
 	fn(func(fm *schema.FlowMessage) {
 		d := decoded{src: fm.SrcAddr, dst: fm.DstAddr, srcAS: fm.SrcAS, dstAS: fm.DstAS, rate: fm.SamplingRate}
 		msg := fm.Finalize()
-		_, n := uvarint(msg)
+		_, n := binary.Uvarint(msg)
 		err := s.DecodeMessage(msg[n:], func(c *schema.Column, v any) {
 			switch c.Key {
 			case schema.ColumnSrcPort:
@@ -46,17 +47,6 @@ func decodeAll(t *testing.T, s *schema.Schema, fn func(emit func(*schema.FlowMes
 		out = append(out, d)
 	})
 	return out
-}
-
-func uvarint(b []byte) (uint64, int) {
-	var v uint64
-	for i, c := range b {
-		v |= uint64(c&0x7f) << (7 * i)
-		if c < 0x80 {
-			return v, i + 1
-		}
-	}
-	return 0, 0
 }
 
 // TestNetFlowRoundTrip encodes generated traffic as NetFlow v9 and IPFIX and decodes it with

@@ -88,6 +88,36 @@ func TestFragmentKeepsSetColumns(t *testing.T) {
 	})
 }
 
+// TestFragmentMarksColumns checks the fast path's write-once marking: on a fresh message the
+// fragment's columns become set (a later Append or the same fragment again adds nothing),
+// including for fragments over fewer state words than AppendFragment checks, whose unused
+// words alias a used one.
+func TestFragmentMarksColumns(t *testing.T) {
+	s := mustNew(t, DefaultConfiguration())
+	for name, fill := range map[string]func(*FlowMessage){
+		"exporter":  func(m *FlowMessage) { m.AppendString(ColumnExporterName, "edge1") },
+		"interface": inInterface,
+	} {
+		f := mustFragment(t, s, fill)
+		if f.nwords == 0 || f.nwords >= fragmentWords {
+			t.Fatalf("%s: %d state words: the test needs fewer than %d", name, f.nwords, fragmentWords)
+		}
+		m := s.NewFlowMessage()
+		m.AppendFragment(f)
+		n := m.n
+		for _, k := range f.Columns() {
+			if !m.IsSet(k) {
+				t.Errorf("%s: %s not set", name, Lookup(k).Name)
+			}
+			m.AppendString(k, "again")
+		}
+		m.AppendFragment(f)
+		if m.n != n {
+			t.Errorf("%s: %d bytes added after the fragment", name, m.n-n)
+		}
+	}
+}
+
 // TestFragmentDisabledColumns checks that disabled columns stay out of a fragment, and that a
 // fragment of another schema (before a reload) appends nothing.
 func TestFragmentDisabledColumns(t *testing.T) {

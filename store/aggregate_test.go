@@ -14,9 +14,9 @@ import (
 	"flowzero/schema"
 )
 
-func defaultSchema(t testing.TB) *schema.Schema {
+func mustSchema(t testing.TB, cfg schema.Configuration) *schema.Schema {
 	t.Helper()
-	s, err := schema.New(schema.DefaultConfiguration())
+	s, err := schema.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,10 +165,10 @@ func TestNativeAggregator(t *testing.T) {
 		constHash bool
 		interval  time.Duration
 	}{
-		{"default columns", defaultSchema(t), nativeBlockRows, false, time.Minute},
+		{"default columns", mustSchema(t, schema.DefaultConfiguration()), nativeBlockRows, false, time.Minute},
 		{"all columns, small blocks", allColumnsSchema(t), 97, false, time.Minute},
 		{"constant hash", allColumnsSchema(t), 500, true, 5 * time.Minute},
-		{"30s", defaultSchema(t), 1000, false, 30 * time.Second},
+		{"30s", mustSchema(t, schema.DefaultConfiguration()), 1000, false, 30 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.schema
@@ -232,7 +232,7 @@ func TestNativeAggregator(t *testing.T) {
 // TestNativeAggregatorRefusesExpressions checks that a dimension the aggregation cannot
 // compute keeps the view: an expression other than Array[n], or Array[n] of another type.
 func TestNativeAggregatorRefusesExpressions(t *testing.T) {
-	s := defaultSchema(t)
+	s := mustSchema(t, schema.DefaultConfiguration())
 	enc := mustEncoder(t, s)
 	dims := aggDims(s)
 	if _, err := newNativeAggregator(enc, dims, time.Minute); err != nil {

@@ -3,6 +3,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -29,9 +30,36 @@ const benchFlows = 1 << 20
 // hosts, the AS/port/protocol mix of an eyeball network) as the collector would, arriving at
 // 20k flows/s from three exporters, cut into batches of length-delimited messages of the
 // sink's default size (embedded.batch-bytes).
-func demoBatches(s *schema.Schema) (batches [][]byte, bytes int) {
-	batches, bytes, _ = demoBatchesTimed(s)
-	return batches, bytes
+func demoBatches(s *schema.Schema) (batches [][]byte, size int) {
+	batches, size, _ = demoBatchesTimed(s)
+	return batches, size
+}
+
+// fillDemoFlow sets fm (reset) to demo flow f as the collector would have it from exporter:
+// the decoder's columns and the exporter's name.
+func fillDemoFlow(fm *schema.FlowMessage, f *demo.Flow, now time.Time, exporter netip.Addr, name string) {
+	fm.Reset()
+	fm.TimeReceived = uint64(now.Unix())
+	fm.SamplingRate = 1000
+	fm.ExporterAddress = exporter
+	fm.SrcAddr, fm.DstAddr, fm.NextHop = f.Src, f.Dst, f.NextHop
+	fm.SrcAS, fm.DstAS = f.SrcAS, f.DstAS
+	fm.SrcNetMask, fm.DstNetMask = f.SrcMask, f.DstMask
+	fm.InIf, fm.OutIf = f.InIf, f.OutIf
+	fm.DstASPath = f.ASPath
+	fm.AppendUint(schema.ColumnBytes, f.Bytes)
+	fm.AppendUint(schema.ColumnPackets, f.Packets)
+	fm.AppendUint(schema.ColumnSrcPort, uint64(f.SrcPort))
+	fm.AppendUint(schema.ColumnDstPort, uint64(f.DstPort))
+	fm.AppendUint(schema.ColumnProto, uint64(f.Proto))
+	etype := uint64(0x800)
+	if f.Src.Is6() {
+		etype = 0x86dd
+	}
+	fm.AppendUint(schema.ColumnEType, etype)
+	fm.AppendUint(schema.ColumnFlowDirection, uint64(f.Direction)+1)
+	fm.AppendUint(schema.ColumnForwardingStatus, 64)
+	fm.AppendString(schema.ColumnExporterName, name)
 }
 
 // demoSpan is the time the demo batches span: benchFlows flows at 20k flows/s.
@@ -42,7 +70,7 @@ type timeField struct{ batch, off int32 }
 
 // demoBatchesTimed is demoBatches, also returning where each flow's TimeReceived is, so that
 // the batches can be sent again later in time (shiftTimes).
-func demoBatchesTimed(s *schema.Schema) (batches [][]byte, bytes int, times []timeField) {
+func demoBatchesTimed(s *schema.Schema) (batches [][]byte, size int, times []timeField) {
 	g := demo.NewGenerator(1)
 	fm := s.NewFlowMessage()
 	exporters := []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2"), netip.MustParseAddr("192.0.2.3")}
@@ -52,48 +80,25 @@ func demoBatchesTimed(s *schema.Schema) (batches [][]byte, bytes int, times []ti
 	for i := 0; i < benchFlows; i++ {
 		now := start.Add(time.Duration(i) * 50 * time.Microsecond)
 		f := g.Next(now)
-		fm.Reset()
 		e := i % len(exporters)
-		fm.TimeReceived = uint64(now.Unix())
-		fm.SamplingRate = 1000
-		fm.ExporterAddress = exporters[e]
-		fm.SrcAddr, fm.DstAddr, fm.NextHop = f.Src, f.Dst, f.NextHop
-		fm.SrcAS, fm.DstAS = f.SrcAS, f.DstAS
-		fm.SrcNetMask, fm.DstNetMask = f.SrcMask, f.DstMask
-		fm.InIf, fm.OutIf = f.InIf, f.OutIf
-		fm.DstASPath = f.ASPath
-		fm.AppendUint(schema.ColumnBytes, f.Bytes)
-		fm.AppendUint(schema.ColumnPackets, f.Packets)
-		fm.AppendUint(schema.ColumnSrcPort, uint64(f.SrcPort))
-		fm.AppendUint(schema.ColumnDstPort, uint64(f.DstPort))
-		fm.AppendUint(schema.ColumnProto, uint64(f.Proto))
-		etype := uint64(0x800)
-		if f.Src.Is6() {
-			etype = 0x86dd
-		}
-		fm.AppendUint(schema.ColumnEType, etype)
-		fm.AppendUint(schema.ColumnFlowDirection, uint64(f.Direction)+1)
-		fm.AppendUint(schema.ColumnForwardingStatus, 64)
-		fm.AppendString(schema.ColumnExporterName, names[e])
+		fillDemoFlow(fm, &f, now, exporters[e], names[e])
 		msg := fm.Finalize()
-		bytes += len(msg)
+		size += len(msg)
 		if len(cur)+len(msg) > DefaultConfiguration().Embedded.BatchBytes {
 			batches = append(batches, cur)
 			cur = nil
 		}
 		// The value's varint (5 bytes for today's Unix times) appears once in the message.
 		v := binary.AppendUvarint(nil, fm.TimeReceived)
-		at := bytesIndex(msg, v)
+		at := bytes.Index(msg, v)
 		if len(v) != 5 || at < 0 {
 			panic("demo flow without a 5-byte TimeReceived")
 		}
 		times = append(times, timeField{int32(len(batches)), int32(len(cur) + at)})
 		cur = append(cur, msg...)
 	}
-	return append(batches, cur), bytes, times
+	return append(batches, cur), size, times
 }
-
-func bytesIndex(b, sub []byte) int { return strings.Index(string(b), string(sub)) }
 
 // shiftTimes moves every demo flow's TimeReceived by d (in place, keeping 5-byte varints).
 func shiftTimes(batches [][]byte, times []timeField, d time.Duration) {
@@ -343,8 +348,10 @@ func benchOpen(b *testing.B, cfg Configuration, s *schema.Schema) (*chdb.Conn, *
 	return conn, ddl
 }
 
-func benchSink(b *testing.B, cfg Configuration, s *schema.Schema, batches [][]byte) {
-	cfg.Embedded.QueueLength = 2 * len(batches) // measure the engine, not the drop policy
+// startBenchSink starts a sink whose queue holds queued batches: the benchmarks measure the
+// engine, not the drop policy (checkNotDropped).
+func startBenchSink(b *testing.B, cfg Configuration, s *schema.Schema, queued int) *Sink {
+	cfg.Embedded.QueueLength = queued
 	sink, err := NewSink(nil, cfg, s, quietLogger())
 	if err != nil {
 		b.Fatal(err)
@@ -352,16 +359,36 @@ func benchSink(b *testing.B, cfg Configuration, s *schema.Schema, batches [][]by
 	if err := sink.Start(); err != nil {
 		b.Fatal(err)
 	}
-	defer sink.Stop()
-	// Split the batches back into messages, as the collector hands them over.
-	var msgs [][]byte
+	return sink
+}
+
+// checkNotDropped fails the benchmark if the sink dropped flows for want of queue room.
+func checkNotDropped(b *testing.B, sink *Sink) {
+	if n := counterValue(sink.m.droppedFull); n > 0 {
+		b.Fatalf("%v flows dropped: queue full", n)
+	}
+}
+
+// splitMessages returns the length-delimited messages of batches (views into them), as the
+// collector hands them over.
+func splitMessages(batches [][]byte) (msgs [][]byte) {
 	for _, batch := range batches {
 		for len(batch) > 0 {
-			n, w := uvarint(batch)
-			msgs = append(msgs, batch[:w+n])
-			batch = batch[w+n:]
+			n, w := binary.Uvarint(batch)
+			if w <= 0 || n > uint64(len(batch)-w) {
+				panic("malformed demo batch")
+			}
+			msgs = append(msgs, batch[:w+int(n)])
+			batch = batch[w+int(n):]
 		}
 	}
+	return msgs
+}
+
+func benchSink(b *testing.B, cfg Configuration, s *schema.Schema, batches [][]byte) {
+	sink := startBenchSink(b, cfg, s, 2*len(batches))
+	defer sink.Stop()
+	msgs := splitMessages(batches)
 	b.ResetTimer()
 	cpu0, t0 := cpuSeconds(), time.Now()
 	for b.Loop() {
@@ -373,12 +400,7 @@ func benchSink(b *testing.B, cfg Configuration, s *schema.Schema, batches [][]by
 		}
 	}
 	report(b, cpu0, t0)
-	if d := sink.m.droppedFull; d != nil {
-		var n float64
-		if n = counterValue(d); n > 0 {
-			b.Fatalf("%v flows dropped: queue full", n)
-		}
-	}
+	checkNotDropped(b, sink)
 	reportDisk(b, sink.Conn())
 }
 
@@ -395,15 +417,9 @@ const sustainedRounds = 8
 // the merges left it (no OPTIMIZE), parts the active parts of every table left by them.
 func benchSustained(b *testing.B, cfg Configuration, s *schema.Schema) {
 	batches, _, times := demoBatchesTimed(s)
-	cfg.Embedded.QueueLength = 2 * sustainedRounds * len(batches) // the engine's pace, not the drop policy
-	sink, err := NewSink(nil, cfg, s, quietLogger())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := sink.Start(); err != nil {
-		b.Fatal(err)
-	}
+	sink := startBenchSink(b, cfg, s, 2*sustainedRounds*len(batches))
 	defer sink.Stop()
+	msgs := splitMessages(batches) // views: shiftTimes moves their times too
 	conn := sink.Conn()
 	ev0 := engineEvents(b, conn)
 	var insertCPU, settleCPU, insertWall, cpu, wall float64
@@ -416,12 +432,8 @@ func benchSustained(b *testing.B, cfg Configuration, s *schema.Schema) {
 				shiftTimes(batches, times, demoSpan+time.Second)
 			}
 			rounds++
-			for _, batch := range batches {
-				for len(batch) > 0 {
-					n, w := uvarint(batch)
-					sink.Write(batch[:w+n])
-					batch = batch[w+n:]
-				}
+			for _, m := range msgs {
+				sink.Write(m)
 			}
 		}
 		if err := sink.Flush(); err != nil {
@@ -436,11 +448,7 @@ func benchSustained(b *testing.B, cfg Configuration, s *schema.Schema) {
 		wall += t2.Sub(t).Seconds()
 	}
 	b.StopTimer()
-	if d := sink.m.droppedFull; d != nil {
-		if n := counterValue(d); n > 0 {
-			b.Fatalf("%v flows dropped: queue full", n)
-		}
-	}
+	checkNotDropped(b, sink)
 	flows := float64(b.N) * sustainedRounds * benchFlows
 	b.ReportMetric(flows/wall, "flows/s")
 	b.ReportMetric(flows/cpu, "flows/cpu-s")
@@ -521,17 +529,6 @@ func engineEvents(b *testing.B, conn *chdb.Conn) map[string]float64 {
 		}
 	}
 	return m
-}
-
-func uvarint(b []byte) (n, width int) {
-	var v uint64
-	for i, c := range b {
-		v |= uint64(c&0x7f) << (7 * i)
-		if c < 0x80 {
-			return int(v), i + 1
-		}
-	}
-	return 0, len(b)
 }
 
 func report(b *testing.B, cpu0 float64, t0 time.Time) {

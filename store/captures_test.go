@@ -3,6 +3,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -69,9 +70,9 @@ func TestCaptureFlowsThroughSink(t *testing.T) {
 	}
 	want := make([]string, 0, len(msgs))
 	for _, framed := range msgs {
-		n, w := uvarint(framed)
+		n, w := binary.Uvarint(framed)
 		vals := map[string][]string{}
-		if err := s.DecodeMessage(framed[w:w+n], func(c *schema.Column, v any) {
+		if err := s.DecodeMessage(framed[w:w+int(n)], func(c *schema.Column, v any) {
 			vals[c.Name] = append(vals[c.Name], chValue(c, v))
 		}); err != nil {
 			t.Fatal(err)

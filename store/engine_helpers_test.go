@@ -22,15 +22,6 @@ import (
 
 func quietLogger() *slog.Logger { return quietTestLogger() }
 
-func mustSchema(t testing.TB, cfg schema.Configuration) *schema.Schema {
-	t.Helper()
-	s, err := schema.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func testConfig(t testing.TB, dir string) Configuration {
 	cfg := DefaultConfiguration()
 	cfg.Embedded.Path = filepath.Join(dir, "chdb")

@@ -334,20 +334,8 @@ func writeDemoFlows(sink *Sink, s *schema.Schema, n int, every time.Duration) {
 	for i := range n {
 		now := start.Add(time.Duration(i) * every)
 		f := g.Next(now)
-		fm.Reset()
-		fm.TimeReceived = uint64(now.Unix())
-		fm.SamplingRate = 1000
-		fm.ExporterAddress = exporters[i%2]
-		fm.SrcAddr, fm.DstAddr = f.Src, f.Dst
-		fm.SrcAS, fm.DstAS = f.SrcAS, f.DstAS
-		fm.InIf, fm.OutIf = f.InIf, f.OutIf
-		fm.DstASPath = f.ASPath
-		fm.AppendUint(schema.ColumnBytes, f.Bytes)
-		fm.AppendUint(schema.ColumnPackets, f.Packets)
-		fm.AppendUint(schema.ColumnProto, uint64(f.Proto))
-		fm.AppendUint(schema.ColumnFlowDirection, uint64(f.Direction)+1)
 		// 300 names: the aggregated block's dictionary needs 16-bit indexes.
-		fm.AppendString(schema.ColumnExporterName, names[i%len(names)])
+		fillDemoFlow(fm, &f, now, exporters[i%2], names[i%len(names)])
 		sink.Write(fm.Finalize())
 	}
 }

@@ -253,30 +253,25 @@ func (s *Sink) insertLoop() {
 		start := time.Now()
 		flows, err := s.insertBatch(b)
 		s.m.insertSeconds.Observe(time.Since(start).Seconds())
+		// A failed INSERT of the pre-aggregated rows comes after the flows were stored.
 		var aggErr *aggregateInsertError
-		if errors.As(err, &aggErr) {
-			// The flows are stored; their groups are not.
+		stored := err == nil || errors.As(err, &aggErr)
+		if err != nil {
 			s.m.insertErrors.Inc()
-			s.m.notAggregated.Add(float64(flows))
-			s.log.Error("store: insert of the pre-aggregated rows failed", "flows", flows, "error", err)
+			if stored {
+				s.m.notAggregated.Add(float64(flows))
+				s.log.Error("store: insert of the pre-aggregated rows failed", "flows", flows, "error", err)
+			} else {
+				s.m.droppedError.Add(float64(flows))
+				s.log.Error("store: insert failed", "flows", flows, "error", err)
+			}
 			s.mu.Lock()
 			if s.err == nil {
 				s.err = err
 			}
 			s.mu.Unlock()
-			s.m.flows.Add(float64(flows))
-			s.m.bytes.Add(float64(len(b.buf)))
-			s.m.batches.Inc()
-		} else if err != nil {
-			s.m.insertErrors.Inc()
-			s.m.droppedError.Add(float64(flows))
-			s.log.Error("store: insert failed", "flows", flows, "error", err)
-			s.mu.Lock()
-			if s.err == nil {
-				s.err = err
-			}
-			s.mu.Unlock()
-		} else {
+		}
+		if stored {
 			s.m.flows.Add(float64(flows))
 			s.m.bytes.Add(float64(len(b.buf)))
 			s.m.batches.Inc()

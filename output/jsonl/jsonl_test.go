@@ -1,6 +1,7 @@
 package jsonl
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestFormatter(t *testing.T) {
 	fm.AppendUint(schema.ColumnFlowDirection, schema.DirectionIngress)
 	fm.AppendUint(schema.ColumnSrcMAC, 0x001b213c9df8)
 	msg := fm.Finalize()
-	_, n := uvarintLen(msg)
+	_, n := binary.Uvarint(msg)
 
 	f, err := New(s, []string{"TimeReceived", "SrcAddr", "DstAddr", "DstPort", "FlowDirection", "SrcMAC"})
 	if err != nil {
@@ -45,15 +46,4 @@ func TestFormatter(t *testing.T) {
 	if _, err := f.Append(nil, []byte{0x0a, 0xff}); err == nil {
 		t.Fatal("malformed message accepted")
 	}
-}
-
-func uvarintLen(b []byte) (uint64, int) {
-	var v uint64
-	for i, c := range b {
-		v |= uint64(c&0x7f) << (7 * i)
-		if c < 0x80 {
-			return v, i + 1
-		}
-	}
-	return 0, 0
 }
