@@ -30,23 +30,31 @@ const (
 	ColumnDstVlan
 	ColumnForwardingStatus
 	ColumnFlowDirection
+	ColumnTimeFlowStart
+	// The metadata columns enrich.Metadata appends as fragments: each group (exporter,
+	// inbound and outbound interface) fills one 8-byte word of FlowMessage.state, which
+	// AppendFragment checks with one load (TestFragmentGroupsInOneWord).
 	ColumnExporterName
 	ColumnExporterGroup
 	ColumnExporterRole
 	ColumnExporterSite
 	ColumnExporterRegion
 	ColumnExporterTenant
+	ColumnIngressVRFID
+	ColumnEgressVRFID
 	ColumnInIfName
-	ColumnOutIfName
 	ColumnInIfDescription
-	ColumnOutIfDescription
 	ColumnInIfSpeed
-	ColumnOutIfSpeed
 	ColumnInIfConnectivity
-	ColumnOutIfConnectivity
 	ColumnInIfProvider
-	ColumnOutIfProvider
 	ColumnInIfBoundary
+	ColumnSrcMAC
+	ColumnDstMAC
+	ColumnOutIfName
+	ColumnOutIfDescription
+	ColumnOutIfSpeed
+	ColumnOutIfConnectivity
+	ColumnOutIfProvider
 	ColumnOutIfBoundary
 	ColumnSrcNetName
 	ColumnDstNetName
@@ -73,8 +81,6 @@ const (
 	ColumnDstAddrNAT
 	ColumnSrcPortNAT
 	ColumnDstPortNAT
-	ColumnSrcMAC
-	ColumnDstMAC
 	ColumnIPTTL
 	ColumnIPTos
 	ColumnIPFragmentID
@@ -86,9 +92,6 @@ const (
 	ColumnICMPv6Type
 	ColumnICMPv6Code
 	ColumnMPLSLabels
-	ColumnIngressVRFID
-	ColumnEgressVRFID
-	ColumnTimeFlowStart
 	ColumnTimeFlowEnd
 	ColumnTunnelSrcAddr
 	ColumnTunnelDstAddr

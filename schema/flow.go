@@ -88,7 +88,24 @@ type FlowMessage struct {
 	// enc is the schema's column table (Schema.enc), copied here so that an Append reads
 	// its column's entry with one load less.
 	enc [encSize]encInfo
+	// exporter holds the encoded TimeReceived, SamplingRate and ExporterAddress of the last
+	// flow: all the flows of a datagram share them, and Finalize copies them from here when
+	// they did not change (kept by Reset).
+	exporter exporterFields
 }
+
+// exporterFields is the encoding of the hot fields a datagram's flows share. Its zero value
+// is right: zero values encode to nothing.
+type exporterFields struct {
+	time, rate uint64
+	addr       netip.Addr
+	n          int
+	data       [exporterFieldsRoom]byte
+}
+
+// exporterFieldsRoom holds the three fields (two varints of at most 2+10 bytes, an address
+// of 2+1+16), rounded up to the 16-byte copy steps.
+const exporterFieldsRoom = 48
 
 // initialBufferSize fits a flow with every column set without growing.
 const initialBufferSize = 1024
@@ -562,8 +579,18 @@ func (m *FlowMessage) Finalize() []byte {
 	// zero (hotKey.on) and, like a zero value, not written.
 	hk := &m.schema.hotKeys
 	b, i := unsafe.Pointer(unsafe.SliceData(m.buf)), m.n
-	i = putHotUint(b, i, &hk[hotTimeReceived], m.TimeReceived)
-	i = putHotUint(b, i, &hk[hotSamplingRate], m.SamplingRate)
+	if x := &m.exporter; m.TimeReceived == x.time && m.SamplingRate == x.rate && m.ExporterAddress == x.addr {
+		// The same datagram as the last flow: copy its encoding, straight-line (hotRoom
+		// covers the whole array). 32 bytes hold it unless the time or rate is very large.
+		d := (*[exporterFieldsRoom]byte)(unsafe.Add(b, i))
+		copy(d[:32], x.data[:32])
+		if x.n > 32 {
+			copy(d[32:], x.data[32:])
+		}
+		i += x.n
+	} else {
+		i = m.putExporterFields(i)
+	}
 	i = putHotUint(b, i, &hk[hotSrcAS], uint64(m.SrcAS))
 	i = putHotUint(b, i, &hk[hotDstAS], uint64(m.DstAS))
 	i = putHotUint(b, i, &hk[hotInIf], uint64(m.InIf))
@@ -573,7 +600,6 @@ func (m *FlowMessage) Finalize() []byte {
 	i = putHotUint(b, i, &hk[hotSrcVlan], uint64(m.SrcVlan))
 	i = putHotUint(b, i, &hk[hotDstVlan], uint64(m.DstVlan))
 	if addrLayoutOK {
-		i = putHotAddr(b, i, &hk[hotExporterAddress], &m.ExporterAddress)
 		i = putHotAddr(b, i, &hk[hotSrcAddr], &m.SrcAddr)
 		i = putHotAddr(b, i, &hk[hotDstAddr], &m.DstAddr)
 		i = putHotAddr(b, i, &hk[hotNextHop], &m.NextHop)
@@ -614,6 +640,26 @@ func (m *FlowMessage) Finalize() []byte {
 	return m.buf[start:m.n:m.n]
 }
 
+// putExporterFields writes TimeReceived, SamplingRate and ExporterAddress at m.buf[i:] (room
+// checked by Finalize), keeps their encoding for the next flows, and returns the new end.
+//
+//go:noinline
+func (m *FlowMessage) putExporterFields(i int) int {
+	hk := &m.schema.hotKeys
+	b, start := unsafe.Pointer(unsafe.SliceData(m.buf)), i
+	i = putHotUint(b, i, &hk[hotTimeReceived], m.TimeReceived)
+	i = putHotUint(b, i, &hk[hotSamplingRate], m.SamplingRate)
+	if h := &hk[hotExporterAddress]; h.on != 0 && m.ExporterAddress.IsValid() {
+		binary.LittleEndian.PutUint64(m.buf[i:], h.key)
+		a16 := m.ExporterAddress.As16()
+		i += int(h.len) + 1 + copy(m.buf[i+int(h.len)+1:], a16[:])
+	}
+	x := &m.exporter
+	x.time, x.rate, x.addr, x.n = m.TimeReceived, m.SamplingRate, m.ExporterAddress, i-start
+	copy(x.data[:], m.buf[start:i])
+	return i
+}
+
 // putHotUint stores hot varint field h = v at b+i if v is not zero and the column
 // enabled, and returns the new end. It is small enough to be inlined: each call site gets its
 // own branches. Finalize checked the room (hotRoom).
@@ -642,12 +688,12 @@ func putHotAddr(b unsafe.Pointer, i int, h *hotKey, a *netip.Addr) int {
 	return i
 }
 
-// putHotAddrsAs16 is putHotAddr for the four addresses through As16, for a netip.Addr
+// putHotAddrsAs16 is putHotAddr for the three flow addresses through As16, for a netip.Addr
 // layout putHotAddr does not know (addrLayoutOK false).
 func (m *FlowMessage) putHotAddrsAs16(i int) int {
 	hk := &m.schema.hotKeys
-	for j, a := range [hotAddrs]netip.Addr{m.ExporterAddress, m.SrcAddr, m.DstAddr, m.NextHop} {
-		if h := &hk[hotScalars+j]; h.on != 0 && a.IsValid() {
+	for j, a := range [...]netip.Addr{m.SrcAddr, m.DstAddr, m.NextHop} {
+		if h := &hk[hotSrcAddr+j]; h.on != 0 && a.IsValid() {
 			binary.LittleEndian.PutUint64(m.buf[i:], h.key)
 			a16 := a.As16()
 			i += int(h.len) + 1 + copy(m.buf[i+int(h.len)+1:], a16[:])

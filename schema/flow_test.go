@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -598,4 +599,42 @@ func TestFlowMessageBadValues(t *testing.T) {
 		ColumnInIfName:     "ge-0/0/0 \uFFFD\uFFFD café",
 		ColumnOutIfName:    "Gi0/1 \uFFFD",
 	})
+}
+
+// TestFlowMessageExporterFields checks that the encoding Finalize keeps of TimeReceived,
+// SamplingRate and ExporterAddress for the next flows follows their changes: every flow of a
+// reused message gives the bytes a fresh message gives, whether the fields changed or not,
+// including encodings longer than the 32 bytes copied first, zones, zero values and a disabled
+// ExporterAddress.
+func TestFlowMessageExporterFields(t *testing.T) {
+	e4, e6 := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")
+	type fields struct {
+		time, rate uint64
+		exporter   netip.Addr
+	}
+	seq := []fields{
+		{1700000000, 1, e4}, {1700000000, 1, e4}, {1700000001, 1, e4}, {1700000001, 1000, e4},
+		{1700000001, 1000, e6}, {1700000001, 1000, e6.WithZone("eth0")}, {1700000001, 1000, e6},
+		{0, 0, netip.Addr{}}, {0, 0, netip.Addr{}}, {1 << 63, 1 << 62, e6}, {1 << 63, 1 << 62, e6},
+		{1 << 63, 1 << 62, e4}, {1700000000, 1, e4},
+	}
+	for _, cfg := range []Configuration{DefaultConfiguration(), {Disabled: []string{"ExporterAddress"}}} {
+		s := mustNew(t, cfg)
+		reused := s.NewFlowMessage()
+		for i, f := range seq {
+			var out [2][]byte
+			for j, m := range []*FlowMessage{reused, s.NewFlowMessage()} {
+				m.Reset()
+				m.TimeReceived, m.SamplingRate, m.ExporterAddress = f.time, f.rate, f.exporter
+				// A length that changes from flow to flow moves the cached fields: stale
+				// bytes of the previous flow are not where they belong.
+				m.AppendUint(ColumnBytes, 1<<(7*(i%4)))
+				m.SrcAS = 64500
+				out[j] = bytes.Clone(m.Finalize())
+			}
+			if !bytes.Equal(out[0], out[1]) {
+				t.Errorf("%v, flow %d (%+v):\nreused %x\nfresh  %x", cfg.Disabled, i, f, out[0], out[1])
+			}
+		}
+	}
 }

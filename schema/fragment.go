@@ -21,20 +21,16 @@ type Fragment struct {
 	keys   [MaxFragmentColumns]ColumnKey
 	ends   [MaxFragmentColumns]uint16 // end of each column's field in data
 	data   []byte
-	// words are the 8-byte words of FlowMessage.state holding the fragment's columns (at
-	// most fragmentWords; nwords 0 when they need more): mask selects the columns' bytes and
-	// want is their state while free (the schema's op).
-	nwords int
-	words  [fragmentWords]struct {
+	// word locates the fragment's columns in FlowMessage.state when they all lie in one
+	// 8-byte word (oneWord): off is the word's offset, mask selects the columns' bytes and
+	// want is their state while free (the schema's op). The column order puts each metadata
+	// group in one word; other fragments take the slow path.
+	oneWord bool
+	word    struct {
 		off        uintptr
 		mask, want uint64
 	}
 }
-
-// fragmentWords is the number of words of column states AppendFragment checks, always all
-// of them (unused ones have a zero mask): a loop over one to three words mispredicted its exit
-// on most fragments.
-const fragmentWords = 3
 
 // fragmentStep is the size of AppendFragment's copy steps: two 8-byte loads and stores.
 const fragmentStep = 16
@@ -88,27 +84,19 @@ func (s *Schema) NewFragment(fill func(m *FlowMessage)) (*Fragment, error) {
 	return f, nil
 }
 
-// setWords finds the state words of the fragment's columns.
+// setWords finds the state word of the fragment's columns, if they share one.
 func (f *Fragment) setWords() {
-	for _, k := range f.keys[:f.n] {
+	f.oneWord = true
+	for i, k := range f.keys[:f.n] {
 		off, shift := uintptr(k&(encSize-1))&^7, 8*(uint(k)&7)
-		i := 0
-		for i < f.nwords && f.words[i].off != off {
-			i++
-		}
-		if i == fragmentWords {
-			f.nwords = 0
+		if i == 0 {
+			f.word.off = off
+		} else if off != f.word.off {
+			f.oneWord = false
 			return
 		}
-		if i == f.nwords {
-			f.words[i].off = off
-			f.nwords++
-		}
-		f.words[i].mask |= 0xff << shift
-		f.words[i].want |= uint64(f.schema.state[k&(encSize-1)]) << shift
-	}
-	for i := f.nwords; i < fragmentWords; i++ {
-		f.words[i].off = f.words[0].off
+		f.word.mask |= 0xff << shift
+		f.word.want |= uint64(f.schema.state[k&(encSize-1)]) << shift
 	}
 }
 
@@ -124,25 +112,19 @@ func (m *FlowMessage) AppendFragment(f *Fragment) {
 		return
 	}
 	n, l := m.n, len(f.data)
-	if f.nwords == 0 || len(m.buf)-n < l+fragmentStep {
+	if !f.oneWord || len(m.buf)-n < l+fragmentStep {
 		m.appendFragmentSlow(f)
 		return
 	}
 	// The columns are free when their state bytes are still the schema's: one 8-byte load,
-	// mask and compare per word of states rather than one per column.
-	st := unsafe.Pointer(&m.state)
-	w := &f.words
-	p0, p1, p2 := unsafe.Add(st, w[0].off), unsafe.Add(st, w[1].off), unsafe.Add(st, w[2].off)
-	s0, s1, s2 := load64(p0), load64(p1), load64(p2)
-	if s0&w[0].mask != w[0].want || s1&w[1].mask != w[1].want || s2&w[2].mask != w[2].want {
+	// mask and compare rather than one per column.
+	p := unsafe.Add(unsafe.Pointer(&m.state), f.word.off)
+	st := load64(p)
+	if st&f.word.mask != f.word.want {
 		m.appendFragmentSlow(f)
 		return
 	}
-	// Unused words have a zero mask and the offset of a used one: the stores leave them as
-	// they are.
-	store64(p2, s2&^w[2].mask)
-	store64(p1, load64(p1)&^w[1].mask)
-	store64(p0, load64(p0)&^w[0].mask)
+	store64(p, st&^f.word.mask)
 	// 16-byte steps: f.data has room for one past its end and m.buf was checked for it.
 	dst, src := unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.buf)), n), unsafe.Pointer(unsafe.SliceData(f.data))
 	for i := 0; i < l; i += fragmentStep {

@@ -89,9 +89,7 @@ func TestFragmentKeepsSetColumns(t *testing.T) {
 }
 
 // TestFragmentMarksColumns checks the fast path's write-once marking: on a fresh message the
-// fragment's columns become set (a later Append or the same fragment again adds nothing),
-// including for fragments over fewer state words than AppendFragment checks, whose unused
-// words alias a used one.
+// fragment's columns become set (a later Append or the same fragment again adds nothing).
 func TestFragmentMarksColumns(t *testing.T) {
 	s := mustNew(t, DefaultConfiguration())
 	for name, fill := range map[string]func(*FlowMessage){
@@ -99,8 +97,8 @@ func TestFragmentMarksColumns(t *testing.T) {
 		"interface": inInterface,
 	} {
 		f := mustFragment(t, s, fill)
-		if f.nwords == 0 || f.nwords >= fragmentWords {
-			t.Fatalf("%s: %d state words: the test needs fewer than %d", name, f.nwords, fragmentWords)
+		if !f.oneWord {
+			t.Fatalf("%s: the columns span several state words: the test needs the fast path", name)
 		}
 		m := s.NewFlowMessage()
 		m.AppendFragment(f)
@@ -114,6 +112,34 @@ func TestFragmentMarksColumns(t *testing.T) {
 		m.AppendFragment(f)
 		if m.n != n {
 			t.Errorf("%s: %d bytes added after the fragment", name, m.n-n)
+		}
+	}
+}
+
+// TestFragmentGroupsInOneWord checks that each group of columns enrich.Metadata encodes as a
+// fragment lies in one word of column states, so that AppendFragment takes its fast path
+// even with every column of the group enabled.
+func TestFragmentGroupsInOneWord(t *testing.T) {
+	s := mustNew(t, allColumns())
+	for name, group := range map[string][]ColumnKey{
+		"exporter": {ColumnExporterName, ColumnExporterGroup, ColumnExporterRole, ColumnExporterSite, ColumnExporterRegion, ColumnExporterTenant},
+		"in":       {ColumnInIfName, ColumnInIfDescription, ColumnInIfSpeed, ColumnInIfConnectivity, ColumnInIfProvider, ColumnInIfBoundary},
+		"out":      {ColumnOutIfName, ColumnOutIfDescription, ColumnOutIfSpeed, ColumnOutIfConnectivity, ColumnOutIfProvider, ColumnOutIfBoundary},
+	} {
+		f := mustFragment(t, s, func(m *FlowMessage) {
+			for _, k := range group {
+				if Lookup(k).Kind == KindString {
+					m.AppendString(k, "x")
+				} else {
+					m.AppendUint(k, 1)
+				}
+			}
+		})
+		if len(f.Columns()) != len(group) {
+			t.Fatalf("%s: %d columns in the fragment, want %d", name, len(f.Columns()), len(group))
+		}
+		if !f.oneWord {
+			t.Errorf("%s: the group's columns span several words of column states", name)
 		}
 	}
 }
@@ -146,8 +172,8 @@ func TestFragmentWideSpan(t *testing.T) {
 		m.AppendString(ColumnDstNetTenant, "acme")
 	}
 	f := mustFragment(t, s, wide)
-	if f.nwords != 0 {
-		t.Fatalf("%d state words: the test needs a fragment over more than %d", f.nwords, fragmentWords)
+	if f.oneWord {
+		t.Fatal("one state word: the test needs a fragment over several")
 	}
 	one, frag := s.NewFlowMessage(), s.NewFlowMessage()
 	for _, m := range []*FlowMessage{one, frag} {

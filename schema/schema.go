@@ -194,7 +194,7 @@ func New(cfg Configuration) (*Schema, error) {
 	for i := range s.disabled {
 		s.disabled[i] = ^enabled[i]
 	}
-	for k := ColumnKey(1); k < ColumnLast; k++ {
+	for _, k := range tableKeys {
 		c := &columns[k]
 		if !enabled.has(k) {
 			continue

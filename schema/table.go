@@ -220,6 +220,18 @@ func (k ColumnKey) String() string {
 	return fmt.Sprintf("ColumnKey(%d)", uint16(k))
 }
 
+// Keys returns every column key in table order, the order of the flows table and of
+// `flowzero schema columns` (key order is an internal layout, see columns.go).
+func Keys() []ColumnKey { return tableKeys }
+
+var tableKeys = func() []ColumnKey {
+	ks := make([]ColumnKey, len(columnTable))
+	for i := range columnTable {
+		ks[i] = columnTable[i].Key
+	}
+	return ks
+}()
+
 // Lookup returns the static description of a column (whether enabled or not).
 func Lookup(k ColumnKey) *Column {
 	if k == 0 || k >= ColumnLast {

@@ -55,7 +55,7 @@ func runSchema(args []string, stdout, stderr io.Writer) error {
 	case "sql":
 		_, err = fmt.Fprintf(stdout, "-- flowzero schema %s\n%s;\n", s.Hash(), strings.TrimSuffix(s.ClickHouseFlowsTable(*table), "\n"))
 	case "columns":
-		for k := schema.ColumnKey(1); k < schema.ColumnLast; k++ {
+		for _, k := range schema.Keys() {
 			c := schema.Lookup(k)
 			state := "off"
 			if s.Enabled(k) {
