@@ -607,8 +607,9 @@ func (m *FlowMessage) Finalize() []byte {
 		i = m.putHotAddrsAs16(i)
 	}
 	m.n = i
-	if len(m.DstASPath) != 0 && hk[hotDstASPath].on != 0 {
-		m.putPackedUint32Field(hk[hotDstASPath].tag, m.DstASPath)
+	// The AS path, set for most flows, without putPackedUint32Field's frame.
+	if len(m.DstASPath) != 0 && hk[hotDstASPath].on != 0 && !m.putPacked(hk[hotDstASPath].tag, m.DstASPath) {
+		m.adopt(pbwire.AppendPackedUint32Field(m.buf[:m.n], hk[hotDstASPath].tag, m.DstASPath))
 	}
 	if len(m.SrcCommunities) != 0 && hk[hotSrcCommunities].on != 0 {
 		m.putPackedUint32Field(hk[hotSrcCommunities].tag, m.SrcCommunities)
@@ -823,19 +824,27 @@ const maxFastPacked = 25
 // above the longest field it writes there.
 const packedWindow = 256
 
-// putPackedUint32Field appends a packed repeated uint32 field (vs not empty). Short arrays (AS
-// paths, communities, MPLS stacks) are written in one pass, without sizing the values first:
-// a one-byte length is reserved and filled in afterwards.
+// putPackedUint32Field appends a packed repeated uint32 field (vs not empty).
 func (m *FlowMessage) putPackedUint32Field(t pbwire.Tag, vs []uint32) {
+	if !m.putPacked(t, vs) {
+		m.adopt(pbwire.AppendPackedUint32Field(m.buf[:m.n], t, vs))
+	}
+}
+
+// putPacked writes a short packed repeated uint32 field (vs not empty: AS paths,
+// communities, MPLS stacks) in one pass, without sizing the values first: a one-byte length
+// is reserved and filled in afterwards. It returns false, having written nothing, when the
+// array is long or the buffer short. It calls nothing, so it needs no stack frame.
+func (m *FlowMessage) putPacked(t pbwire.Tag, vs []uint32) bool {
 	n := m.n
 	if len(vs) > maxFastPacked || len(m.buf)-n < packedWindow {
-		m.adopt(pbwire.AppendPackedUint32Field(m.buf[:n], t, vs))
-		return
+		return false
 	}
-	// One bounds check for the whole field: the indexes into the window are masked (the
-	// field takes at most 2+1+5*maxFastPacked bytes, and 8 for the key store).
-	w := (*[packedWindow]byte)(m.buf[n:])
-	binary.LittleEndian.PutUint64(w[:], uint64(t))
+	// The indexes into the window are masked: no bounds checks (the field takes at most
+	// 2+1+5*maxFastPacked bytes, and 8 for the key store).
+	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.buf)), n)
+	store64(p, uint64(t))
+	w := (*[packedWindow]byte)(p)
 	kl := t.Len()
 	i := kl + 1
 	for _, v := range vs {
@@ -849,6 +858,7 @@ func (m *FlowMessage) putPackedUint32Field(t pbwire.Tag, vs []uint32) {
 	}
 	w[kl&(packedWindow-1)] = byte(i - kl - 1)
 	m.n = n + i
+	return true
 }
 
 // adopt makes out, the message appended to by a pbwire function from m.buf[:m.n], the
