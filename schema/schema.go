@@ -163,7 +163,11 @@ var hotIndex = map[ColumnKey]int{
 }
 
 func init() {
+	varints := 0
 	for k := ColumnKey(1); k < ColumnLast; k++ {
+		if c := &columns[k]; c.OnWire() && !c.Hot && !c.Kind.Repeated() && c.Kind.wireType() == pbwire.Varint {
+			varints++
+		}
 		_, indexed := hotIndex[k]
 		if columns[k].Hot != indexed {
 			panic("schema: hot flag and hot field disagree for " + columns[k].Name)
@@ -171,6 +175,9 @@ func init() {
 		if columns[k].Field > maxFastField {
 			panic("schema: field number of " + columns[k].Name + " needs a key longer than the fast paths handle")
 		}
+	}
+	if varints > maxVarintColumns {
+		panic("schema: more varint columns than varintReserve holds")
 	}
 }
 

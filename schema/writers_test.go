@@ -313,3 +313,38 @@ func FuzzFlowMessageWriters(f *testing.F) {
 		}
 	})
 }
+
+// TestFlowMessageVarintReserve checks appendUint's unchecked writes: with the buffer full up
+// to its length (as a checked writer may leave it), every varint column at its widest value
+// still lands inside the capacity, decodes back, and the next checked writer grows the
+// buffer.
+func TestFlowMessageVarintReserve(t *testing.T) {
+	s := mustNew(t, allColumns())
+	for room := range 20 {
+		m := s.NewFlowMessage()
+		m.n = len(m.buf) - room // bytes before start: whatever a previous writer left
+		start := m.n
+		want := map[int]uint64{}
+		for k := ColumnKey(1); k < ColumnLast; k++ {
+			if m.state[k] == opVarint {
+				m.AppendUint(k, m.enc[k].max)
+				want[Lookup(k).Field] = m.enc[k].max
+			}
+		}
+		if m.n > cap(m.buf) || m.n-start > varintReserve {
+			t.Fatalf("room %d: end %d past the capacity %d", room, m.n, cap(m.buf))
+		}
+		r := pbwire.NewReader(m.buf[start:m.n])
+		got := map[int]uint64{}
+		for r.Next() {
+			got[int(r.Field().Num)] = r.Field().Varint
+		}
+		if r.Err() != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("room %d: read %v (%v), want %v", room, got, r.Err(), want)
+		}
+		m.AppendString(ColumnExporterName, "edge1")
+		if m.n > len(m.buf) || cap(m.buf)-len(m.buf) != varintReserve {
+			t.Fatalf("room %d: a checked writer left end %d, length %d, capacity %d", room, m.n, len(m.buf), cap(m.buf))
+		}
+	}
+}
