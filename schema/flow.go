@@ -220,8 +220,8 @@ func (m *FlowMessage) IsSet(k ColumnKey) bool {
 // call that loads the column's entry from the dense table FlowMessage.enc (key pre-encoded,
 // kind, limits) and writes the common case straight-line; everything else goes to an
 // out-of-line slow path (appendUint, the most used, keeps its rare cases inline so that it
-// calls nothing: see varintReserve). A method that does not match the column's kind returns before
-// marking the column, so that the right method still works.
+// calls nothing: see varintReserve). A method that does not match the column's kind returns
+// before marking the column, so that the right method still works.
 //
 // The writers are schema's own rather than pbwire's field functions, which take and return
 // a slice: here that would cost a slice header store (three words and a write barrier check)
