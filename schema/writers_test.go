@@ -316,35 +316,55 @@ func FuzzFlowMessageWriters(f *testing.F) {
 
 // TestFlowMessageVarintReserve checks appendUint's unchecked writes: with the buffer full up
 // to its length (as a checked writer may leave it), every varint column at its widest value
-// still lands inside the capacity, decodes back, and the next checked writer grows the
-// buffer.
+// still lands inside the capacity and decodes back, and whichever checked writer comes next
+// grows the buffer and keeps the reserve.
 func TestFlowMessageVarintReserve(t *testing.T) {
 	s := mustNew(t, allColumns())
-	for room := range 20 {
-		m := s.NewFlowMessage()
-		m.n = len(m.buf) - room // bytes before start: whatever a previous writer left
-		start := m.n
-		want := map[int]uint64{}
-		for k := ColumnKey(1); k < ColumnLast; k++ {
-			if m.state[k] == opVarint {
-				m.AppendUint(k, m.enc[k].max)
-				want[Lookup(k).Field] = m.enc[k].max
+	frag := mustFragment(t, s, func(m *FlowMessage) { m.AppendString(ColumnInIfName, "et-0/0/1") })
+	next := map[string]struct {
+		fields int // fields the writer adds
+		write  func(m *FlowMessage)
+	}{
+		"string": {1, func(m *FlowMessage) { m.AppendString(ColumnExporterName, "edge1") }},
+		"bytes":  {1, func(m *FlowMessage) { m.AppendBytes(ColumnInIfDescription, []byte("transit")) }},
+		// Past the fast path: pbwire moves the message to a larger array, with room to
+		// spare (sizes past 32 KiB round up to whole pages).
+		"long":     {1, func(m *FlowMessage) { m.AppendString(ColumnSrcGeoCity, strings.Repeat("x", 40000)) }},
+		"ip":       {1, func(m *FlowMessage) { m.AppendIP(ColumnSrcAddrNAT, netip.MustParseAddr("192.0.2.1")) }},
+		"array":    {1, func(m *FlowMessage) { m.AppendArrayUint32(ColumnMPLSLabels, []uint32{16, 17}) }},
+		"fragment": {1, func(m *FlowMessage) { m.AppendFragment(frag) }},
+		"finalize": {2, func(m *FlowMessage) { m.SrcAS, m.DstASPath = 64500, []uint32{64500}; m.Finalize() }},
+	}
+	for name, w := range next {
+		for room := range 20 {
+			m := s.NewFlowMessage()
+			m.n = len(m.buf) - room // bytes before start: whatever a previous writer left
+			start := m.n
+			want := map[int]uint64{}
+			for k := ColumnKey(1); k < ColumnLast; k++ {
+				if m.state[k] == opVarint {
+					m.AppendUint(k, m.enc[k].max)
+					want[Lookup(k).Field] = m.enc[k].max
+				}
 			}
-		}
-		if m.n > cap(m.buf) || m.n-start > varintReserve {
-			t.Fatalf("room %d: end %d past the capacity %d", room, m.n, cap(m.buf))
-		}
-		r := pbwire.NewReader(m.buf[start:m.n])
-		got := map[int]uint64{}
-		for r.Next() {
-			got[int(r.Field().Num)] = r.Field().Varint
-		}
-		if r.Err() != nil || fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("room %d: read %v (%v), want %v", room, got, r.Err(), want)
-		}
-		m.AppendString(ColumnExporterName, "edge1")
-		if m.n > len(m.buf) || cap(m.buf)-len(m.buf) != varintReserve {
-			t.Fatalf("room %d: a checked writer left end %d, length %d, capacity %d", room, m.n, len(m.buf), cap(m.buf))
+			if m.n > cap(m.buf) || m.n-start > varintReserve {
+				t.Fatalf("room %d: end %d past the capacity %d", room, m.n, cap(m.buf))
+			}
+			w.write(m)
+			if m.n > len(m.buf) || cap(m.buf)-len(m.buf) != varintReserve {
+				t.Fatalf("%s, room %d: end %d, length %d, capacity %d", name, room, m.n, len(m.buf), cap(m.buf))
+			}
+			r := pbwire.NewReader(m.buf[start:m.n])
+			got, fields := map[int]uint64{}, 0
+			for r.Next() {
+				if _, ok := want[int(r.Field().Num)]; ok {
+					got[int(r.Field().Num)] = r.Field().Varint
+				}
+				fields++
+			}
+			if r.Err() != nil || fmt.Sprint(got) != fmt.Sprint(want) || fields != len(want)+w.fields {
+				t.Fatalf("%s, room %d: read %d fields, %v (%v), want %d, %v", name, room, fields, got, r.Err(), len(want)+w.fields, want)
+			}
 		}
 	}
 }
