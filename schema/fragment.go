@@ -32,7 +32,7 @@ type Fragment struct {
 	}
 }
 
-// fragmentStep is the size of AppendFragment's copy steps: two 8-byte loads and stores.
+// fragmentStep is the size of AppendFragment's copy steps: one 16-byte load and store.
 const fragmentStep = 16
 
 // MaxFragmentColumns is the most columns a Fragment holds.
@@ -128,9 +128,7 @@ func (m *FlowMessage) AppendFragment(f *Fragment) {
 	// 16-byte steps: f.data has room for one past its end and m.buf was checked for it.
 	dst, src := unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.buf)), n), unsafe.Pointer(unsafe.SliceData(f.data))
 	for i := 0; i < l; i += fragmentStep {
-		a, b := load64(unsafe.Add(src, i)), load64(unsafe.Add(src, i+8))
-		store64(unsafe.Add(dst, i), a)
-		store64(unsafe.Add(dst, i+8), b)
+		*(*[fragmentStep]byte)(unsafe.Add(dst, i)) = *(*[fragmentStep]byte)(unsafe.Add(src, i))
 	}
 	m.n = n + l
 }
