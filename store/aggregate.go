@@ -83,8 +83,11 @@ type nativeAggregator struct {
 	// slot), so that a probe reads the group's key only when the hashes agree; its length is
 	// a power of two, at least twice n.
 	slots []uint64
-	seed  maphash.Seed
-	hash  func(maphash.Seed, []byte) uint64
+	// tmin and tmax are the oldest and newest TimeReceived of the rows added since reset
+	// (tmin > tmax: none).
+	tmin, tmax uint32
+	seed       maphash.Seed
+	hash       func(maphash.Seed, []byte) uint64
 
 	// LowCardinality output: stamp[id] == gen when the interned value id has index
 	// local[id] in the dictionary being written.
@@ -169,6 +172,7 @@ func newNativeAggregator(enc *NativeEncoder, dims []*schema.Column, interval tim
 		return nil, fmt.Errorf("no Bytes or Packets column: %w", errNotAggregable)
 	}
 	a.columns = "(" + strings.Join(append(names, "Bytes", "Packets"), ", ") + ")"
+	a.tmin = ^uint32(0)
 	return a, nil
 }
 
@@ -178,12 +182,21 @@ func (a *nativeAggregator) Columns() string { return a.columns }
 // Groups returns the number of groups since the last reset.
 func (a *nativeAggregator) Groups() int { return a.n }
 
+// Span returns how much time the TimeReceived of the rows added since the last reset span.
+func (a *nativeAggregator) Span() time.Duration {
+	if a.tmin > a.tmax {
+		return 0
+	}
+	return time.Duration(a.tmax-a.tmin) * time.Second
+}
+
 // reset forgets the groups, keeping the memory.
 func (a *nativeAggregator) reset() {
 	if a.n > 0 {
 		clear(a.slots)
 	}
 	a.n = 0
+	a.tmin, a.tmax = ^uint32(0), 0
 	a.gkeys = a.gkeys[:0]
 	a.hashes = a.hashes[:0]
 	a.sums = a.sums[:0]
@@ -253,9 +266,13 @@ func (a *nativeAggregator) addChunk(e *NativeEncoder, first, end int) {
 			}
 		case aggTime:
 			data, iv := c.data[4*first:], a.interval
+			tmin, tmax := a.tmin, a.tmax
 			for r, k := 0, d.off; r < rows; r, k = r+1, k+kl {
-				binary.LittleEndian.PutUint32(keys[k:], aggRoundTime(binary.LittleEndian.Uint32(data[4*r:]), iv))
+				t := binary.LittleEndian.Uint32(data[4*r:])
+				tmin, tmax = min(tmin, t), max(tmax, t)
+				binary.LittleEndian.PutUint32(keys[k:], aggRoundTime(t, iv))
 			}
+			a.tmin, a.tmax = tmin, tmax
 		case aggElem:
 			offsets, data, w := c.offsets[first:end], c.data, d.width
 			start := uint64(0)

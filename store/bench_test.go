@@ -62,8 +62,11 @@ func fillDemoFlow(fm *schema.FlowMessage, f *demo.Flow, now time.Time, exporter 
 	fm.AppendString(schema.ColumnExporterName, name)
 }
 
+// demoEvery is the time between two demo flows: 20k flows/s.
+const demoEvery = 50 * time.Microsecond
+
 // demoSpan is the time the demo batches span: benchFlows flows at 20k flows/s.
-const demoSpan = benchFlows * 50 * time.Microsecond
+const demoSpan = benchFlows * demoEvery
 
 // timeField is where a demo flow's TimeReceived varint is: batch index and byte offset.
 type timeField struct{ batch, off int32 }
@@ -78,7 +81,7 @@ func demoBatchesTimed(s *schema.Schema) (batches [][]byte, size int, times []tim
 	start := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
 	var cur []byte
 	for i := 0; i < benchFlows; i++ {
-		now := start.Add(time.Duration(i) * 50 * time.Microsecond)
+		now := start.Add(time.Duration(i) * demoEvery)
 		f := g.Next(now)
 		e := i % len(exporters)
 		fillDemoFlow(fm, &f, now, exporters[e], names[e])
@@ -130,6 +133,10 @@ func cpuSeconds() float64 {
 //   - sink: the same through Sink.Write/Flush, as the collector feeds it: flows_1m
 //     pre-aggregated by the sink (embedded.pre-aggregate, the default);
 //   - sink-view: the same with flows_1m fed by its view (pre-aggregate off);
+//   - sink-2s and sink-2s-unsummed: the sink with the batches of a collector at the demo's
+//     20k flows/s flushing every 2 s (40k flows), their groups summed for 10 s (the
+//     default pre-aggregate-interval: five batches per insert of groups) or inserted with
+//     each batch;
 //   - sink-sustained: the sink fed 8M flows per iteration, until the engine's background
 //     merges have settled (benchSustained): the steady-state cost, merges included, which
 //     the other variants hardly see (run it with -benchtime 1x);
@@ -148,7 +155,7 @@ func BenchmarkStoreInsert(b *testing.B) {
 	batches, encoded := demoBatches(s)
 	b.Logf("%d flows, %.1f bytes/flow encoded, %d batches", benchFlows, float64(encoded)/benchFlows, len(batches))
 	dir := b.TempDir()
-	for _, variant := range []string{"null", "flows", "flows+aggregates", "sink", "sink-view", "sink-sustained"} {
+	for _, variant := range []string{"null", "flows", "flows+aggregates", "sink", "sink-view", "sink-2s", "sink-2s-unsummed", "sink-sustained"} {
 		for _, format := range []string{"protobuf", "native"} {
 			name := "table=" + variant + "/format=" + format
 			if strings.HasPrefix(variant, "sink") {
@@ -165,7 +172,16 @@ func BenchmarkStoreInsert(b *testing.B) {
 				}
 				// Only the sink pre-aggregates: the variants inserting straight into the
 				// flows table need the view to feed flows_1m.
-				cfg.Embedded.PreAggregate = variant == "sink" || variant == "sink-sustained"
+				cfg.Embedded.PreAggregate = variant != "sink-view" && strings.HasPrefix(variant, "sink")
+				if strings.HasPrefix(variant, "sink-2s") {
+					// The batches of a collector at the demo's 20k flows/s, cut every 2 s
+					// (the default flush-interval): 40k flows each. Summed for 10 s, five
+					// of them make one insert of groups; unsummed, each one does.
+					cfg.Embedded.BatchBytes = int(2 * time.Second / demoEvery * time.Duration(encoded) / benchFlows)
+					if variant == "sink-2s-unsummed" {
+						cfg.Embedded.PreAggregateInterval = 0
+					}
+				}
 				if variant == "sink-sustained" {
 					benchSustained(b, cfg, s)
 					return
@@ -386,7 +402,12 @@ func splitMessages(batches [][]byte) (msgs [][]byte) {
 }
 
 func benchSink(b *testing.B, cfg Configuration, s *schema.Schema, batches [][]byte) {
-	sink := startBenchSink(b, cfg, s, 2*len(batches))
+	size := 0
+	for _, batch := range batches {
+		size += len(batch)
+	}
+	// Room for every batch of an iteration, whatever the batch size.
+	sink := startBenchSink(b, cfg, s, max(2*len(batches), size/cfg.Embedded.BatchBytes+2))
 	defer sink.Stop()
 	msgs := splitMessages(batches)
 	b.ResetTimer()

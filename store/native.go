@@ -269,10 +269,36 @@ func (e *NativeEncoder) Reset() {
 	}
 }
 
+// ResetBlocks empties the encoder for the next batch like Reset, but keeps the aggregator's
+// groups, to sum several batches into them, and so the interned LowCardinality values the
+// groups are keyed by. It returns false, having done nothing, when those values have grown
+// past nativeInternMax and must be forgotten: the groups must then be used (Block) and
+// Reset called.
+func (e *NativeEncoder) ResetBlocks() bool {
+	if e.internFull() {
+		return false
+	}
+	e.resetColumns()
+	e.out = e.out[:0]
+	e.done = 0
+	return true
+}
+
+// internFull tells if a LowCardinality column holds more than nativeInternMax interned
+// values.
+func (e *NativeEncoder) internFull() bool {
+	for _, i := range e.fixed {
+		if c := &e.cols[i]; c.op == opLowCard && len(c.stamp) > nativeInternMax {
+			return true
+		}
+	}
+	return false
+}
+
 // forgetInterned starts the interned values of the LowCardinality columns holding more than
 // nativeInternMax again, at a block boundary (a block's keys must stay distinct). With an
-// aggregator only between batches: within a batch the numbers must stay those the groups
-// were keyed by, so a batch's values all stay interned until the next one.
+// aggregator only when its groups are reset: the groups are keyed by the numbers, so the
+// values stay interned as long as the groups are kept (Reset, not ResetBlocks).
 func (e *NativeEncoder) forgetInterned() {
 	for _, i := range e.fixed {
 		c := &e.cols[i]

@@ -283,26 +283,39 @@ func checkAggregates(t *testing.T, c *chdb.Conn, ddl *DDL) {
 }
 
 // TestAggregatesSumToFlows stores 10,000 demo flows spread over 25 minutes through the sink in
-// small batches (many INSERTs, so many parts and merges), with the sink pre-aggregating
-// flows_1m and with the view doing it, and checks that every aggregated table holds exactly
-// the flows table's bytes and packets, per time bucket and per dimensions (checkAggregates).
+// small batches (many INSERTs, so many parts and merges), with the view grouping flows_1m and
+// with the sink pre-aggregating it, per batch and over all the batches, and checks that every
+// aggregated table holds exactly the flows table's bytes and packets, per time bucket and per
+// dimensions (checkAggregates).
 func TestAggregatesSumToFlows(t *testing.T) {
-	for _, preAgg := range []bool{true, false} {
-		t.Run(fmt.Sprintf("pre-aggregate=%v", preAgg), func(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		preAgg   bool
+		interval time.Duration
+	}{{"view", false, 0}, {"per-batch", true, 0}, {"summed", true, time.Hour}} {
+		preAgg := tc.preAgg
+		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, t.TempDir())
 			cfg.Embedded.BatchBytes = 64 << 10
 			cfg.Embedded.QueueLength = 100 // written at memory speed: no batch may be dropped
 			cfg.Embedded.PreAggregate = preAgg
+			cfg.Embedded.PreAggregateInterval = tc.interval
 			s := mustSchema(t, schema.DefaultConfiguration())
 			sink := startSink(t, cfg, s)
 			if _, ok := sink.DDL().PreAggregated(); ok != preAgg || (sink.agg != nil) != preAgg {
 				t.Fatalf("pre-aggregated: %v, sink aggregating: %v", ok, sink.agg != nil)
 			}
+			c := sink.Conn()
+			if tc.interval > 0 {
+				// Rows merged away could hide rows inserted twice.
+				if err := c.Exec("SYSTEM STOP MERGES flowzero.flows_1m"); err != nil {
+					t.Fatal(err)
+				}
+			}
 			writeDemoFlows(sink, s, 10000, 150*time.Millisecond)
 			if err := sink.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			c := sink.Conn()
 			if n := query(t, c, "SELECT count() FROM flowzero.flows"); n != "10000" {
 				t.Fatalf("%s flows stored", n)
 			}
@@ -313,11 +326,30 @@ func TestAggregatesSumToFlows(t *testing.T) {
 					t.Errorf("flows_1m holds %s rows for 10000 flows", n)
 				}
 			}
+			if tc.interval > 0 {
+				// One INSERT of all the batches' groups: one row per group, merges stopped.
+				if got, want := query(t, c, "SELECT count() FROM flowzero.flows_1m"), distinctGroups(t, c, sink.DDL(), time.Minute); got != want {
+					t.Errorf("flows_1m holds %s rows, want one per group: %s", got, want)
+				}
+			}
 			if got := query(t, c, "SELECT count(DISTINCT toStartOfInterval(TimeReceived, toIntervalSecond(300))) FROM flowzero.flows"); got < "5" {
 				t.Errorf("flows span %s 5-minute buckets", got)
 			}
 		})
 	}
+}
+
+// distinctGroups counts the groups of the flows table at resolution iv.
+func distinctGroups(t *testing.T, c *chdb.Conn, ddl *DDL, iv time.Duration) string {
+	t.Helper()
+	cols, _, _ := ddl.aggregatedColumns()
+	dims := []string{fmt.Sprintf("toStartOfInterval(TimeReceived, toIntervalSecond(%d))", int64(iv/time.Second))}
+	for _, col := range cols {
+		if col.Dimension && col.Name != "TimeReceived" {
+			dims = append(dims, col.Name)
+		}
+	}
+	return query(t, c, "SELECT count() FROM (SELECT DISTINCT "+strings.Join(dims, ", ")+" FROM flowzero.flows)")
 }
 
 // writeDemoFlows writes n demo flows every apart from baseTime, from two exporter addresses
@@ -456,6 +488,78 @@ func TestSinkPreAggregateInsertFails(t *testing.T) {
 	// Back in place, the next batches are aggregated again.
 	if err := c.Exec("RENAME TABLE flowzero.flows_1m_away TO flowzero.flows_1m"); err != nil {
 		t.Fatal(err)
+	}
+	sink.Write(testFlows[0].encode(fm))
+	if err := sink.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := query(t, c, "SELECT sum(Bytes) FROM flowzero.flows_1m"); got != fmt.Sprint(testFlows[0].bytes) {
+		t.Errorf("flows_1m after the failure: %s bytes, want %d", got, testFlows[0].bytes)
+	}
+}
+
+// TestSinkPreAggregateIntervalTimer checks that the summed groups are inserted once
+// pre-aggregate-interval has passed, with no Flush and no new batch to trigger it.
+func TestSinkPreAggregateIntervalTimer(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Embedded.PreAggregateInterval = 300 * time.Millisecond
+	s := mustSchema(t, schema.DefaultConfiguration())
+	sink := startSink(t, cfg, s)
+	c := sink.Conn()
+	fm := s.NewFlowMessage()
+	var want uint64
+	for _, f := range testFlows {
+		sink.Write(f.encode(fm))
+		want += f.bytes
+	}
+	waitFor(t, func() bool {
+		return query(t, c, "SELECT sum(Bytes) FROM flowzero.flows_1m") == fmt.Sprint(want)
+	})
+	checkAggregates(t, c, sink.DDL())
+}
+
+// TestSinkPreAggregateFlowsInsertFails makes a flows INSERT fail (flows renamed away) while
+// earlier batches' groups are pending: the groups are dropped with the failed batch, so that
+// the aggregated tables never count flows the flows table lacks; the earlier flows are
+// counted as not aggregated, the failed batch's as dropped. Back in place, later batches
+// are aggregated again.
+func TestSinkPreAggregateFlowsInsertFails(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Embedded.PreAggregateInterval = time.Hour
+	s := mustSchema(t, schema.DefaultConfiguration())
+	sink := startSink(t, cfg, s)
+	c := sink.Conn()
+	fm := s.NewFlowMessage()
+	first, second := testFlows[:2], testFlows[2:]
+	for _, f := range first {
+		sink.Write(f.encode(fm))
+	}
+	// The batch is cut by the flush interval: its flows are stored, its groups pending.
+	waitFor(t, func() bool {
+		return query(t, c, "SELECT count() FROM flowzero.flows") == fmt.Sprint(len(first))
+	})
+	if err := c.Exec("RENAME TABLE flowzero.flows TO flowzero.flows_away"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range second {
+		sink.Write(f.encode(fm))
+	}
+	if err := sink.Flush(); err == nil {
+		t.Fatal("Flush: no error with the flows table away")
+	}
+	if err := c.Exec("RENAME TABLE flowzero.flows_away TO flowzero.flows"); err != nil {
+		t.Fatal(err)
+	}
+	if got := query(t, c, "SELECT count() FROM flowzero.flows_1m"); got != "0" {
+		t.Errorf("flows_1m holds %s rows", got)
+	}
+	for name, want := range map[string]float64{"not aggregated": float64(len(first)),
+		"dropped (insert error)": float64(len(second)), "inserted": float64(len(first))} {
+		m := map[string]prometheus.Counter{"not aggregated": sink.m.notAggregated,
+			"dropped (insert error)": sink.m.droppedError, "inserted": sink.m.flows}[name]
+		if got := testutil.ToFloat64(m); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
 	}
 	sink.Write(testFlows[0].encode(fm))
 	if err := sink.Flush(); err != nil {

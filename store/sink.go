@@ -25,8 +25,9 @@ import (
 // convert is dropped and counted, the rest of its batch is stored. Should the schema have a
 // column type the encoder cannot write, the batch goes as it is to `FORMAT Protobuf` with
 // the schema's .proto. With pre-aggregation (DDL.PreAggregated) the encoder also groups the
-// batch by the finest resolution's dimensions (nativeAggregator) and the sums go to that
-// table in a second INSERT, after the flows (see insertBatch for what a failure leaves).
+// batch by the finest resolution's dimensions (nativeAggregator), summing successive
+// batches for embedded.pre-aggregate-interval, and the sums go to that table in their own
+// INSERT, after the flows (see insertBatch for when, and what a failure leaves).
 // No allocation per flow: batch buffers, the encoder and its group table are recycled.
 // Full batches wait in a bounded queue for the single inserter goroutine; when the queue is
 // full the batch is dropped and its flows counted, so that a slow disk never stalls the
@@ -46,6 +47,10 @@ type Sink struct {
 	// pre-aggregation); aggInsert is its INSERT.
 	agg       *nativeAggregator
 	aggInsert string
+	// aggFlows is the number of flows summed in agg's groups, not inserted yet, and aggSince
+	// when the first of them was added (inserter only).
+	aggFlows int
+	aggSince time.Time
 	// invalidLogged is when malformed flows were last logged (by the inserter only).
 	invalidLogged time.Time
 
@@ -244,8 +249,31 @@ func (s *Sink) tickLoop() {
 
 func (s *Sink) insertLoop() {
 	defer s.wg.Done()
-	for b := range s.queue {
+	// The pending groups are inserted once PreAggregateInterval has passed, even when no
+	// batch comes.
+	var tick <-chan time.Time
+	if s.agg != nil && s.cfg.Embedded.PreAggregateInterval > 0 {
+		t := time.NewTicker(max(s.cfg.Embedded.PreAggregateInterval/4, 10*time.Millisecond))
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		var b *batch
+		select {
+		case <-tick:
+			if s.aggFlows > 0 && time.Since(s.aggSince) >= s.cfg.Embedded.PreAggregateInterval {
+				s.insertGroups()
+			}
+			continue
+		case b = <-s.queue:
+			if b == nil {
+				// Closed by Stop, after a Flush: nothing is pending.
+				return
+			}
+		}
 		if b.ack != nil {
+			// A Flush: everything written before it is in the engine, groups included.
+			s.insertGroups()
 			close(b.ack)
 			continue
 		}
@@ -253,25 +281,12 @@ func (s *Sink) insertLoop() {
 		start := time.Now()
 		flows, err := s.insertBatch(b)
 		s.m.insertSeconds.Observe(time.Since(start).Seconds())
-		// A failed INSERT of the pre-aggregated rows comes after the flows were stored.
-		var aggErr *aggregateInsertError
-		stored := err == nil || errors.As(err, &aggErr)
 		if err != nil {
 			s.m.insertErrors.Inc()
-			if stored {
-				s.m.notAggregated.Add(float64(flows))
-				s.log.Error("store: insert of the pre-aggregated rows failed", "flows", flows, "error", err)
-			} else {
-				s.m.droppedError.Add(float64(flows))
-				s.log.Error("store: insert failed", "flows", flows, "error", err)
-			}
-			s.mu.Lock()
-			if s.err == nil {
-				s.err = err
-			}
-			s.mu.Unlock()
-		}
-		if stored {
+			s.m.droppedError.Add(float64(flows))
+			s.log.Error("store: insert failed", "flows", flows, "error", err)
+			s.setErr(err)
+		} else {
 			s.m.flows.Add(float64(flows))
 			s.m.bytes.Add(float64(len(b.buf)))
 			s.m.batches.Inc()
@@ -282,6 +297,48 @@ func (s *Sink) insertLoop() {
 		default:
 		}
 	}
+}
+
+// groupsDue tells if the pending groups are to be inserted: PreAggregateInterval has passed
+// since their first batch, or their flows' times span that much (a replay, or a batch
+// holding more than the interval's traffic).
+func (s *Sink) groupsDue() bool {
+	iv := s.cfg.Embedded.PreAggregateInterval
+	return time.Since(s.aggSince) >= iv || s.agg.Span() >= iv
+}
+
+// setErr keeps err for the next Flush, unless an earlier error is kept already.
+func (s *Sink) setErr(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.mu.Unlock()
+}
+
+// insertGroups inserts the pending groups into the finest resolution's table (whose insert
+// feeds the coarser views) and starts new ones, with the encoder Reset. A failed INSERT
+// leaves the flows stored and counts them as not aggregated.
+func (s *Sink) insertGroups() {
+	if s.agg == nil {
+		return
+	}
+	if flows := s.aggFlows; flows > 0 && s.agg.Groups() > 0 {
+		if _, err := s.conn.Insert(s.aggInsert, "Native", s.agg.Block(s.native)); err != nil {
+			s.m.insertErrors.Inc()
+			s.m.notAggregated.Add(float64(flows))
+			s.log.Error("store: insert of the pre-aggregated rows failed", "flows", flows, "error", err)
+			s.setErr(&aggregateInsertError{err})
+		}
+	}
+	s.dropGroups()
+}
+
+// dropGroups forgets the pending groups (Reset also forgets the interned values they were
+// keyed by, when there are too many).
+func (s *Sink) dropGroups() {
+	s.native.Reset()
+	s.aggFlows = 0
 }
 
 // aggregateInsertError is the failure of a pre-aggregated INSERT after its flows were stored.
@@ -296,21 +353,27 @@ func (e *aggregateInsertError) Unwrap() error { return e.err }
 // messages that do not convert are left out and counted (the Protobuf input would refuse the
 // whole batch for one of them).
 //
-// With pre-aggregation, the flows block goes first, then the groups into the finest
-// resolution's table (whose insert feeds the coarser views). A failed flows INSERT is
-// returned as before (its flows counted as dropped) and the groups are not inserted: the
-// aggregated tables lack the batch, and so does the flows table unless the engine wrote
-// part of it before failing, as it could before pre-aggregation. A failed groups INSERT
-// after it returns an *aggregateInsertError: the flows table has the batch, the aggregated
-// tables do not (counted in flows_not_aggregated_total); the flows table is the one to
-// trust, and the groups can be rebuilt from it with INSERT ... SELECT ... GROUP BY. The
-// flows go first because they are the raw data every other table derives from.
+// With pre-aggregation, the encoder also sums the batch into the pending groups, which are
+// inserted into the finest resolution's table (whose insert feeds the coarser views) once
+// PreAggregateInterval has passed since their first flow, at a Flush, or before the
+// interned values they are keyed by must be forgotten (insertGroups). The flows go first
+// because they are the raw data every other table derives from. A failed flows INSERT is
+// returned (its flows counted as dropped) and the pending groups, which hold the batch too,
+// are dropped and counted as not aggregated: the aggregated tables may lack flows that the
+// flows table has, never the reverse, and INSERT ... SELECT ... GROUP BY rebuilds them.
 func (s *Sink) insertBatch(b *batch) (int, error) {
 	if s.native == nil {
 		_, err := s.conn.Insert(s.insert, s.format, b.buf)
 		return b.flows, err
 	}
-	s.native.Reset()
+	switch {
+	case s.agg == nil:
+		s.native.Reset()
+	case s.aggFlows > 0 && !s.groupsDue() && s.native.ResetBlocks():
+		// The groups keep summing.
+	default:
+		s.insertGroups()
+	}
 	ok, bad, first := s.native.AppendDelimited(b.buf)
 	if bad > 0 {
 		s.m.droppedInvalid.Add(float64(bad))
@@ -323,11 +386,24 @@ func (s *Sink) insertBatch(b *batch) (int, error) {
 		return 0, nil
 	}
 	if _, err := s.conn.Insert(s.insert, s.format, s.native.Block()); err != nil {
+		if s.aggFlows > 0 {
+			// The failed batch is summed in the groups with the earlier ones: drop them all
+			// rather than let the aggregated tables count flows the flows table lacks.
+			s.m.notAggregated.Add(float64(s.aggFlows))
+			s.log.Error("store: pre-aggregated rows dropped with a failed insert", "flows", s.aggFlows)
+		}
+		if s.agg != nil {
+			s.dropGroups()
+		}
 		return ok, err
 	}
-	if s.agg != nil && s.agg.Groups() > 0 {
-		if _, err := s.conn.Insert(s.aggInsert, "Native", s.agg.Block(s.native)); err != nil {
-			return ok, &aggregateInsertError{err}
+	if s.agg != nil {
+		if s.aggFlows == 0 {
+			s.aggSince = time.Now()
+		}
+		s.aggFlows += ok
+		if s.groupsDue() {
+			s.insertGroups()
 		}
 	}
 	return ok, nil
