@@ -133,10 +133,10 @@ func cpuSeconds() float64 {
 //   - sink: the same through Sink.Write/Flush, as the collector feeds it: flows_1m
 //     pre-aggregated by the sink (embedded.pre-aggregate, the default);
 //   - sink-view: the same with flows_1m fed by its view (pre-aggregate off);
-//   - sink-2s and sink-2s-unsummed: the sink with the batches of a collector at the demo's
-//     20k flows/s flushing every 2 s (40k flows), their groups summed for 10 s (the
-//     default pre-aggregate-interval: five batches per insert of groups) or inserted with
-//     each batch;
+//   - sink-5s, sink-5s-unsummed and sink-2s: the sink with the batches of a collector at
+//     the demo's 20k flows/s flushing every 5 s (the default flush-interval: 100k flows) or
+//     2 s (40k flows), their groups summed for 10 s (the default pre-aggregate-interval)
+//     or, unsummed, inserted with each batch;
 //   - sink-sustained: the sink fed 8M flows per iteration, until the engine's background
 //     merges have settled (benchSustained): the steady-state cost, merges included, which
 //     the other variants hardly see (run it with -benchtime 1x);
@@ -155,7 +155,7 @@ func BenchmarkStoreInsert(b *testing.B) {
 	batches, encoded := demoBatches(s)
 	b.Logf("%d flows, %.1f bytes/flow encoded, %d batches", benchFlows, float64(encoded)/benchFlows, len(batches))
 	dir := b.TempDir()
-	for _, variant := range []string{"null", "flows", "flows+aggregates", "sink", "sink-view", "sink-2s", "sink-2s-unsummed", "sink-sustained"} {
+	for _, variant := range []string{"null", "flows", "flows+aggregates", "sink", "sink-view", "sink-5s", "sink-5s-unsummed", "sink-2s", "sink-sustained"} {
 		for _, format := range []string{"protobuf", "native"} {
 			name := "table=" + variant + "/format=" + format
 			if strings.HasPrefix(variant, "sink") {
@@ -173,12 +173,12 @@ func BenchmarkStoreInsert(b *testing.B) {
 				// Only the sink pre-aggregates: the variants inserting straight into the
 				// flows table need the view to feed flows_1m.
 				cfg.Embedded.PreAggregate = variant != "sink-view" && strings.HasPrefix(variant, "sink")
-				if strings.HasPrefix(variant, "sink-2s") {
-					// The batches of a collector at the demo's 20k flows/s, cut every 2 s
-					// (the default flush-interval): 40k flows each. Summed for 10 s, five
-					// of them make one insert of groups; unsummed, each one does.
-					cfg.Embedded.BatchBytes = int(2 * time.Second / demoEvery * time.Duration(encoded) / benchFlows)
-					if variant == "sink-2s-unsummed" {
+				if every := map[string]time.Duration{"sink-5s": 5 * time.Second, "sink-5s-unsummed": 5 * time.Second, "sink-2s": 2 * time.Second}[variant]; every > 0 {
+					// The batches of a collector at the demo's 20k flows/s, cut every
+					// flush-interval. Summed for 10 s, two of 5 s (five of 2 s) make one
+					// insert of groups; unsummed, each one does.
+					cfg.Embedded.BatchBytes = int(every / demoEvery * time.Duration(encoded) / benchFlows)
+					if variant == "sink-5s-unsummed" {
 						cfg.Embedded.PreAggregateInterval = 0
 					}
 				}
