@@ -80,12 +80,12 @@ func (s *Schema) NewFragment(fill func(m *FlowMessage)) (*Fragment, error) {
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	f.setWords()
+	f.setWord()
 	return f, nil
 }
 
-// setWords finds the state word of the fragment's columns, if they share one.
-func (f *Fragment) setWords() {
+// setWord finds the state word of the fragment's columns, if they share one.
+func (f *Fragment) setWord() {
 	f.oneWord = true
 	for i, k := range f.keys[:f.n] {
 		off, shift := uintptr(k&(encSize-1))&^7, 8*(uint(k)&7)

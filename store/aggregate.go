@@ -172,7 +172,7 @@ func newNativeAggregator(enc *NativeEncoder, dims []*schema.Column, interval tim
 		return nil, fmt.Errorf("no Bytes or Packets column: %w", errNotAggregable)
 	}
 	a.columns = "(" + strings.Join(append(names, "Bytes", "Packets"), ", ") + ")"
-	a.tmin = ^uint32(0)
+	a.reset()
 	return a, nil
 }
 

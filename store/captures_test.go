@@ -96,17 +96,9 @@ func TestCaptureFlowsThroughSink(t *testing.T) {
 		want = append(want, strings.Join(row, "\t"))
 	}
 
-	cfg := testConfig(t, t.TempDir())
-	cfg.Embedded.BatchBytes = 256 << 10
-	sink := startSink(t, cfg, s)
+	sink := storeCaptureFlows(t, s, msgs, true)
 	if _, ok := sink.DDL().PreAggregated(); !ok || sink.agg == nil {
 		t.Fatal("every column enabled: the sink does not pre-aggregate")
-	}
-	for _, m := range msgs {
-		sink.Write(m)
-	}
-	if err := sink.Flush(); err != nil {
-		t.Fatal(err)
 	}
 	// The aggregated tables sum to the flows, for every dimension.
 	checkAggregates(t, sink.Conn(), sink.DDL())
@@ -138,18 +130,25 @@ func TestCaptureFlowsThroughSink(t *testing.T) {
 	if err := sink.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	cfg = testConfig(t, t.TempDir())
-	cfg.Embedded.BatchBytes = 256 << 10
-	cfg.Embedded.PreAggregate = false
-	sink = startSink(t, cfg, s)
+	sink = storeCaptureFlows(t, s, msgs, false)
 	if sink.agg != nil {
 		t.Fatal("pre-aggregate off: the sink pre-aggregates")
 	}
+	checkAggregates(t, sink.Conn(), sink.DDL())
+}
+
+// storeCaptureFlows stores msgs through a new sink, pre-aggregating or not, and flushes it.
+func storeCaptureFlows(t *testing.T, s *schema.Schema, msgs [][]byte, preAggregate bool) *Sink {
+	t.Helper()
+	cfg := testConfig(t, t.TempDir())
+	cfg.Embedded.BatchBytes = 256 << 10
+	cfg.Embedded.PreAggregate = preAggregate
+	sink := startSink(t, cfg, s)
 	for _, m := range msgs {
 		sink.Write(m)
 	}
 	if err := sink.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	checkAggregates(t, sink.Conn(), sink.DDL())
+	return sink
 }

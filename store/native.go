@@ -261,9 +261,7 @@ func (e *NativeEncoder) Rows() int { return e.done + e.rows }
 // Reset empties the encoder, keeping its memory.
 func (e *NativeEncoder) Reset() {
 	e.forgetInterned()
-	e.resetColumns()
-	e.out = e.out[:0]
-	e.done = 0
+	e.resetBlocks()
 	if e.agg != nil {
 		e.agg.reset()
 	}
@@ -275,24 +273,26 @@ func (e *NativeEncoder) Reset() {
 // past nativeInternMax and must be forgotten: the groups must then be used (Block) and
 // Reset called.
 func (e *NativeEncoder) ResetBlocks() bool {
-	if e.internFull() {
-		return false
+	for _, i := range e.fixed {
+		if e.cols[i].internFull() {
+			return false
+		}
 	}
-	e.resetColumns()
-	e.out = e.out[:0]
-	e.done = 0
+	e.resetBlocks()
 	return true
 }
 
-// internFull tells if a LowCardinality column holds more than nativeInternMax interned
-// values.
-func (e *NativeEncoder) internFull() bool {
-	for _, i := range e.fixed {
-		if c := &e.cols[i]; c.op == opLowCard && len(c.stamp) > nativeInternMax {
-			return true
-		}
-	}
-	return false
+// resetBlocks empties the blocks built so far.
+func (e *NativeEncoder) resetBlocks() {
+	e.resetColumns()
+	e.out = e.out[:0]
+	e.done = 0
+}
+
+// internFull tells if c is a LowCardinality column holding more than nativeInternMax
+// interned values.
+func (c *nativeColumn) internFull() bool {
+	return c.op == opLowCard && len(c.stamp) > nativeInternMax
 }
 
 // forgetInterned starts the interned values of the LowCardinality columns holding more than
@@ -301,8 +301,7 @@ func (e *NativeEncoder) internFull() bool {
 // values stay interned as long as the groups are kept (Reset, not ResetBlocks).
 func (e *NativeEncoder) forgetInterned() {
 	for _, i := range e.fixed {
-		c := &e.cols[i]
-		if c.op == opLowCard && len(c.stamp) > nativeInternMax {
+		if c := &e.cols[i]; c.internFull() {
 			clear(c.intern)
 			clear(c.stamp)
 			c.stamp, c.local, c.names = c.stamp[:0], c.local[:0], c.names[:0]

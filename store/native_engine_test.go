@@ -498,24 +498,30 @@ func TestSinkPreAggregateInsertFails(t *testing.T) {
 	}
 }
 
-// TestSinkPreAggregateIntervalTimer checks that the summed groups are inserted once
-// pre-aggregate-interval has passed, with no Flush and no new batch to trigger it.
-func TestSinkPreAggregateIntervalTimer(t *testing.T) {
-	cfg := testConfig(t, t.TempDir())
-	cfg.Embedded.PreAggregateInterval = 300 * time.Millisecond
-	s := mustSchema(t, schema.DefaultConfiguration())
-	sink := startSink(t, cfg, s)
-	c := sink.Conn()
-	fm := s.NewFlowMessage()
-	var want uint64
-	for _, f := range testFlows {
-		sink.Write(f.encode(fm))
-		want += f.bytes
+// TestSinkPreAggregateWithoutFlush checks that the summed groups are inserted with no Flush:
+// once pre-aggregate-interval has passed on the wall clock (no new batch comes to trigger
+// it), and at once when their flows span more than the interval (a replay, or a batch
+// holding more than the interval's traffic: testFlows span 395 s).
+func TestSinkPreAggregateWithoutFlush(t *testing.T) {
+	for name, interval := range map[string]time.Duration{"timer": 300 * time.Millisecond, "span": time.Minute} {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig(t, t.TempDir())
+			cfg.Embedded.PreAggregateInterval = interval
+			s := mustSchema(t, schema.DefaultConfiguration())
+			sink := startSink(t, cfg, s)
+			c := sink.Conn()
+			fm := s.NewFlowMessage()
+			var want uint64
+			for _, f := range testFlows {
+				sink.Write(f.encode(fm))
+				want += f.bytes
+			}
+			waitFor(t, func() bool {
+				return query(t, c, "SELECT sum(Bytes) FROM flowzero.flows_1m") == fmt.Sprint(want)
+			})
+			checkAggregates(t, c, sink.DDL())
+		})
 	}
-	waitFor(t, func() bool {
-		return query(t, c, "SELECT sum(Bytes) FROM flowzero.flows_1m") == fmt.Sprint(want)
-	})
-	checkAggregates(t, c, sink.DDL())
 }
 
 // TestSinkPreAggregateFlowsInsertFails makes a flows INSERT fail (flows renamed away) while
