@@ -182,6 +182,11 @@ func (a *nativeAggregator) Columns() string { return a.columns }
 // Groups returns the number of groups since the last reset.
 func (a *nativeAggregator) Groups() int { return a.n }
 
+// Bytes returns the memory the groups take: their keys, hashes and sums, and the table.
+func (a *nativeAggregator) Bytes() int {
+	return a.n*(a.keyLen+3*8) + len(a.slots)*8
+}
+
 // Span returns how much time the TimeReceived of the rows added since the last reset span.
 func (a *nativeAggregator) Span() time.Duration {
 	if a.tmin > a.tmax {

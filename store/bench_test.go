@@ -135,7 +135,7 @@ func cpuSeconds() float64 {
 //   - sink-view: the same with flows_1m fed by its view (pre-aggregate off);
 //   - sink-5s, sink-5s-unsummed and sink-2s: the sink with the batches of a collector at
 //     the demo's 20k flows/s flushing every 5 s (the default flush-interval: 100k flows) or
-//     2 s (40k flows), their groups summed for 10 s (the default pre-aggregate-interval)
+//     2 s (40k flows), their groups summed for 30 s (the default pre-aggregate-interval)
 //     or, unsummed, inserted with each batch;
 //   - sink-sustained: the sink fed 8M flows per iteration, until the engine's background
 //     merges have settled (benchSustained): the steady-state cost, merges included, which
@@ -175,7 +175,7 @@ func BenchmarkStoreInsert(b *testing.B) {
 				cfg.Embedded.PreAggregate = variant != "sink-view" && strings.HasPrefix(variant, "sink")
 				if every := map[string]time.Duration{"sink-5s": 5 * time.Second, "sink-5s-unsummed": 5 * time.Second, "sink-2s": 2 * time.Second}[variant]; every > 0 {
 					// The batches of a collector at the demo's 20k flows/s, cut every
-					// flush-interval. Summed for 10 s, two of 5 s (five of 2 s) make one
+					// flush-interval. Summed for 30 s, six of 5 s (fifteen of 2 s) make one
 					// insert of groups; unsummed, each one does.
 					cfg.Embedded.BatchBytes = int(every / demoEvery * time.Duration(encoded) / benchFlows)
 					if variant == "sink-5s-unsummed" {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -519,6 +520,55 @@ func TestSinkPreAggregateWithoutFlush(t *testing.T) {
 			waitFor(t, func() bool {
 				return query(t, c, "SELECT sum(Bytes) FROM flowzero.flows_1m") == fmt.Sprint(want)
 			})
+			checkAggregates(t, c, sink.DDL())
+		})
+	}
+}
+
+// TestSinkPreAggregateBounded checks that pending groups taking aggMaxBytes of memory are
+// inserted however far the interval: with the bound at 1 byte every batch's groups go in
+// with it; with no bound, none before the Flush.
+func TestSinkPreAggregateBounded(t *testing.T) {
+	for name, bound := range map[string]int{"bounded": 1, "unbounded": math.MaxInt} {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig(t, t.TempDir())
+			cfg.Embedded.PreAggregateInterval = time.Hour
+			s := mustSchema(t, schema.DefaultConfiguration())
+			sink, err := NewSink(prometheus.NewRegistry(), cfg, s, quietLogger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			sink.aggMaxBytes = bound
+			if err := sink.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { sink.Stop() })
+			c := sink.Conn()
+			fm := s.NewFlowMessage()
+			var total uint64
+			for i, f := range testFlows {
+				if i == 2 {
+					// Two batches: the flush interval cuts the first.
+					waitFor(t, func() bool { return query(t, c, "SELECT count() FROM flowzero.flows") == "2" })
+				}
+				sink.Write(f.encode(fm))
+				total += f.bytes
+			}
+			if bound == 1 {
+				waitFor(t, func() bool { return query(t, c, "SELECT sum(Bytes) FROM flowzero.flows_1m") == fmt.Sprint(total) })
+			} else {
+				// The groups would go in right after the flows.
+				waitFor(t, func() bool {
+					return query(t, c, "SELECT count() FROM flowzero.flows") == fmt.Sprint(len(testFlows))
+				})
+				time.Sleep(200 * time.Millisecond)
+				if got := query(t, c, "SELECT sum(Bytes) FROM flowzero.flows_1m"); got != "0" {
+					t.Errorf("flows_1m before the Flush: %s bytes, want none", got)
+				}
+			}
+			if err := sink.Flush(); err != nil {
+				t.Fatal(err)
+			}
 			checkAggregates(t, c, sink.DDL())
 		})
 	}

@@ -51,6 +51,8 @@ type Sink struct {
 	// when the first of them was added (inserter only).
 	aggFlows int
 	aggSince time.Time
+	// aggMaxBytes bounds the pending groups' memory (aggMaxBytes, changed by tests).
+	aggMaxBytes int
 	// invalidLogged is when malformed flows were last logged (by the inserter only).
 	invalidLogged time.Time
 
@@ -94,6 +96,8 @@ func NewSink(r prometheus.Registerer, cfg Configuration, s *schema.Schema, log *
 		queue: make(chan *batch, cfg.Embedded.QueueLength),
 		free:  make(chan *batch, cfg.Embedded.QueueLength+2),
 		done:  make(chan struct{}),
+
+		aggMaxBytes: aggMaxBytes,
 	}, nil
 }
 
@@ -301,11 +305,18 @@ func (s *Sink) insertLoop() {
 
 // groupsDue tells if the pending groups are to be inserted: PreAggregateInterval has passed
 // since their first batch, or their flows' times span that much (a replay, or a batch
-// holding more than the interval's traffic).
+// holding more than the interval's traffic), or they take aggMaxBytes of memory.
 func (s *Sink) groupsDue() bool {
 	iv := s.cfg.Embedded.PreAggregateInterval
-	return time.Since(s.aggSince) >= iv || s.agg.Span() >= iv
+	return time.Since(s.aggSince) >= iv || s.agg.Span() >= iv || s.agg.Bytes() >= s.aggMaxBytes
 }
+
+// aggMaxBytes is how much memory the pending groups may take before they are inserted
+// whatever the interval: at ~250 bytes per group with the default columns, ~250k groups,
+// as much memory as a default batch. Traffic with more distinct dimensions than that in an
+// interval (many exporters, interfaces and ASes at a high rate) would otherwise grow the
+// sink without bound; its groups then go in more often, as they would in smaller batches.
+const aggMaxBytes = 64 << 20
 
 // setErr keeps err for the next Flush, unless an earlier error is kept already.
 func (s *Sink) setErr(err error) {
