@@ -565,11 +565,24 @@ func TestSinkPreAggregateBounded(t *testing.T) {
 				if got := query(t, c, "SELECT sum(Bytes) FROM flowzero.flows_1m"); got != "0" {
 					t.Errorf("flows_1m before the Flush: %s bytes, want none", got)
 				}
+				if got := testutil.ToFloat64(sink.m.pendingFlows); got != float64(len(testFlows)) {
+					t.Errorf("pending flows = %v, want %d", got, len(testFlows))
+				}
+				if got := testutil.ToFloat64(sink.m.pendingGroups); got < 1 {
+					t.Errorf("pending groups = %v", got)
+				}
 			}
 			if err := sink.Flush(); err != nil {
 				t.Fatal(err)
 			}
 			checkAggregates(t, c, sink.DDL())
+			if p, g := testutil.ToFloat64(sink.m.pendingFlows), testutil.ToFloat64(sink.m.pendingGroups); p != 0 || g != 0 {
+				t.Errorf("after the Flush: %v flows and %v groups pending", p, g)
+			}
+			// The two batches' flows are of different minutes: either way, one row per group.
+			if inserted, distinct := testutil.ToFloat64(sink.m.groups), distinctGroups(t, c, sink.DDL(), time.Minute); fmt.Sprint(inserted) != distinct {
+				t.Errorf("%v groups inserted, %s distinct", inserted, distinct)
+			}
 		})
 	}
 }

@@ -340,6 +340,8 @@ func (s *Sink) insertGroups() {
 			s.m.notAggregated.Add(float64(flows))
 			s.log.Error("store: insert of the pre-aggregated rows failed", "flows", flows, "error", err)
 			s.setErr(&aggregateInsertError{err})
+		} else {
+			s.m.groups.Add(float64(s.agg.Groups()))
 		}
 	}
 	s.dropGroups()
@@ -350,6 +352,8 @@ func (s *Sink) insertGroups() {
 func (s *Sink) dropGroups() {
 	s.native.Reset()
 	s.aggFlows = 0
+	s.m.pendingFlows.Set(0)
+	s.m.pendingGroups.Set(0)
 }
 
 // aggregateInsertError is the failure of a pre-aggregated INSERT after its flows were stored.
@@ -413,6 +417,8 @@ func (s *Sink) insertBatch(b *batch) (int, error) {
 			s.aggSince = time.Now()
 		}
 		s.aggFlows += ok
+		s.m.pendingFlows.Set(float64(s.aggFlows))
+		s.m.pendingGroups.Set(float64(s.agg.Groups()))
 		if s.groupsDue() {
 			s.insertGroups()
 		}
