@@ -106,9 +106,10 @@ type EmbeddedConfiguration struct {
 	BatchBytes int `yaml:"batch-bytes"`
 	// FlushInterval is the longest time a flow waits before its INSERT. Each INSERT makes
 	// parts in every table, to be merged later: at the demo's 20k flows/s, batches of 5 s
-	// cost about 15% less CPU per flow than batches of 2 s (BenchmarkStoreInsert, sink-5s
-	// and sink-2s). ClickHouse's Kafka engine, which feeds Akvorado's tables, flushes every
-	// 7.5 s by default.
+	// store ~17% more flows per CPU-second than batches of 2 s, and batches of 10 s ~30%
+	// more than 5 s (BenchmarkStoreInsert, sink-2s and sink-5s). ClickHouse's Kafka engine,
+	// which feeds Akvorado's tables, flushes every 7.5 s by default; 5 s keeps the flows
+	// table a little fresher for live troubleshooting.
 	FlushInterval time.Duration `yaml:"flush-interval"`
 	// QueueLength is the number of full batches waiting for the engine; past it the sink
 	// drops flows (and counts them) rather than stall the collector.
