@@ -51,7 +51,7 @@ type Sink struct {
 	// when the first of them was added (inserter only).
 	aggFlows int
 	aggSince time.Time
-	// aggMaxBytes bounds the pending groups' memory (aggMaxBytes, changed by tests).
+	// aggMaxBytes bounds the pending groups' memory: the constant aggMaxBytes, lowered by tests.
 	aggMaxBytes int
 	// invalidLogged is when malformed flows were last logged (by the inserter only).
 	invalidLogged time.Time
