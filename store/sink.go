@@ -265,7 +265,7 @@ func (s *Sink) insertLoop() {
 		var b *batch
 		select {
 		case <-tick:
-			if s.aggFlows > 0 && time.Since(s.aggSince) >= s.cfg.Embedded.PreAggregateInterval {
+			if s.aggFlows > 0 && s.groupsDue() {
 				s.insertGroups()
 			}
 			continue
