@@ -3,28 +3,35 @@ package store
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"regexp"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"flowzero/internal/config"
 )
 
-// Configuration describes where flows are stored and for how long.
+// Configuration describes where flows are stored and for how long. It is the outputs.store
+// section of the collector's configuration file, which `flowzero store` reads too:
 //
-//	store:
-//	  database: flowzero
-//	  ttl: 360h                  # raw flows, 15 days
-//	  resolutions:               # aggregated tables, each with its own retention
-//	    - {interval: 1m, ttl: 168h}
-//	    - {interval: 5m, ttl: 2160h}
-//	    - {interval: 1h, ttl: 8760h}
-//	  cluster: ""                # a ClickHouse cluster name: Replicated*MergeTree + Distributed
-//	  clickhouse: {url: http://127.0.0.1:8123}
+//	outputs:
+//	  store:
+//	    enabled: true                # the sink into the embedded engine (chdb build tag)
+//	    database: flowzero
+//	    ttl: 360h                    # raw flows, 15 days
+//	    resolutions:                 # aggregated tables, each with its own retention
+//	      - {interval: 1m, ttl: 168h}
+//	      - {interval: 5m, ttl: 2160h}
+//	      - {interval: 1h, ttl: 8760h}
+//	    embedded: {path: var/chdb}
+//
+// A ClickHouse server gets its flows from outputs.kafka through a Kafka engine table: the
+// store output stays off and `flowzero store migrate` creates the tables from this section:
+//
+//	outputs:
 //	  kafka: {enabled: true, brokers: [127.0.0.1:9092]}
-//	  embedded: {path: var/chdb}
+//	  store:
+//	    cluster: ""                  # a ClickHouse cluster name: Replicated*MergeTree + Distributed
+//	    clickhouse: {url: http://127.0.0.1:8123}
+//	    kafka: {enabled: true, brokers: [127.0.0.1:9092]}  # the Kafka table ClickHouse reads
 type Configuration struct {
 	// Database holds every table, view and dictionary flowzero creates.
 	Database string `yaml:"database"`
@@ -280,31 +287,4 @@ func (r Resolution) suffix() string {
 		return fmt.Sprintf("%dm", s/60)
 	}
 	return fmt.Sprintf("%ds", s)
-}
-
-// LoadFile reads the `store:` section of a YAML configuration file (other sections are
-// left to their owners) over the defaults, and validates it. An empty path gives the defaults.
-func LoadFile(path string) (Configuration, error) {
-	cfg := DefaultConfiguration()
-	if path == "" {
-		return cfg, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return cfg, fmt.Errorf("configuration: %w", err)
-	}
-	var top map[string]yaml.Node
-	if err := yaml.Unmarshal(data, &top); err != nil {
-		return cfg, fmt.Errorf("%s: configuration: %w", path, err)
-	}
-	var section []byte
-	if node, ok := top["store"]; ok {
-		if section, err = yaml.Marshal(&node); err != nil {
-			return cfg, fmt.Errorf("%s: configuration: store: %w", path, err)
-		}
-	}
-	if err := config.Decode(section, &cfg); err != nil {
-		return cfg, fmt.Errorf("%s: store: %w", path, err)
-	}
-	return cfg, nil
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -280,37 +279,5 @@ func TestSplitKey(t *testing.T) {
 	got := splitKey("toStartOfFiveMinutes(TimeReceived), ExporterAddress, tuple(a, b),c")
 	if strings.Join(got, "|") != "toStartOfFiveMinutes(TimeReceived)|ExporterAddress|tuple(a, b)|c" {
 		t.Errorf("splitKey = %q", got)
-	}
-}
-
-func TestLoadFile(t *testing.T) {
-	dir := t.TempDir()
-	path := dir + "/flowzero.yaml"
-	os.WriteFile(path, []byte("collector: {anything: 1}\nstore:\n  ttl: 48h\n  cluster: prod\n  resolutions: [{interval: 1m, ttl: 24h}]\n"), 0o644)
-	cfg, err := LoadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.TTL != 48*time.Hour || cfg.Cluster != "prod" || len(cfg.Resolutions) != 1 || cfg.Database != "flowzero" {
-		t.Errorf("loaded %+v", cfg)
-	}
-	os.WriteFile(path, []byte("store:\n  embedded: {pathh: x}\n"), 0o644)
-	if _, err := LoadFile(path); err == nil || !strings.Contains(err.Error(), `unknown key "pathh"`) {
-		t.Errorf("unknown key: %v", err)
-	}
-	if !cfg.Embedded.PreAggregate {
-		t.Error("pre-aggregate off by default")
-	}
-	os.WriteFile(path, []byte("store:\n  embedded: {pre-aggregate: false}\n"), 0o644)
-	if cfg, err := LoadFile(path); err != nil || cfg.Embedded.PreAggregate {
-		t.Errorf("pre-aggregate: false: %v %v", cfg.Embedded.PreAggregate, err)
-	}
-	os.WriteFile(path, []byte("store:\n  embedded: {pre-aggregate: sometimes}\n"), 0o644)
-	if _, err := LoadFile(path); err == nil || !strings.Contains(err.Error(), "line 1") {
-		t.Errorf("bad pre-aggregate: %v", err)
-	}
-	os.WriteFile(path, []byte("store:\n  embedded: {queue-length: 0}\n"), 0o644)
-	if _, err := LoadFile(path); err == nil || !strings.Contains(err.Error(), "embedded.queue-length") {
-		t.Errorf("bad value: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"flowzero/store/chdb"
@@ -65,3 +66,16 @@ func unescapeTSV(s string) string {
 	}
 	return tsvUnescaper.Replace(s)
 }
+
+// EmptyEngine stands for a ClickHouse that holds nothing yet, such as an embedded data
+// directory not created: its system tables are empty, so a Migrator's plan against it creates
+// every object. It runs no statement.
+type EmptyEngine struct{}
+
+// Exec refuses: there is no engine to run statements in.
+func (EmptyEngine) Exec(context.Context, string) error {
+	return errors.New("store: no engine to run statements in (EmptyEngine)")
+}
+
+// Query returns no rows.
+func (EmptyEngine) Query(context.Context, string) ([]byte, error) { return nil, nil }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"flowzero/app"
+	"flowzero/internal/config"
 	"flowzero/schema"
 	"flowzero/store"
 	"flowzero/store/chdb"
@@ -20,9 +23,9 @@ func init() {
 
 func runStore(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("store", stderr)
-	configFile := fs.String("config", "", "YAML configuration `file` (its schema: and store: keys are used)")
+	configFile := fs.String("config", "", "the collector's YAML configuration `file` (its schema: and outputs.store: keys are used)")
 	dryRun := fs.Bool("dry-run", false, "migrate: print the statements without running them")
-	chURL := fs.String("clickhouse", "", "migrate: ClickHouse HTTP `URL` (overrides store.clickhouse.url; without it, the embedded engine)")
+	chURL := fs.String("clickhouse", "", "migrate: ClickHouse HTTP `URL` (overrides outputs.store.clickhouse.url; without it, the embedded engine)")
 	format := fs.String("format", "PrettyCompactMonoBlock", "query: output `format`")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n"+
@@ -39,23 +42,24 @@ func runStore(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	scfg, err := schema.LoadFile(*configFile)
+	// The collector's file, read and checked as the collector reads it: the tables are those
+	// its store output writes to or its Kafka output feeds.
+	acfg, err := app.Load(*configFile)
 	if err != nil {
 		return err
 	}
-	s, err := schema.New(scfg)
+	s, err := schema.New(acfg.Schema)
 	if err != nil {
 		return fmt.Errorf("configuration: schema.%w", err)
 	}
-	cfg, err := store.LoadFile(*configFile)
-	if err != nil {
-		return err
-	}
+	cfg := acfg.Outputs.Store.Configuration
 	if *chURL != "" {
 		cfg.ClickHouse.URL = *chURL
-		if err := cfg.Validate(); err != nil {
-			return err
-		}
+	}
+	// The collector checks outputs.store only when the output is enabled; migrate uses it
+	// either way (a server fed through Kafka has the store output off).
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("configuration: %w", config.Prefix("outputs.store", err))
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	ctx := context.Background()
@@ -140,32 +144,43 @@ func migrateServer(ctx context.Context, cfg store.Configuration, s *schema.Schem
 // migrateEmbedded applies the DDL to the embedded engine's data directory. The Kafka table is
 // left out: it only exists while a flowzero process holds the engine (chDB cannot reopen a
 // directory holding one), so the process that consumes creates it.
+//
+// A dry run creates nothing: with no data directory yet, every object is to be created and
+// the plan is made without the engine (opening it would create the directory); an existing
+// directory is opened to read what it holds.
 func migrateEmbedded(ctx context.Context, cfg store.Configuration, s *schema.Schema, dryRun bool, log *slog.Logger, stdout io.Writer) error {
-	if !chdb.Built {
-		return fmt.Errorf("%w; or give --clickhouse URL", chdb.ErrNotBuilt)
-	}
 	if cfg.Kafka.Enabled {
 		log.Info("store: the Kafka table is created by the process that consumes, not by migrate, in embedded mode")
 		cfg.Kafka.Enabled = false
-	}
-	if err := os.MkdirAll(cfg.Embedded.Path, 0o755); err != nil {
-		return err
 	}
 	dir, err := cfg.ProtoDir()
 	if err != nil {
 		return err
 	}
-	if !dryRun {
-		if _, err := store.WriteProto(dir, s); err != nil {
+	var exec store.Executor
+	if _, err := os.Stat(cfg.Embedded.Path); dryRun && errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(stdout, "-- %s does not exist yet: everything is to be created\n", cfg.Embedded.Path)
+		exec = store.EmptyEngine{}
+	} else {
+		if !chdb.Built {
+			return fmt.Errorf("%w; or give --clickhouse URL", chdb.ErrNotBuilt)
+		}
+		if !dryRun {
+			if err := os.MkdirAll(cfg.Embedded.Path, 0o755); err != nil {
+				return err
+			}
+			if _, err := store.WriteProto(dir, s); err != nil {
+				return err
+			}
+		}
+		conn, err := chdb.Open(cfg.Embedded.Path, store.EngineArgs()...)
+		if err != nil {
 			return err
 		}
+		defer conn.Close()
+		exec = store.Embedded{Conn: conn}
 	}
-	conn, err := chdb.Open(cfg.Embedded.Path, store.EngineArgs()...)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	m := &store.Migrator{DDL: store.NewDDL(cfg, s, dir), Exec: store.Embedded{Conn: conn}, Logger: log}
+	m := &store.Migrator{DDL: store.NewDDL(cfg, s, dir), Exec: exec, Logger: log}
 	steps, err := m.Migrate(ctx, dryRun)
 	if err == nil || len(steps) > 0 {
 		printSteps(stdout, steps, dryRun)
