@@ -72,14 +72,17 @@ type OutputsConfiguration struct {
 	File FileOutput `yaml:"file"`
 	// Stdout prints flows as JSON lines.
 	Stdout StdoutOutput `yaml:"stdout"`
-	// Store inserts flows into ClickHouse tables: the embedded engine (chDB; binaries built
-	// with the chdb tag) or a ClickHouse server.
+	// Store inserts flows into the embedded ClickHouse engine (chDB: binaries built with
+	// `make build-chdb`). A ClickHouse server gets its flows from the kafka output through a
+	// Kafka table instead: this output stays off, and `flowzero store migrate` reads this
+	// section to create the server's tables.
 	Store StoreOutput `yaml:"store"`
 }
 
 // StoreOutput is the ClickHouse sink with its switch.
 type StoreOutput struct {
-	// Enabled inserts flows into the flows table (and its aggregated tables).
+	// Enabled inserts flows into the embedded engine's flows table (and its aggregated
+	// tables); it refuses clickhouse.url.
 	Enabled             bool `yaml:"enabled"`
 	store.Configuration `yaml:",inline"`
 }
@@ -176,7 +179,7 @@ func (c *Configuration) Validate() error {
 		}
 	}
 	if c.Outputs.Store.Enabled {
-		if err := c.Outputs.Store.Validate(); err != nil {
+		if err := c.Outputs.Store.ValidateSink(); err != nil {
 			return config.Prefix("outputs.store", err)
 		}
 	}

@@ -1,14 +1,19 @@
 # Storage (owner: storage/infrastructure): chDB's libchdb.so for the embedded ClickHouse engine,
 # the store package's integration run against a real Kafka, and its benchmark.
 #   make chdb-fetch         cache libchdb.so (npm @chdb/lib-linux-x64-gnu) under .cache/chdb
+#   make build-chdb         bin/flowzero with the embedded engine (outputs.store, store migrate/query)
 #   make store-integration  Kafka → chDB Kafka engine → flows table, against a fresh broker
 #   make bench-store        sustained insert rate and bytes on disk per flow (not in make test)
 CHDB_DIR := $(CACHE)/chdb
 
-.PHONY: chdb-fetch store-integration bench-store
+.PHONY: chdb-fetch build-chdb store-integration bench-store
 
 chdb-fetch:
 	@CHDB_DIR=$(CHDB_DIR) scripts/chdb.sh fetch
+
+# The binary finds libchdb.so in CHDB_DIR (rpath), where chdb-fetch put it.
+build-chdb: chdb-fetch
+	$(GO) build -tags chdb -o $(BIN)/flowzero ./cmd/flowzero
 
 # The unit run builds the cgo binding (store/chdb, tag chdb) and runs the engine tests. The
 # binding's #cgo directives already point at .cache/chdb; these flags also cover a CHDB_DIR

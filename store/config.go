@@ -53,8 +53,9 @@ type Configuration struct {
 	FormatSchemaPath string `yaml:"format-schema-path"`
 	// Kafka configures the Kafka engine table that makes ClickHouse consume flows-<hash>.
 	Kafka KafkaConfiguration `yaml:"kafka"`
-	// ClickHouse is the HTTP interface of a ClickHouse server; when URL is empty the
-	// embedded engine is used.
+	// ClickHouse is the HTTP interface of a ClickHouse server, where `flowzero store migrate`
+	// creates the tables. The store output writes to the embedded engine only and refuses a
+	// server: a server gets its flows from outputs.kafka through the Kafka table.
 	ClickHouse ClickHouseConfiguration `yaml:"clickhouse"`
 	// Embedded configures the in-process ClickHouse engine (chDB) and its sink.
 	Embedded EmbeddedConfiguration `yaml:"embedded"`
@@ -88,8 +89,8 @@ type KafkaConfiguration struct {
 
 // ClickHouseConfiguration is a ClickHouse server reached over HTTP.
 type ClickHouseConfiguration struct {
-	// URL of the server's HTTP interface (for example http://127.0.0.1:8123); empty uses the
-	// embedded engine.
+	// URL of the server's HTTP interface (for example http://127.0.0.1:8123); empty,
+	// `flowzero store migrate` works on the embedded engine's data directory.
 	URL string `yaml:"url"`
 	// User to authenticate as.
 	User string `yaml:"user"`
@@ -271,6 +272,20 @@ func (c Configuration) Validate() error {
 		if c.ASNames.Refresh < time.Minute {
 			return config.Errorf("as-names.refresh", "must be at least 1m")
 		}
+	}
+	return nil
+}
+
+// ValidateSink checks the configuration of the store output (the Sink): Validate, and no
+// ClickHouse server, since the sink only writes to the embedded engine.
+func (c Configuration) ValidateSink() error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if c.ClickHouse.URL != "" {
+		return config.Errorf("clickhouse.url", "the store output writes to the embedded engine only, not to a server: "+
+			"for a ClickHouse server, turn the store output off, send the flows with outputs.kafka and create the "+
+			"tables with `flowzero store migrate` (with kafka.enabled, the Kafka table that reads them)")
 	}
 	return nil
 }

@@ -17,7 +17,8 @@
 // the embedded engine (Embedded over store/chdb). Migrator compares what exists with what the
 // DDL wants; every object carries its statement's fingerprint as COMMENT, which makes
 // migrations idempotent and lets data tables be altered in place (ADD COLUMN, TTL) while
-// objects without data are replaced.
+// objects without data are replaced. A server gets its flows from the collector's Kafka
+// output through the Kafka table; the Sink writes to the embedded engine only.
 //
 // Sink is the collector's embedded output: encoded flows are appended to a batch buffer, by
 // size and time, and one inserter goroutine converts each batch to ClickHouse's Native format

@@ -81,7 +81,7 @@ type batch struct {
 
 // NewSink returns a sink for the schema's flows. Nothing is opened before Start.
 func NewSink(r prometheus.Registerer, cfg Configuration, s *schema.Schema, log *slog.Logger) (*Sink, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.ValidateSink(); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	if log == nil {

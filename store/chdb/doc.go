@@ -23,7 +23,8 @@ import (
 )
 
 // ErrNotBuilt is returned by every function of a binary built without the `chdb` tag.
-var ErrNotBuilt = errors.New("chdb: flowzero was built without chDB (rebuild with -tags chdb after `make chdb-fetch`)")
+var ErrNotBuilt = errors.New("chdb: this flowzero binary was built without the embedded ClickHouse engine: " +
+	"build one with `make build-chdb` (it fetches libchdb.so and builds with -tags chdb)")
 
 // Error is an error reported by the engine for a statement.
 type Error struct {

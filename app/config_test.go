@@ -1,0 +1,30 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestStoreOutputRefusesServer checks that the store output, which only writes to the
+// embedded engine, refuses a ClickHouse server and says how flows reach one; with the output
+// off, the same section is valid (flowzero store migrate reads it).
+func TestStoreOutputRefusesServer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "collector.yaml")
+	server := "  store:\n    clickhouse: {url: http://127.0.0.1:8123}\n    kafka: {enabled: true}\n"
+	os.WriteFile(path, []byte("outputs:\n"+server+"    enabled: true\n"), 0o644)
+	_, err := Load(path)
+	if err == nil {
+		t.Fatal("outputs.store enabled with a server URL accepted")
+	}
+	for _, want := range []string{"outputs.store.clickhouse.url: ", "outputs.kafka", "flowzero store migrate"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	os.WriteFile(path, []byte("outputs:\n"+server+"    enabled: false\n"), 0o644)
+	if _, err := Load(path); err != nil {
+		t.Errorf("the store output off: %v", err)
+	}
+}
