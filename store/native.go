@@ -363,7 +363,9 @@ var (
 
 // AppendDelimited converts a batch of length-delimited messages (the sink's batch) and
 // returns how many were appended and the first error of those that were not: a malformed
-// message is left out, the others are kept.
+// message is left out, the others are kept. A length prefix that frames no message ends the
+// batch and counts as one bad message, however many the rest held: a caller knowing how many
+// messages b holds counts them all.
 func (e *NativeEncoder) AppendDelimited(b []byte) (ok, bad int, first error) {
 	for len(b) > 0 {
 		msg, rest, err := pbwire.SplitDelimited(b)

@@ -638,3 +638,30 @@ func TestSinkPreAggregateFlowsInsertFails(t *testing.T) {
 		t.Errorf("flows_1m after the failure: %s bytes, want %d", got, testFlows[0].bytes)
 	}
 }
+
+// TestSinkCountsFramingError writes flows around a length prefix longer than what follows
+// it: the flows before it are stored, and every flow of the batch is accounted for, inserted
+// or dropped as malformed, although the rest of the batch cannot be cut into messages.
+func TestSinkCountsFramingError(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	s := mustSchema(t, schema.DefaultConfiguration())
+	sink := startSink(t, cfg, s)
+	fm := s.NewFlowMessage()
+	for i := range 3 {
+		sink.Write(testFlows[i].encode(fm))
+	}
+	sink.Write(append(pbwire.AppendVarint(nil, 1<<20), unframe(t, testFlows[0].encode(fm))...))
+	for i := range 8 {
+		sink.Write(testFlows[i%len(testFlows)].encode(fm))
+	}
+	if err := sink.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := query(t, sink.Conn(), "SELECT count(), sum(Bytes) FROM flowzero.flows"); got != "3\t65800" {
+		t.Errorf("stored %q, want the three flows before the bad prefix", got)
+	}
+	inserted, invalid := testutil.ToFloat64(sink.m.flows), testutil.ToFloat64(sink.m.droppedInvalid)
+	if inserted != 3 || invalid != 9 {
+		t.Errorf("%v flows inserted and %v dropped as malformed, want 3 and 9 (the 12 written)", inserted, invalid)
+	}
+}

@@ -390,6 +390,9 @@ func (s *Sink) insertBatch(b *batch) (int, error) {
 		s.insertGroups()
 	}
 	ok, bad, first := s.native.AppendDelimited(b.buf)
+	// A length prefix that frames no message leaves the rest of the batch unread, one bad
+	// message for AppendDelimited: every flow of the batch not appended is dropped.
+	bad = max(bad, b.flows-ok)
 	if bad > 0 {
 		s.m.droppedInvalid.Add(float64(bad))
 		if now := time.Now(); now.Sub(s.invalidLogged) >= time.Minute {
