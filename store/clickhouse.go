@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -37,12 +36,9 @@ func (e *ServerError) Error() string {
 
 // NewHTTPClient returns a client for the server in cfg.
 func NewHTTPClient(cfg ClickHouseConfiguration) (*HTTPClient, error) {
-	u, err := url.Parse(cfg.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("clickhouse: %q is not an http(s) URL", cfg.URL)
-	}
-	if u.User != nil {
-		return nil, errors.New("clickhouse: put credentials in clickhouse.user and clickhouse.password, not in the URL")
+	u, err := parseClickHouseURL(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse: url: %w", err)
 	}
 	return &HTTPClient{base: u, user: cfg.User, password: cfg.Password,
 		client: &http.Client{Timeout: cfg.Timeout}}, nil

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -147,7 +148,8 @@ type EmbeddedConfiguration struct {
 // ASNamesConfiguration is a CSV with a header line and the columns asn and name, served
 // over HTTP(S), that the asns dictionary loads and refreshes.
 type ASNamesConfiguration struct {
-	// URL of the CSV; empty disables the AS names dictionary.
+	// URL of the CSV; empty disables the AS names dictionary. It is written into the
+	// dictionary's CREATE statement: it must not hold credentials.
 	URL string `yaml:"url"`
 	// Refresh is how often the dictionary reloads the CSV.
 	Refresh time.Duration `yaml:"refresh"`
@@ -238,9 +240,8 @@ func (c Configuration) Validate() error {
 		}
 	}
 	if c.ClickHouse.URL != "" {
-		u, err := url.Parse(c.ClickHouse.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return config.Errorf("clickhouse.url", "%q is not an http(s) URL", c.ClickHouse.URL)
+		if _, err := parseClickHouseURL(c.ClickHouse.URL); err != nil {
+			return config.Prefix("clickhouse.url", err)
 		}
 	}
 	if c.ClickHouse.Timeout <= 0 {
@@ -265,15 +266,46 @@ func (c Configuration) Validate() error {
 		return config.Errorf("embedded.max-threads", "must not be negative")
 	}
 	if c.ASNames.URL != "" {
-		u, err := url.Parse(c.ASNames.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return config.Errorf("as-names.url", "%q is not an http(s) URL", c.ASNames.URL)
+		u, err := parseHTTPURL(c.ASNames.URL)
+		if err == nil && u.User != nil {
+			// ClickHouse's HTTP dictionary source takes credentials(user, password), but
+			// they too would be in the statement.
+			err = errors.New("must not hold credentials (user:password@): the URL is written into the asns " +
+				"dictionary's CREATE statement, which migrate prints, errors quote and ClickHouse keeps in " +
+				"system.tables; serve the CSV from a URL that needs none")
+		}
+		if err != nil {
+			return config.Prefix("as-names.url", err)
 		}
 		if c.ASNames.Refresh < time.Minute {
 			return config.Errorf("as-names.refresh", "must be at least 1m")
 		}
 	}
 	return nil
+}
+
+// parseHTTPURL parses the URL of an HTTP(S) server. Its errors never quote a password: they
+// show the URL redacted, or not at all when it does not parse (url.Parse's error quotes it
+// whole).
+func parseHTTPURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, errors.New("cannot be parsed as a URL (not quoted: it may hold a password)")
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%q is not an http(s) URL", u.Redacted())
+	}
+	return u, nil
+}
+
+// parseClickHouseURL parses clickhouse.url, which must not hold credentials: the HTTP client
+// sends them in headers, never in the URL, so that they stay out of logs.
+func parseClickHouseURL(raw string) (*url.URL, error) {
+	u, err := parseHTTPURL(raw)
+	if err == nil && u.User != nil {
+		return nil, errors.New("put credentials in clickhouse.user and clickhouse.password, not in the URL")
+	}
+	return u, err
 }
 
 // ValidateSink checks the configuration of the store output (the Sink): Validate, and no

@@ -23,3 +23,32 @@ func TestSinkRefusesServer(t *testing.T) {
 		t.Errorf("NewSink with a server: %v", err)
 	}
 }
+
+// TestURLErrorsHideSecrets checks that the errors about a URL name the key and never quote
+// the password it holds, whether the URL does not parse, has the wrong scheme or holds
+// credentials where none are allowed.
+func TestURLErrorsHideSecrets(t *testing.T) {
+	const secret = "s3cret"
+	urls := []string{
+		"ftp://flowzero:" + secret + "@ch.example:8123",     // wrong scheme
+		"http://flowzero:" + secret + "%zz@ch.example:8123", // does not parse
+		"https://flowzero:" + secret + "@ch.example:8443",   // credentials in the URL
+	}
+	for _, u := range urls {
+		for key, set := range map[string]func(*Configuration){
+			"clickhouse.url": func(c *Configuration) { c.ClickHouse.URL = u },
+			"as-names.url":   func(c *Configuration) { c.ASNames.URL = u },
+		} {
+			cfg := DefaultConfiguration()
+			set(&cfg)
+			err := cfg.Validate()
+			if err == nil || !strings.HasPrefix(err.Error(), key+": ") || strings.Contains(err.Error(), secret) {
+				t.Errorf("%s %s: %v", key, u, err)
+			}
+		}
+		_, err := NewHTTPClient(ClickHouseConfiguration{URL: u})
+		if err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("NewHTTPClient(%s): %v", u, err)
+		}
+	}
+}
