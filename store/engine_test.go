@@ -397,3 +397,27 @@ func TestSinkDropsWhenQueueFull(t *testing.T) {
 		t.Errorf("table holds %s flows, metrics say %v", got, stored)
 	}
 }
+
+// TestSinkStartsOnce checks that a second Start, while the sink runs or after Stop, is an
+// error that leaves the running sink as it was.
+func TestSinkStartsOnce(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	s := mustSchema(t, schema.DefaultConfiguration())
+	sink := startSink(t, cfg, s)
+	if err := sink.Start(); err == nil || !strings.Contains(err.Error(), "started twice") {
+		t.Fatalf("second Start: %v", err)
+	}
+	sink.Write(testFlows[0].encode(s.NewFlowMessage()))
+	if err := sink.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := query(t, sink.Conn(), "SELECT count() FROM flowzero.flows"); got != "1" {
+		t.Errorf("%s flows stored after a second Start, want 1", got)
+	}
+	if err := sink.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Start(); err == nil {
+		t.Error("Start after Stop succeeded")
+	}
+}

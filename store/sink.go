@@ -57,13 +57,15 @@ type Sink struct {
 	invalidLogged time.Time
 
 	// life keeps Stop from closing the queue under a Flush.
-	life    sync.RWMutex
-	mu      sync.Mutex
-	cur     *batch
-	first   time.Time // when the first flow of cur was written
-	started bool
-	stopped bool
-	err     error // first insert error since the last Flush
+	life  sync.RWMutex
+	mu    sync.Mutex
+	cur   *batch
+	first time.Time // when the first flow of cur was written
+	// startCalled is set by the first Start: the engine and the goroutines are made once.
+	startCalled bool
+	started     bool
+	stopped     bool
+	err         error // first insert error since the last Flush
 
 	queue chan *batch
 	free  chan *batch
@@ -101,8 +103,17 @@ func NewSink(r prometheus.Registerer, cfg Configuration, s *schema.Schema, log *
 	}, nil
 }
 
-// Start opens the engine, migrates the database and starts the inserter.
+// Start opens the engine, migrates the database and starts the inserter. A sink starts once:
+// a second call, even after a failed first one or after Stop, returns an error and changes
+// nothing.
 func (s *Sink) Start() error {
+	s.mu.Lock()
+	again := s.startCalled
+	s.startCalled = true
+	s.mu.Unlock()
+	if again {
+		return errors.New("store: sink started twice")
+	}
 	if !chdb.Built {
 		return chdb.ErrNotBuilt
 	}
