@@ -30,7 +30,9 @@ func (a *Agent) openLive() (func(ctx context.Context) error, error) {
 	}
 	pageSize := os.Getpagesize()
 	frameSize := (cfg.SnapLength + 64 + pageSize - 1) / pageSize * pageSize
-	blockSize := max(frameSize, 1<<20)
+	// TPACKET_V3 blocks of about 1 MiB, holding whole frames: afpacket refuses a block size
+	// that is not a multiple of the frame size (the default snap length gives 65 pages).
+	blockSize := frameSize * max(1, (1<<20)/frameSize)
 	numBlocks := max(cfg.RingSize/blockSize, 2)
 	type handle struct {
 		tp       *afpacket.TPacket
