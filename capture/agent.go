@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/net/bpf"
 
 	"flowzero/capture/wire"
 )
@@ -35,7 +34,6 @@ type Agent struct {
 	metrics *agentSideMetrics
 	tls     *tls.Config
 	id      uint64
-	filter  []bpf.RawInstruction
 
 	q *frameQueue
 
@@ -88,11 +86,6 @@ func NewAgent(r prometheus.Registerer, cfg AgentConfiguration, logger *slog.Logg
 	}
 	a.q = newFrameQueue(cfg.BufferSize, cfg.FrameSize)
 	a.senderCtx, a.cancelSender = context.WithCancel(context.Background())
-	if len(cfg.Live.Interfaces) > 0 {
-		if a.filter, err = CompileFilter(cfg.Live.Filter, cfg.Live.SnapLength); err != nil {
-			return nil, err
-		}
-	}
 	return a, nil
 }
 

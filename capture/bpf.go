@@ -6,7 +6,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gopacket/gopacket/layers"
 	"golang.org/x/net/bpf"
+
+	"flowzero/internal/config"
 )
 
 // Packet filters without libpcap.
@@ -16,26 +19,57 @@ import (
 // "code jt jf k" line per instruction; the comma-separated one-line form also works), or an
 // expression in a built-in subset of the tcpdump language compiled here:
 //
-//	expr      = primitive { ["and" | "&&"] primitive }     (juxtaposition means "and")
-//	primitive = ["not" | "!"] ( "ip" | "ip6" | "arp" | "tcp" | "udp" | "sctp" | "icmp"
-//	          | "icmp6" | "proto" N | [dir] "host" ADDR | [dir] "net" CIDR | [dir] "port" N )
+//	expr      = and { ("or" | "||") and }
+//	and       = not { ["and" | "&&"] not }            (juxtaposition means "and")
+//	not       = ("not" | "!") not | "(" expr ")" | primitive
+//	primitive = "ip" | "ip6" | "arp" | "tcp" | "udp" | "sctp" | "icmp" | "icmp6" | "proto" N
+//	          | [dir] "host" ADDR | [dir] "net" CIDR | [dir] "port" N
 //	dir       = "src" | "dst"
 //
-// It matches Ethernet frames (AF_PACKET on Ethernet, veth and loopback devices) without VLAN
-// tags; IPv6 extension headers are not followed (tcpdump does not either). "or" and
-// parentheses are not supported: use tcpdump -ddd for those.
+// so "not" binds tighter than "and", which binds tighter than "or", as in tcpdump. The
+// expression is compiled for the link type of the interface: Ethernet frames (AF_PACKET on
+// Ethernet, veth and loopback devices) without VLAN tags, or raw IP (tun, wireguard), where the
+// IP version nibble tells IPv4 from IPv6 and "arp" never matches. IPv6 extension headers are not
+// followed (tcpdump does not either).
 
-// CompileFilter returns the BPF program for expr ("" gives nil: no filter). Accepted packets
-// are truncated to snapLen.
-func CompileFilter(expr string, snapLen int) ([]bpf.RawInstruction, error) {
+// CompileFilter returns the BPF program for expr on an interface of the given link type
+// (Ethernet or raw IP); "" gives nil: no filter. Accepted packets are truncated to snapLen.
+// Raw `tcpdump -ddd` output is returned as is: tcpdump compiled it for one link type.
+func CompileFilter(expr string, snapLen int, link layers.LinkType) ([]bpf.RawInstruction, error) {
 	expr = strings.TrimSpace(expr)
 	if expr == "" {
 		return nil, nil
 	}
-	if expr[0] >= '0' && expr[0] <= '9' {
+	if isRawBPF(expr) {
 		return parseRawBPF(expr)
 	}
-	return compileExpr(expr, snapLen)
+	l, err := linkLayerOf(link)
+	if err != nil {
+		return nil, err
+	}
+	return compileExpr(expr, snapLen, l)
+}
+
+// isRawBPF tells tcpdump -ddd output (it starts with the instruction count) from an expression.
+func isRawBPF(expr string) bool { return expr != "" && expr[0] >= '0' && expr[0] <= '9' }
+
+// InterfaceFilters returns the program for each interface, given its link type: the
+// expression compiled for that link type, or nil when expr is empty. tcpdump -ddd output is
+// refused when the interfaces do not all have the same link type, since it fits only one.
+func InterfaceFilters(expr string, snapLen int, names []string, links []layers.LinkType) ([][]bpf.RawInstruction, error) {
+	progs := make([][]bpf.RawInstruction, len(names))
+	for i, name := range names {
+		if isRawBPF(strings.TrimSpace(expr)) && links[i] != links[0] {
+			return nil, config.Errorf("live.filter", "tcpdump -ddd output fits one link type, but %s is %s and %s is %s: "+
+				"use a built-in expression or one agent per link type", names[0], links[0], name, links[i])
+		}
+		prog, err := CompileFilter(expr, snapLen, links[i])
+		if err != nil {
+			return nil, config.Errorf("live.filter", "interface %s: %v", name, err)
+		}
+		progs[i] = prog
+	}
+	return progs, nil
 }
 
 // parseRawBPF parses tcpdump -ddd output.
@@ -82,14 +116,33 @@ func checkProgram(prog []bpf.RawInstruction) error {
 	return nil
 }
 
-// Ethernet offsets.
+// portProtocols are the IP protocols whose headers start with source and destination ports:
+// TCP, UDP and SCTP.
+var portProtocols = []uint32{6, 17, 132}
+
+// linkLayer says where the IP header starts and how the link tells IPv4 from IPv6.
+type linkLayer struct {
+	raw   bool   // raw IP: the version nibble (RFC 791, RFC 8200) gives the protocol
+	ipOff uint32 // offset of the IP header
+}
+
+// Ethernet II (IEEE 802.3) ethertypes, at offset 12.
 const (
 	offEtherType = 12
-	offIP        = 14
 	etherIPv4    = 0x0800
 	etherIPv6    = 0x86dd
 	etherARP     = 0x0806
 )
+
+func linkLayerOf(link layers.LinkType) (linkLayer, error) {
+	switch link {
+	case layers.LinkTypeEthernet:
+		return linkLayer{ipOff: 14}, nil
+	case layers.LinkTypeRaw:
+		return linkLayer{raw: true}, nil
+	}
+	return linkLayer{}, fmt.Errorf("link type %s: the built-in filter knows Ethernet and raw IP only (use tcpdump -ddd output)", link)
+}
 
 type label int
 
@@ -121,6 +174,16 @@ func (a *assembler) jset(v uint32, t, f label) {
 	a.prog = append(a.prog, insn{jump: true, cond: bpf.JumpBitsSet, val: v, ifTrue: t, ifF: f})
 }
 
+// jeqAny jumps to match when A is one of vals, to fail otherwise.
+func (a *assembler) jeqAny(vals []uint32, match, fail label) {
+	for _, v := range vals {
+		next := a.newLabel()
+		a.jeq(v, match, next)
+		a.mark(next)
+	}
+	a.ja(fail)
+}
+
 // ja jumps to l unconditionally (a conditional jump with both branches to l keeps the
 // label resolution in one place).
 func (a *assembler) ja(l label) {
@@ -143,10 +206,17 @@ func (a *assembler) assemble() ([]bpf.RawInstruction, error) {
 	return bpf.Assemble(out)
 }
 
+// filterNode is a node of a parsed expression: "and", "or" (left and right), "not" (left) or,
+// when op is "", a primitive.
+type filterNode struct {
+	op          string
+	left, right *filterNode
+	prim        primitive
+}
+
 type primitive struct {
 	kind string // ip ip6 arp proto host net port
 	dir  string // "", src, dst
-	not  bool
 	// proto: IP protocol numbers (IPv4 and IPv6 alike unless v4only/v6only)
 	proto          uint8
 	v4only, v6only bool
@@ -154,150 +224,268 @@ type primitive struct {
 	port           uint16
 }
 
-func parseExpr(expr string) ([]primitive, error) {
-	toks := strings.Fields(strings.ReplaceAll(expr, "!", " ! "))
-	var out []primitive
-	for i := 0; i < len(toks); {
-		tok := toks[i]
-		if tok == "and" || tok == "&&" {
-			i++
-			continue
-		}
-		if tok == "or" || tok == "||" || strings.ContainsAny(tok, "()") {
-			return nil, fmt.Errorf("filter %q: %q is not in the built-in subset (use tcpdump -ddd output)", expr, tok)
-		}
-		var p primitive
-		if tok == "not" || tok == "!" {
-			p.not = true
-			i++
-		}
-		if i < len(toks) && (toks[i] == "src" || toks[i] == "dst") {
-			p.dir = toks[i]
-			i++
-		}
-		if i >= len(toks) {
-			return nil, fmt.Errorf("filter %q: incomplete primitive", expr)
-		}
-		kind := toks[i]
-		i++
-		arg := func() (string, error) {
-			if i >= len(toks) {
-				return "", fmt.Errorf("filter %q: %s needs an argument", expr, kind)
-			}
-			i++
-			return toks[i-1], nil
-		}
-		if p.dir != "" && kind != "host" && kind != "net" && kind != "port" {
-			return nil, fmt.Errorf("filter %q: %s cannot follow %s", expr, kind, p.dir)
-		}
-		p.kind = "proto"
-		switch kind {
-		case "ip", "ip6", "arp":
-			p.kind = kind
-		case "tcp":
-			p.proto = 6
-		case "udp":
-			p.proto = 17
-		case "sctp":
-			p.proto = 132
-		case "icmp":
-			p.proto, p.v4only = 1, true
-		case "icmp6":
-			p.proto, p.v6only = 58, true
-		case "proto":
-			s, err := arg()
-			if err != nil {
-				return nil, err
-			}
-			n, err := strconv.ParseUint(s, 10, 8)
-			if err != nil {
-				return nil, fmt.Errorf("filter %q: proto %q: %v", expr, s, err)
-			}
-			p.proto = uint8(n)
-		case "host", "net":
-			s, err := arg()
-			if err != nil {
-				return nil, err
-			}
-			p.kind = kind
-			if kind == "host" {
-				addr, err := netip.ParseAddr(s)
-				if err != nil {
-					return nil, fmt.Errorf("filter %q: host %q: %v", expr, s, err)
-				}
-				p.prefix = netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen())
-			} else {
-				pfx, err := netip.ParsePrefix(s)
-				if err != nil {
-					return nil, fmt.Errorf("filter %q: net %q: %v", expr, s, err)
-				}
-				p.prefix = pfx.Masked()
-			}
-		case "port":
-			s, err := arg()
-			if err != nil {
-				return nil, err
-			}
-			n, err := strconv.ParseUint(s, 10, 16)
-			if err != nil {
-				return nil, fmt.Errorf("filter %q: port %q: %v", expr, s, err)
-			}
-			p.kind, p.port = "port", uint16(n)
-		default:
-			return nil, fmt.Errorf("filter %q: %q is not in the built-in subset (use tcpdump -ddd output)", expr, kind)
-		}
-		out = append(out, p)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("filter %q: empty", expr)
-	}
-	return out, nil
+// filterParser is a recursive-descent parser over the expression's tokens.
+type filterParser struct {
+	expr string
+	toks []string
+	i    int
 }
 
-func compileExpr(expr string, snapLen int) ([]bpf.RawInstruction, error) {
-	prims, err := parseExpr(expr)
+func (p *filterParser) peek() string {
+	if p.i < len(p.toks) {
+		return p.toks[p.i]
+	}
+	return ""
+}
+
+func (p *filterParser) next() string {
+	tok := p.peek()
+	if tok != "" {
+		p.i++
+	}
+	return tok
+}
+
+func (p *filterParser) errorf(format string, args ...any) error {
+	return fmt.Errorf("filter %q: %s", p.expr, fmt.Sprintf(format, args...))
+}
+
+func parseExpr(expr string) (*filterNode, error) {
+	spaced := expr
+	for _, op := range []string{"(", ")", "&&", "||", "!"} {
+		spaced = strings.ReplaceAll(spaced, op, " "+op+" ")
+	}
+	p := &filterParser{expr: expr, toks: strings.Fields(spaced)}
+	if len(p.toks) == 0 {
+		return nil, p.errorf("empty")
+	}
+	n, err := p.parseOr()
+	if err != nil {
+		return nil, err
+	}
+	if tok := p.peek(); tok != "" {
+		return nil, p.errorf("unexpected %q", tok)
+	}
+	return n, nil
+}
+
+func (p *filterParser) parseOr() (*filterNode, error) {
+	left, err := p.parseAnd()
+	for err == nil && (p.peek() == "or" || p.peek() == "||") {
+		p.next()
+		var right *filterNode
+		if right, err = p.parseAnd(); err == nil {
+			left = &filterNode{op: "or", left: left, right: right}
+		}
+	}
+	return left, err
+}
+
+func (p *filterParser) parseAnd() (*filterNode, error) {
+	left, err := p.parseNot()
+	for err == nil {
+		switch p.peek() {
+		case "", "or", "||", ")":
+			return left, nil
+		case "and", "&&":
+			p.next()
+		}
+		var right *filterNode
+		if right, err = p.parseNot(); err == nil {
+			left = &filterNode{op: "and", left: left, right: right}
+		}
+	}
+	return left, err
+}
+
+func (p *filterParser) parseNot() (*filterNode, error) {
+	switch p.peek() {
+	case "not", "!":
+		p.next()
+		n, err := p.parseNot()
+		return &filterNode{op: "not", left: n}, err
+	case "(":
+		p.next()
+		n, err := p.parseOr()
+		if err == nil && p.next() != ")" {
+			err = p.errorf("missing )")
+		}
+		return n, err
+	}
+	prim, err := p.parsePrimitive()
+	return &filterNode{prim: prim}, err
+}
+
+func (p *filterParser) parsePrimitive() (primitive, error) {
+	var prim primitive
+	if tok := p.peek(); tok == "src" || tok == "dst" {
+		prim.dir = p.next()
+	}
+	kind := p.next()
+	switch kind {
+	case "":
+		return prim, p.errorf("incomplete expression")
+	case "and", "&&", "or", "||", ")":
+		return prim, p.errorf("unexpected %q", kind)
+	}
+	arg := func() (string, error) {
+		switch tok := p.next(); tok {
+		case "", "(", ")", "!", "&&", "||", "and", "or", "not":
+			return "", p.errorf("%s needs an argument", kind)
+		default:
+			return tok, nil
+		}
+	}
+	if prim.dir != "" && kind != "host" && kind != "net" && kind != "port" {
+		return prim, p.errorf("%s cannot follow %s", kind, prim.dir)
+	}
+	prim.kind = "proto"
+	switch kind {
+	case "ip", "ip6", "arp":
+		prim.kind = kind
+	case "tcp":
+		prim.proto = 6
+	case "udp":
+		prim.proto = 17
+	case "sctp":
+		prim.proto = 132
+	case "icmp":
+		prim.proto, prim.v4only = 1, true
+	case "icmp6":
+		prim.proto, prim.v6only = 58, true
+	case "proto":
+		s, err := arg()
+		if err != nil {
+			return prim, err
+		}
+		n, err := strconv.ParseUint(s, 10, 8)
+		if err != nil {
+			return prim, p.errorf("proto %q: %v", s, err)
+		}
+		prim.proto = uint8(n)
+	case "host", "net":
+		s, err := arg()
+		if err != nil {
+			return prim, err
+		}
+		prim.kind = kind
+		if kind == "host" {
+			addr, err := netip.ParseAddr(s)
+			if err != nil {
+				return prim, p.errorf("host %q: %v", s, err)
+			}
+			prim.prefix = netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen())
+		} else {
+			pfx, err := netip.ParsePrefix(s)
+			if err != nil {
+				return prim, p.errorf("net %q: %v", s, err)
+			}
+			prim.prefix = pfx.Masked()
+		}
+	case "port":
+		s, err := arg()
+		if err != nil {
+			return prim, err
+		}
+		n, err := strconv.ParseUint(s, 10, 16)
+		if err != nil {
+			return prim, p.errorf("port %q: %v", s, err)
+		}
+		prim.kind, prim.port = "port", uint16(n)
+	default:
+		return prim, p.errorf("%q is not in the built-in subset (use tcpdump -ddd output)", kind)
+	}
+	return prim, nil
+}
+
+func compileExpr(expr string, snapLen int, link linkLayer) ([]bpf.RawInstruction, error) {
+	root, err := parseExpr(expr)
 	if err != nil {
 		return nil, err
 	}
 	var a assembler
-	reject := a.newLabel()
-	for _, p := range prims {
-		next := a.newLabel()
-		if p.not {
-			p.gen(&a, reject, next)
-		} else {
-			p.gen(&a, next, reject)
-		}
-		a.mark(next)
-	}
+	accept, reject := a.newLabel(), a.newLabel()
+	root.gen(&a, link, accept, reject)
+	a.mark(accept)
 	a.emit(bpf.RetConstant{Val: uint32(snapLen)})
 	a.mark(reject)
 	a.emit(bpf.RetConstant{Val: 0})
-	return a.assemble()
+	prog, err := a.assemble()
+	if err != nil {
+		return nil, fmt.Errorf("filter %q: %v", expr, err)
+	}
+	return prog, nil
+}
+
+// gen emits code that jumps to pass when the node matches and to fail otherwise: the
+// operators only route the labels, so "a or b" tries b where a fails.
+func (n *filterNode) gen(a *assembler, link linkLayer, pass, fail label) {
+	switch n.op {
+	case "not":
+		n.left.gen(a, link, fail, pass)
+	case "and":
+		mid := a.newLabel()
+		n.left.gen(a, link, mid, fail)
+		a.mark(mid)
+		n.right.gen(a, link, pass, fail)
+	case "or":
+		mid := a.newLabel()
+		n.left.gen(a, link, pass, mid)
+		a.mark(mid)
+		n.right.gen(a, link, pass, fail)
+	default:
+		n.prim.gen(a, link, pass, fail)
+	}
+}
+
+// ipVersion jumps to v4 for IPv4 packets, v6 for IPv6 ones and other for the rest: by
+// ethertype on Ethernet, by the version nibble on raw IP.
+func (a *assembler) ipVersion(link linkLayer, v4, v6, other label) {
+	four, six := uint32(etherIPv4), uint32(etherIPv6)
+	if link.raw {
+		a.loadAbs(0, 1)
+		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: 0xf0})
+		four, six = 0x40, 0x60
+	} else {
+		a.loadAbs(offEtherType, 2)
+	}
+	switch {
+	case v6 == other:
+		a.jeq(four, v4, other)
+	case v4 == other:
+		a.jeq(six, v6, other)
+	default:
+		notV4 := a.newLabel()
+		a.jeq(four, v4, notV4)
+		a.mark(notV4)
+		a.jeq(six, v6, other)
+	}
 }
 
 // gen emits code that jumps to pass when the primitive matches and to fail otherwise.
-func (p primitive) gen(a *assembler, pass, fail label) {
-	a.loadAbs(offEtherType, 2)
+func (p primitive) gen(a *assembler, link linkLayer, pass, fail label) {
+	offIP := link.ipOff
 	switch p.kind {
 	case "ip":
-		a.jeq(etherIPv4, pass, fail)
+		a.ipVersion(link, pass, fail, fail)
 	case "ip6":
-		a.jeq(etherIPv6, pass, fail)
+		a.ipVersion(link, fail, pass, fail)
 	case "arp":
+		if link.raw {
+			a.ja(fail) // raw IP links carry no ARP (libpcap compiles it to false too)
+			return
+		}
+		a.loadAbs(offEtherType, 2)
 		a.jeq(etherARP, pass, fail)
 	case "proto":
 		v4, v6 := a.newLabel(), a.newLabel()
 		switch {
 		case p.v4only:
-			a.jeq(etherIPv4, v4, fail)
+			a.ipVersion(link, v4, fail, fail)
 		case p.v6only:
-			a.jeq(etherIPv6, v6, fail)
+			a.ipVersion(link, fail, v6, fail)
 		default:
-			notV4 := a.newLabel()
-			a.jeq(etherIPv4, v4, notV4)
-			a.mark(notV4)
-			a.jeq(etherIPv6, v6, fail)
+			a.ipVersion(link, v4, v6, fail)
 		}
 		a.mark(v4)
 		a.loadAbs(offIP+9, 1) // RFC 791 protocol
@@ -306,31 +494,22 @@ func (p primitive) gen(a *assembler, pass, fail label) {
 		a.loadAbs(offIP+6, 1) // RFC 8200 next header
 		a.jeq(uint32(p.proto), pass, fail)
 	case "host", "net":
-		addr := p.prefix.Addr()
-		if addr.Is4() {
-			ok := a.newLabel()
-			a.jeq(etherIPv4, ok, fail)
+		ok := a.newLabel()
+		if p.prefix.Addr().Is4() {
+			a.ipVersion(link, ok, fail, fail)
 			a.mark(ok)
 			p.genAddrMatch(a, pass, fail, offIP+12, offIP+16)
 		} else {
-			ok := a.newLabel()
-			a.jeq(etherIPv6, ok, fail)
+			a.ipVersion(link, fail, ok, fail)
 			a.mark(ok)
 			p.genAddrMatch(a, pass, fail, offIP+8, offIP+24)
 		}
 	case "port":
-		v4, notV4, v6, ports4, ports6 := a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
-		a.jeq(etherIPv4, v4, notV4)
-		a.mark(notV4)
-		a.jeq(etherIPv6, v6, fail)
+		v4, v6, ports4, ports6 := a.newLabel(), a.newLabel(), a.newLabel(), a.newLabel()
+		a.ipVersion(link, v4, v6, fail)
 		a.mark(v4)
 		a.loadAbs(offIP+9, 1)
-		for _, proto := range []uint32{6, 17, 132} {
-			n := a.newLabel()
-			a.jeq(proto, ports4, n)
-			a.mark(n)
-		}
-		a.ja(fail)
+		a.jeqAny(portProtocols, ports4, fail)
 		a.mark(ports4)
 		// Only first fragments carry the ports (RFC 791 fragment offset).
 		notFrag := a.newLabel()
@@ -341,12 +520,7 @@ func (p primitive) gen(a *assembler, pass, fail label) {
 		p.genPortMatch(a, pass, fail, func(off uint32) { a.emit(bpf.LoadIndirect{Off: offIP + off, Size: 2}) })
 		a.mark(v6)
 		a.loadAbs(offIP+6, 1)
-		for _, proto := range []uint32{6, 17, 132} {
-			n := a.newLabel()
-			a.jeq(proto, ports6, n)
-			a.mark(n)
-		}
-		a.ja(fail)
+		a.jeqAny(portProtocols, ports6, fail)
 		a.mark(ports6)
 		p.genPortMatch(a, pass, fail, func(off uint32) { a.loadAbs(offIP+40+off, 2) })
 	}

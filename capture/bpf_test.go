@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"golang.org/x/net/bpf"
 
+	"flowzero/internal/config"
 	"flowzero/internal/pcapfile"
 )
 
@@ -23,14 +25,24 @@ type frameFacts struct {
 	srcPort, dstPort uint16
 }
 
-func decodeFacts(data []byte) frameFacts {
+func (f frameFacts) String() string {
+	return fmt.Sprintf("ethertype %#04x proto %d %v:%d -> %v:%d", uint16(f.etherType), f.proto, f.src, f.srcPort, f.dst, f.dstPort)
+}
+
+// decodeFacts decodes an Ethernet frame or, with link raw, a raw IP packet (whose etherType is
+// then the one its IP version would have on Ethernet).
+func decodeFacts(data []byte, link layers.LinkType) frameFacts {
 	var f frameFacts
-	pkt := gopacket.NewPacket(data, layers.LinkTypeEthernet, gopacket.Default)
-	eth, ok := pkt.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
-	if !ok {
+	pkt := gopacket.NewPacket(data, link, gopacket.Default)
+	if eth, ok := pkt.Layer(layers.LayerTypeEthernet).(*layers.Ethernet); ok {
+		f.etherType = eth.EthernetType
+	} else if link == layers.LinkTypeRaw && pkt.Layer(layers.LayerTypeIPv4) != nil {
+		f.etherType = layers.EthernetTypeIPv4
+	} else if link == layers.LinkTypeRaw && pkt.Layer(layers.LayerTypeIPv6) != nil {
+		f.etherType = layers.EthernetTypeIPv6
+	} else {
 		return f
 	}
-	f.etherType = eth.EthernetType
 	switch f.etherType {
 	case layers.EthernetTypeIPv4:
 		ip := pkt.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
@@ -63,23 +75,71 @@ func decodeFacts(data []byte) frameFacts {
 	return f
 }
 
-// TestCompileFilter runs the built-in compiler's programs in x/net/bpf's VM over every real
-// frame and compares with what gopacket decodes.
-func TestCompileFilter(t *testing.T) {
-	var frames [][]byte
-	var facts []frameFacts
+// filterTestFrames returns every Ethernet frame of the captures and, for those carrying IPv4 or
+// IPv6 directly, the same packet without its Ethernet header, as a raw IP interface (tun,
+// wireguard) delivers it; raw[i] is nil when frame i has no raw IP equivalent.
+func filterTestFrames(t *testing.T) (eth, raw [][]byte, facts []frameFacts) {
 	for _, path := range allCaptures(t) {
 		fr, err := pcapfile.ReadFrames(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range fr {
-			if f.LinkType == layers.LinkTypeEthernet {
-				frames = append(frames, f.Data)
-				facts = append(facts, decodeFacts(f.Data))
+			if f.LinkType != layers.LinkTypeEthernet {
+				continue
 			}
+			ff := decodeFacts(f.Data, layers.LinkTypeEthernet)
+			var r []byte
+			if ff.etherType == layers.EthernetTypeIPv4 || ff.etherType == layers.EthernetTypeIPv6 {
+				r = f.Data[14:]
+				if rf := decodeFacts(r, layers.LinkTypeRaw); rf != ff {
+					t.Fatalf("%s: raw IP decodes as %+v, Ethernet as %+v", path, rf, ff)
+				}
+			}
+			eth, raw, facts = append(eth, f.Data), append(raw, r), append(facts, ff)
 		}
 	}
+	return eth, raw, facts
+}
+
+// runFilter compiles expr for a link type and runs it in x/net/bpf's VM over packets (nil
+// ones are skipped), returning which were accepted.
+func runFilter(t *testing.T, expr string, link layers.LinkType, packets [][]byte) []bool {
+	t.Helper()
+	raw, err := CompileFilter(expr, 1500, link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, ok := bpf.Disassemble(raw)
+	if !ok {
+		t.Fatal("disassemble")
+	}
+	vm, err := bpf.NewVM(ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make([]bool, len(packets))
+	for i, data := range packets {
+		if data == nil {
+			continue
+		}
+		n, err := vm.Run(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 && n != 1500 {
+			t.Fatalf("accepted %d bytes of %d", n, len(data))
+		}
+		accepted[i] = n > 0
+	}
+	return accepted
+}
+
+// TestCompileFilter runs the built-in compiler's programs in x/net/bpf's VM over every real
+// frame and compares with what gopacket decodes; the program compiled for raw IP must accept
+// the same packets once their Ethernet header is stripped.
+func TestCompileFilter(t *testing.T) {
+	frames, rawFrames, facts := filterTestFrames(t)
 	// Addresses and ports taken from the captures.
 	var v4, v6 netip.Addr
 	var v4dst netip.Addr
@@ -110,25 +170,24 @@ func TestCompileFilter(t *testing.T) {
 	isIP := func(f frameFacts) bool {
 		return f.etherType == layers.EthernetTypeIPv4 || f.etherType == layers.EthernetTypeIPv6
 	}
+	isTCP := func(f frameFacts) bool { return isIP(f) && f.proto == 6 }
+	isUDP := func(f frameFacts) bool { return isIP(f) && f.proto == 17 }
+	hasPort := func(f frameFacts, port uint16) bool { return f.hasPorts && (f.srcPort == port || f.dstPort == port) }
 	cases := []struct {
 		expr string
 		want func(f frameFacts) bool
 	}{
 		{"ip", func(f frameFacts) bool { return f.etherType == layers.EthernetTypeIPv4 }},
 		{"ip6", func(f frameFacts) bool { return f.etherType == layers.EthernetTypeIPv6 }},
-		{"tcp", func(f frameFacts) bool { return isIP(f) && f.proto == 6 }},
-		{"udp", func(f frameFacts) bool { return isIP(f) && f.proto == 17 }},
-		{"not udp", func(f frameFacts) bool { return !(isIP(f) && f.proto == 17) }},
+		{"tcp", isTCP},
+		{"udp", isUDP},
+		{"not udp", func(f frameFacts) bool { return !isUDP(f) }},
 		{"proto 4", func(f frameFacts) bool { return isIP(f) && f.proto == 4 }},
 		{"proto 47", func(f frameFacts) bool { return isIP(f) && f.proto == 47 }},
-		{fmt.Sprintf("udp port %d", udpPort), func(f frameFacts) bool {
-			return f.proto == 17 && f.hasPorts && (f.srcPort == udpPort || f.dstPort == udpPort)
-		}},
+		{fmt.Sprintf("udp port %d", udpPort), func(f frameFacts) bool { return f.proto == 17 && hasPort(f, udpPort) }},
 		{fmt.Sprintf("udp and dst port %d", udpPort), func(f frameFacts) bool { return f.proto == 17 && f.hasPorts && f.dstPort == udpPort }},
 		{fmt.Sprintf("src port %d", udpSrc), func(f frameFacts) bool { return f.hasPorts && f.srcPort == udpSrc }},
-		{fmt.Sprintf("tcp port %d", tcpPort), func(f frameFacts) bool {
-			return f.proto == 6 && f.hasPorts && (f.srcPort == tcpPort || f.dstPort == tcpPort)
-		}},
+		{fmt.Sprintf("tcp port %d", tcpPort), func(f frameFacts) bool { return f.proto == 6 && hasPort(f, tcpPort) }},
 		{"host " + v4.String(), func(f frameFacts) bool { return f.src == v4 || f.dst == v4 }},
 		{"src host " + v4.String(), func(f frameFacts) bool { return f.src == v4 }},
 		{"! dst host " + v4dst.String(), func(f frameFacts) bool { return f.dst != v4dst }},
@@ -136,47 +195,95 @@ func TestCompileFilter(t *testing.T) {
 		{"host " + v6.String(), func(f frameFacts) bool { return f.src == v6 || f.dst == v6 }},
 		{"dst net " + v6net.String(), func(f frameFacts) bool { return inNet(v6net, f.dst) }},
 		{"ip && not tcp", func(f frameFacts) bool { return f.etherType == layers.EthernetTypeIPv4 && f.proto != 6 }},
+		// or, parentheses and precedence: not > and > or.
+		{"host " + v4.String() + " or host " + v6.String(), func(f frameFacts) bool {
+			return f.src == v4 || f.dst == v4 || f.src == v6 || f.dst == v6
+		}},
+		{fmt.Sprintf("not port %d", tcpPort), func(f frameFacts) bool { return !hasPort(f, tcpPort) }},
+		{fmt.Sprintf("(tcp or udp) and (port %d or port %d)", tcpPort, udpPort), func(f frameFacts) bool {
+			return (isTCP(f) || isUDP(f)) && (hasPort(f, tcpPort) || hasPort(f, udpPort))
+		}},
+		{fmt.Sprintf("tcp or udp and port %d", udpPort), func(f frameFacts) bool { return isTCP(f) || isUDP(f) && hasPort(f, udpPort) }},
+		{fmt.Sprintf("udp and port %d or tcp", udpPort), func(f frameFacts) bool { return isUDP(f) && hasPort(f, udpPort) || isTCP(f) }},
+		{fmt.Sprintf("(tcp or udp) and port %d", udpPort), func(f frameFacts) bool { return (isTCP(f) || isUDP(f)) && hasPort(f, udpPort) }},
+		{"not tcp and not udp", func(f frameFacts) bool { return !isTCP(f) && !isUDP(f) }},
+		{"ip and !(tcp||udp)", func(f frameFacts) bool { return f.etherType == layers.EthernetTypeIPv4 && !isTCP(f) && !isUDP(f) }},
+		{"not (ip6 or (ip and udp))", func(f frameFacts) bool {
+			return f.etherType != layers.EthernetTypeIPv6 && !(f.etherType == layers.EthernetTypeIPv4 && isUDP(f))
+		}},
+		{"ip6 or arp", func(f frameFacts) bool {
+			return f.etherType == layers.EthernetTypeIPv6 || f.etherType == layers.EthernetTypeARP
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.expr, func(t *testing.T) {
-			raw, err := CompileFilter(tc.expr, 1500)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ins, ok := bpf.Disassemble(raw)
-			if !ok {
-				t.Fatal("disassemble")
-			}
-			vm, err := bpf.NewVM(ins)
-			if err != nil {
-				t.Fatal(err)
-			}
-			matched := 0
-			for i, data := range frames {
-				n, err := vm.Run(data)
-				if err != nil {
-					t.Fatal(err)
+			onEth := runFilter(t, tc.expr, layers.LinkTypeEthernet, frames)
+			onRaw := runFilter(t, tc.expr, layers.LinkTypeRaw, rawFrames)
+			matched, matchedRaw, raws := 0, 0, 0
+			for i := range frames {
+				if want := tc.want(facts[i]); onEth[i] != want {
+					t.Fatalf("frame %d (%+v): filter says %v, gopacket %v", i, facts[i], onEth[i], want)
 				}
-				want := tc.want(facts[i])
-				if (n > 0) != want {
-					t.Fatalf("frame %d (%+v): filter says %v, gopacket %v", i, facts[i], n > 0, want)
-				}
-				if n > 0 {
+				if onEth[i] {
 					matched++
-					if n != 1500 {
-						t.Fatalf("accepted %d bytes of %d", n, len(data))
-					}
+				}
+				if rawFrames[i] == nil {
+					continue
+				}
+				raws++
+				if onRaw[i] != onEth[i] {
+					t.Fatalf("frame %d (%+v): the filter says %v on Ethernet, %v on raw IP", i, facts[i], onEth[i], onRaw[i])
+				}
+				if onRaw[i] {
+					matchedRaw++
 				}
 			}
-			if matched == 0 || matched == len(frames) && tc.expr != "not udp" {
-				t.Fatalf("%d of %d frames matched: the case does not discriminate", matched, len(frames))
+			// Each case must separate the packets on both link types (all or nothing proves nothing).
+			if matched == 0 || matched == len(frames) && tc.expr != "not udp" || matchedRaw == 0 || matchedRaw == raws {
+				t.Fatalf("%d of %d frames matched, %d of %d raw IP packets: the case does not discriminate", matched, len(frames), matchedRaw, raws)
 			}
 		})
 	}
 }
 
+// TestInterfaceFilters checks the per-interface programs: an expression is compiled for each
+// link type, tcpdump -ddd output (compiled for one link type) is refused across link types
+// with an error naming the key and the interfaces.
+func TestInterfaceFilters(t *testing.T) {
+	names := []string{"eth0", "wg0"}
+	links := []layers.LinkType{layers.LinkTypeEthernet, layers.LinkTypeRaw}
+	progs, err := InterfaceFilters("udp", 128, names, links)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, link := range links {
+		if want, _ := CompileFilter("udp", 128, link); !slices.Equal(progs[i], want) {
+			t.Errorf("%s: not the program for %s", names[i], link)
+		}
+	}
+	if slices.Equal(progs[0], progs[1]) {
+		t.Error("the same program for Ethernet and raw IP")
+	}
+	if progs, err := InterfaceFilters("", 128, names, links); err != nil || progs[0] != nil || progs[1] != nil {
+		t.Errorf("no filter: %v, %v", progs, err)
+	}
+	ddd := "4\n40 0 0 12\n21 0 1 2048\n6 0 0 128\n6 0 0 0\n"
+	if _, err := InterfaceFilters(ddd, 128, names[:1], links[:1]); err != nil {
+		t.Errorf("tcpdump -ddd on one Ethernet interface: %v", err)
+	}
+	_, err = InterfaceFilters(ddd, 128, names, links)
+	var ke *config.KeyError
+	if !errors.As(err, &ke) || ke.Key != "live.filter" || !strings.Contains(err.Error(), "eth0") || !strings.Contains(err.Error(), "wg0") {
+		t.Errorf("tcpdump -ddd across link types: %v", err)
+	}
+	_, err = InterfaceFilters("udp", 128, []string{"sit0"}, []layers.LinkType{layers.LinkTypeLinuxSLL})
+	if !errors.As(err, &ke) || ke.Key != "live.filter" || !strings.Contains(err.Error(), "sit0") {
+		t.Errorf("unknown link type: %v", err)
+	}
+}
+
 func TestRawFilter(t *testing.T) {
-	prog, err := CompileFilter("udp port 53", 262144)
+	prog, err := CompileFilter("udp port 53", 262144, layers.LinkTypeEthernet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +293,7 @@ func TestRawFilter(t *testing.T) {
 		fmt.Fprintf(&ddd, "%d %d %d %d\n", in.Op, in.Jt, in.Jf, in.K)
 	}
 	for _, text := range []string{ddd.String(), strings.ReplaceAll(strings.TrimSpace(ddd.String()), "\n", ",")} {
-		got, err := CompileFilter(text, 0)
+		got, err := CompileFilter(text, 0, layers.LinkTypeEthernet)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,10 +301,17 @@ func TestRawFilter(t *testing.T) {
 			t.Fatalf("raw program differs")
 		}
 	}
-	for _, bad := range []string{"2\n6 0 0 0\n", "1\n21 5 0 2048\n", "1\n6 0 0\n", "1\n99999 0 0 0\n",
-		"tcp or udp", "port", "port 70000", "host 1.2.3", "src tcp", "(tcp)", "frobnicate"} {
-		if _, err := CompileFilter(bad, 1500); err == nil {
-			t.Errorf("%q accepted", bad)
+	for bad, msg := range map[string]string{
+		"2\n6 0 0 0\n": "count 2 but 1", "1\n21 5 0 2048\n": "raw BPF", "1\n6 0 0\n": "code jt jf k",
+		"1\n99999 0 0 0\n": "value out of range", "port": "port needs an argument", "port 70000": "port \"70000\"",
+		"host 1.2.3": "host \"1.2.3\"", "src tcp": "tcp cannot follow src", "frobnicate": `"frobnicate" is not in the built-in subset`,
+		"tcp or": "incomplete expression", "or tcp": `unexpected "or"`, "(tcp or udp": "missing )", "tcp)": `unexpected ")"`,
+		"()": `unexpected ")"`, "tcp and": "incomplete expression", "not": "incomplete expression",
+		"host 192.0.2.1 or 192.0.2.2": `"192.0.2.2" is not in the built-in subset`, "port (": "port needs an argument",
+		"vlan and tcp": `"vlan" is not in the built-in subset`,
+	} {
+		if _, err := CompileFilter(bad, 1500, layers.LinkTypeEthernet); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q: error %v, want one saying %q", bad, err, msg)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gopacket/gopacket/layers"
+
 	"flowzero/capture/wire"
 	"flowzero/internal/config"
 )
@@ -44,8 +46,10 @@ type AgentConfiguration struct {
 // LiveConfiguration configures live capture with AF_PACKET.
 type LiveConfiguration struct {
 	Interfaces []string `yaml:"interfaces"`
-	// Filter is either a tcpdump-like expression of the built-in subset (see bpf.go) or the
-	// output of `tcpdump -ddd` (a count line, then "code jt jf k" lines).
+	// Filter is either a tcpdump-like expression of the built-in subset (see bpf.go), compiled
+	// for each interface's link type (Ethernet or raw IP), or the output of `tcpdump -ddd` (a
+	// count line, then "code jt jf k" lines), which fits only interfaces of the link type
+	// tcpdump compiled it for.
 	Filter      string `yaml:"filter"`
 	SnapLength  int    `yaml:"snap-length"`
 	Promiscuous bool   `yaml:"promiscuous"`
@@ -112,7 +116,9 @@ func (c *AgentConfiguration) Validate() error {
 		if c.Live.RingSize < 1<<20 {
 			return config.Errorf("live.ring-size", "%d: want at least 1 MiB", c.Live.RingSize)
 		}
-		if _, err := CompileFilter(c.Live.Filter, c.Live.SnapLength); err != nil {
+		// The syntax is checked here; each interface gets the program for its link type when
+		// the capture opens.
+		if _, err := CompileFilter(c.Live.Filter, c.Live.SnapLength, layers.LinkTypeEthernet); err != nil {
 			return config.Errorf("live.filter", "%v", err)
 		}
 	}

@@ -32,7 +32,7 @@ func TestConfigValidate(t *testing.T) {
 		{"server", agent(func(c *AgentConfiguration) { c.Server = "nohost" })},
 		{"live.interfaces", agent(func(c *AgentConfiguration) { c.Live.Interfaces = []string{"eth0"} })},
 		{"live.filter", agent(func(c *AgentConfiguration) {
-			c.Replay.Files, c.Live.Interfaces, c.Live.Filter = nil, []string{"eth0"}, "tcp or udp"
+			c.Replay.Files, c.Live.Interfaces, c.Live.Filter = nil, []string{"eth0"}, "tcp or"
 		})},
 		{"replay.speed", agent(func(c *AgentConfiguration) { c.Replay.Speed = "fast" })},
 		{"buffer-size", agent(func(c *AgentConfiguration) { c.BufferSize = c.FrameSize })},

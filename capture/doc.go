@@ -23,7 +23,8 @@
 // captured = written + counted drops.
 //
 // Filters: no libpcap (cgo, libpcap-dev) is required. A filter is raw classic BPF as printed
-// by `tcpdump -ddd`, or an expression in a built-in subset of the tcpdump language (bpf.go).
+// by `tcpdump -ddd`, or an expression in a built-in subset of the tcpdump language (bpf.go:
+// and, or, not, parentheses) compiled for each interface's link type, Ethernet or raw IP.
 //
 // Output: one pcapng section, one interface description block per (agent, interface) named
 // "agent:iface" (or one file per agent), rotation by size and time with a maximum number of

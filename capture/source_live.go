@@ -20,13 +20,22 @@ import (
 // captures on all of them until its context ends.
 func (a *Agent) openLive() (func(ctx context.Context) error, error) {
 	cfg := a.cfg.Live
-	filter := a.filter
-	if filter == nil {
-		// The snap length is applied by the filter's return value, as libpcap does.
-		var err error
-		if filter, err = bpf.Assemble([]bpf.Instruction{bpf.RetConstant{Val: uint32(cfg.SnapLength)}}); err != nil {
-			return nil, err
+	links := make([]layers.LinkType, len(cfg.Interfaces))
+	for i, name := range cfg.Interfaces {
+		ifi, err := net.InterfaceByName(name)
+		if err != nil {
+			return nil, fmt.Errorf("live.interfaces: %w", err)
 		}
+		links[i] = linkTypeOf(ifi)
+	}
+	filters, err := InterfaceFilters(cfg.Filter, cfg.SnapLength, cfg.Interfaces, links)
+	if err != nil {
+		return nil, err
+	}
+	// Without a filter, the snap length is applied by the program's return value, as libpcap does.
+	snapOnly, err := bpf.Assemble([]bpf.Instruction{bpf.RetConstant{Val: uint32(cfg.SnapLength)}})
+	if err != nil {
+		return nil, err
 	}
 	pageSize := os.Getpagesize()
 	frameSize := (cfg.SnapLength + 64 + pageSize - 1) / pageSize * pageSize
@@ -37,6 +46,7 @@ func (a *Agent) openLive() (func(ctx context.Context) error, error) {
 	type handle struct {
 		tp       *afpacket.TPacket
 		index    uint32
+		filter   []bpf.RawInstruction
 		filtered time.Time // packets captured before are from before the filter
 	}
 	var handles []handle
@@ -45,11 +55,10 @@ func (a *Agent) openLive() (func(ctx context.Context) error, error) {
 			h.tp.Close()
 		}
 	}
-	for _, name := range cfg.Interfaces {
-		ifi, err := net.InterfaceByName(name)
-		if err != nil {
-			closeAll()
-			return nil, fmt.Errorf("live.interfaces: %w", err)
+	for i, name := range cfg.Interfaces {
+		filter := filters[i]
+		if filter == nil {
+			filter = snapOnly
 		}
 		tp, err := afpacket.NewTPacket(afpacket.OptInterface(name), afpacket.OptFrameSize(frameSize),
 			afpacket.OptBlockSize(blockSize), afpacket.OptNumBlocks(numBlocks),
@@ -59,7 +68,7 @@ func (a *Agent) openLive() (func(ctx context.Context) error, error) {
 			closeAll()
 			return nil, fmt.Errorf("AF_PACKET on %s: %w", name, err)
 		}
-		handles = append(handles, handle{tp: tp})
+		handles = append(handles, handle{tp: tp, filter: filter})
 		if err := tp.SetBPF(filter); err != nil {
 			closeAll()
 			return nil, fmt.Errorf("BPF filter on %s: %w", name, err)
@@ -73,12 +82,7 @@ func (a *Agent) openLive() (func(ctx context.Context) error, error) {
 				return nil, fmt.Errorf("promiscuous mode on %s: %w", name, err)
 			}
 		}
-		// Devices without a hardware address (tun, wireguard) deliver raw IP.
-		linkType := layers.LinkTypeEthernet
-		if len(ifi.HardwareAddr) == 0 && ifi.Flags&net.FlagLoopback == 0 {
-			linkType = layers.LinkTypeRaw
-		}
-		handles[len(handles)-1].index = a.registerInterface(name, uint16(linkType), uint32(cfg.SnapLength))
+		handles[len(handles)-1].index = a.registerInterface(name, uint16(links[i]), uint32(cfg.SnapLength))
 	}
 	return func(ctx context.Context) error {
 		defer closeAll()
@@ -88,7 +92,7 @@ func (a *Agent) openLive() (func(ctx context.Context) error, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs <- a.captureLoop(ctx, h.tp, h.index, h.filtered, filter)
+				errs <- a.captureLoop(ctx, h.tp, h.index, h.filtered, h.filter)
 			}()
 		}
 		wg.Wait()
@@ -100,6 +104,15 @@ func (a *Agent) openLive() (func(ctx context.Context) error, error) {
 		}
 		return ctx.Err()
 	}, nil
+}
+
+// linkTypeOf returns what AF_PACKET delivers on an interface: devices without a hardware
+// address (tun, wireguard) deliver raw IP, the others (loopback included) Ethernet frames.
+func linkTypeOf(ifi *net.Interface) layers.LinkType {
+	if len(ifi.HardwareAddr) == 0 && ifi.Flags&net.FlagLoopback == 0 {
+		return layers.LinkTypeRaw
+	}
+	return layers.LinkTypeEthernet
 }
 
 // captureLoop reads one ring until ctx ends; packets are copied into frames right away

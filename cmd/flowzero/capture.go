@@ -75,7 +75,7 @@ func runCaptureAgent(args []string, stdout, stderr io.Writer) error {
 	server := fs.String("server", "", "server host:port")
 	tokenFile := fs.String("token-file", "", "file holding the shared token")
 	ifaces := fs.String("interfaces", "", "comma-separated interfaces to capture on (AF_PACKET)")
-	filter := fs.String("filter", "", "filter: built-in tcpdump subset (e.g. 'udp and port 53') or `tcpdump -ddd` output")
+	filter := fs.String("filter", "", "filter: built-in tcpdump subset (e.g. 'not port 22 and (tcp or udp)') or `tcpdump -ddd` output")
 	snap := fs.Int("snaplen", 0, "snap length")
 	replay := fs.String("replay", "", "comma-separated pcap/pcapng files to replay instead of capturing")
 	speed := fs.String("speed", "", "replay speed: max or recorded")
