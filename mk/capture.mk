@@ -3,7 +3,7 @@
 #                       against the seed article's fixed header, msgpack and JSON, one run; plus
 #                       the pcapng packet writer against gopacket's NgWriter.
 #   bench-capture       agent (pcap replay at max speed, 64- and 1500-byte packets) -> server ->
-#                       pcapng on loopback: packets/s, MB/s, packets lost (medians of 5 runs).
+#                       pcapng on loopback: packets/s, MB/s (medians of 5 runs); fails on any lost packet.
 CAPTURE_BENCH_COUNT ?= 8
 
 .PHONY: bench-capture-wire bench-capture
