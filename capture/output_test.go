@@ -2,6 +2,8 @@ package capture
 
 import (
 	"bytes"
+	"crypto/md5"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,18 +185,22 @@ func TestStdoutAndFIFO(t *testing.T) {
 }
 
 // TestTshark reads the server's file with Wireshark's dissector engine when it is installed:
-// interface names, timestamps and lengths of every packet, in order.
+// interface names, timestamps, lengths and the MD5 of the bytes of every packet, in order.
 func TestTshark(t *testing.T) {
 	tshark, err := exec.LookPath("tshark")
 	if err != nil {
-		t.Skip("tshark not installed")
+		t.Skip("tshark not installed: install Wireshark's tshark (Debian: apt-get install tshark) to check the pcapng files with its reader")
 	}
 	cfg := testServerConfig(t)
 	_, files := replayOnce(t, cfg, ServerDependencies{Logger: quiet}, "shark")
-	out, err := exec.Command(tshark, "-n", "-r", cfg.Output.Path, "-T", "fields", "-E", "separator=,",
-		"-e", "frame.interface_name", "-e", "frame.time_epoch", "-e", "frame.cap_len", "-e", "frame.len").Output()
+	var stderr strings.Builder
+	cmd := exec.Command(tshark, "-n", "-r", cfg.Output.Path, "-o", "frame.generate_md5_hash:TRUE",
+		"-T", "fields", "-E", "separator=,", "-e", "frame.interface_name", "-e", "frame.time_epoch",
+		"-e", "frame.cap_len", "-e", "frame.len", "-e", "frame.md5_hash")
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("tshark: %v", err)
+		t.Fatalf("tshark: %v: %s", err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	var want []string
@@ -210,7 +216,7 @@ func TestTshark(t *testing.T) {
 			want = append(want, strings.Join([]string{
 				"shark:" + strings.TrimSuffix(filepath.Base(path), ".pcap"),
 				strconv.FormatInt(f.Time.Unix(), 10) + "." + strconv.FormatInt(1e9+int64(f.Time.Nanosecond()), 10)[1:],
-				strconv.Itoa(len(f.Data)), strconv.Itoa(f.Length)}, ","))
+				strconv.Itoa(len(f.Data)), strconv.Itoa(f.Length), fmt.Sprintf("%x", md5.Sum(f.Data))}, ","))
 		}
 	}
 	if len(lines) != len(want) {
