@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -39,6 +41,32 @@ func runCapture(args []string, stdout, stderr io.Writer) error {
 		return runCaptureAgent(args[1:], stdout, stderr)
 	}
 	return runCaptureServer(args[1:], stdout, stderr)
+}
+
+// secondsOrDuration is a flag taking whole seconds, as tcpdump's -G does, or a Go duration.
+type secondsOrDuration struct{ d *time.Duration }
+
+func (v secondsOrDuration) String() string {
+	if v.d == nil {
+		return "0s"
+	}
+	return v.d.String()
+}
+
+func (v secondsOrDuration) Set(s string) error {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 0 || n > math.MaxInt64/int64(time.Second) {
+			return fmt.Errorf("%d seconds: out of range", n)
+		}
+		*v.d = time.Duration(n) * time.Second
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q: want whole seconds (3600) or a duration (1h)", s)
+	}
+	*v.d = d
+	return nil
 }
 
 func splitList(s string) []string {
@@ -161,7 +189,8 @@ func runCaptureServer(args []string, stdout, stderr io.Writer) error {
 	output := fs.String("w", "", "output pcapng path ('-' for stdout; a FIFO works)")
 	perAgent := fs.Bool("per-agent", false, "one file per agent")
 	rotSize := fs.Int64("C", 0, "rotate after this many bytes (tcpdump -C, in bytes here)")
-	rotTime := fs.Duration("G", 0, "rotate after this long (tcpdump -G); strftime conversions in -w")
+	var rotTime time.Duration
+	fs.Var(secondsOrDuration{&rotTime}, "G", "rotate after this many seconds (tcpdump -G 3600) or this Go duration (1h); strftime conversions in -w")
 	maxFiles := fs.Int("W", 0, "keep at most this many files (tcpdump -W)")
 	tokenFile := fs.String("token-file", "", "file holding the accepted shared token")
 	metrics := fs.String("metrics", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9102)")
@@ -184,7 +213,7 @@ func runCaptureServer(args []string, stdout, stderr io.Writer) error {
 		case "C":
 			cfg.Output.RotateSize = *rotSize
 		case "G":
-			cfg.Output.RotateInterval = *rotTime
+			cfg.Output.RotateInterval = rotTime
 		case "W":
 			cfg.Output.MaxFiles = *maxFiles
 		}
