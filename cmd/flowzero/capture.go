@@ -43,6 +43,12 @@ func runCapture(args []string, stdout, stderr io.Writer) error {
 	return runCaptureServer(args[1:], stdout, stderr)
 }
 
+// stopContext returns the context that ends a capture agent or server: SIGINT or SIGTERM.
+// Tests replace it to stop the commands they run in-process.
+var stopContext = func() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+}
+
 // secondsOrDuration is a flag taking whole seconds, as tcpdump's -G does, or a Go duration.
 type secondsOrDuration struct{ d *time.Duration }
 
@@ -169,7 +175,7 @@ func runCaptureAgent(args []string, stdout, stderr io.Writer) error {
 	if err := a.Start(); err != nil {
 		return err
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, cancel := stopContext()
 	defer cancel()
 	select {
 	case <-ctx.Done():
@@ -243,7 +249,7 @@ func runCaptureServer(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log.Info("capture server listening", "address", s.Addr().String(), "output", cfg.Output.Path)
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, cancel := stopContext()
 	defer cancel()
 	<-ctx.Done()
 	return s.Stop()

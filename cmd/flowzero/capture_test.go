@@ -2,9 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"flowzero/internal/pcapfile"
+	"flowzero/internal/testdata"
 )
 
 // TestRotateIntervalFlag checks -G: whole seconds as tcpdump takes them, or a Go duration.
@@ -33,6 +42,98 @@ func TestRotateIntervalFlag(t *testing.T) {
 		var out, errb bytes.Buffer
 		if code := run(tc.args, &out, &errb); code != tc.code || !strings.Contains(errb.String(), tc.want) {
 			t.Errorf("%v: code %d, stderr %q; want code %d and %q", tc.args, code, errb.String(), tc.code, tc.want)
+		}
+	}
+}
+
+// syncBuffer is a buffer a command writes to while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestCaptureAgentServer runs the real subcommands in-process: a server on a free loopback
+// port writing pcapng with tcpdump-style -G seconds, and an agent replaying a real capture to
+// it; the file must hold that capture's packets, byte for byte.
+func TestCaptureAgentServer(t *testing.T) {
+	capFile := testdata.Path(t, "bmp", "bmp-reach.pcap")
+	want, err := pcapfile.ReadFrames(capFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopServer, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	saved := stopContext
+	stopContext = func() (context.Context, context.CancelFunc) { return context.WithCancel(stopServer) }
+	t.Cleanup(func() { stopContext = saved })
+
+	dir := t.TempDir()
+	var serverLog syncBuffer
+	serverCode := make(chan int, 1)
+	go func() {
+		serverCode <- run([]string{"capture", "server", "-listen", "127.0.0.1:0", "-w", filepath.Join(dir, "cap-%Y%m%d.pcapng"), "-G", "60"},
+			io.Discard, &serverLog)
+	}()
+	listening := regexp.MustCompile(`msg="capture server listening" address=(\S+)`)
+	var addr string
+	for deadline := time.Now().Add(5 * time.Second); addr == ""; {
+		if m := listening.FindStringSubmatch(serverLog.String()); m != nil {
+			addr = m[1]
+			break
+		}
+		select {
+		case code := <-serverCode:
+			t.Fatalf("server exited with %d: %s", code, serverLog.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not say where it listens: %s", serverLog.String())
+		}
+	}
+
+	var agentOut, agentErr bytes.Buffer
+	if code := run([]string{"capture", "agent", "-name", "t1", "-server", addr, "-replay", capFile}, &agentOut, &agentErr); code != 0 {
+		t.Fatalf("agent exited with %d: %s", code, agentErr.String())
+	}
+	if summary := fmt.Sprintf("captured %d, sent %d, dropped by the agent 0,", len(want), len(want)); !strings.HasPrefix(agentOut.String(), summary) {
+		t.Errorf("agent said %q, want %q...", agentOut.String(), summary)
+	}
+	cancel()
+	select {
+	case code := <-serverCode:
+		if code != 0 {
+			t.Fatalf("server exited with %d: %s", code, serverLog.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not stop")
+	}
+
+	files, _ := filepath.Glob(filepath.Join(dir, "cap-*.pcapng"))
+	if len(files) != 1 {
+		t.Fatalf("output files %v, want one", files)
+	}
+	got, err := pcapfile.ReadFrames(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%s holds %d packets, want the %d of %s", files[0], len(got), len(want), capFile)
+	}
+	for i := range want {
+		if !bytes.Equal(got[i].Data, want[i].Data) || !got[i].Time.Equal(want[i].Time) || got[i].Length != want[i].Length {
+			t.Fatalf("packet %d differs from the capture's", i)
 		}
 	}
 }
