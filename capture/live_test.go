@@ -15,9 +15,7 @@ import (
 // TestLiveCapture captures on one end of a veth pair whose other end lives in a network
 // namespace made by the test, with a filter that keeps one UDP port out of two.
 func TestLiveCapture(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("live capture needs root (network namespace, veth, AF_PACKET); run the tests as root to cover it")
-	}
+	skipUnlessRoot(t, "live capture (network namespace, veth, AF_PACKET)")
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("live capture test needs iproute2's ip command")
 	}
@@ -111,5 +109,13 @@ func TestLiveCapture(t *testing.T) {
 	}
 	if st.Captured != n || st.Sent != n {
 		t.Fatalf("agent stats %+v", st)
+	}
+}
+
+// skipUnlessRoot skips a test of what only root may do, saying so.
+func skipUnlessRoot(t *testing.T, what string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("%s needs root: run the tests as root to cover it", what)
 	}
 }

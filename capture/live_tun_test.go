@@ -20,9 +20,7 @@ import (
 // the IP packets of the real captures into the tun and the agent must keep exactly those its
 // filter (compiled for raw IP) matches, as gopacket decodes them.
 func TestLiveCaptureRawIP(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("tun capture needs root (network namespace, tun device, AF_PACKET); run the tests as root to cover it")
-	}
+	skipUnlessRoot(t, "tun capture (network namespace, tun device, AF_PACKET)")
 	if _, err := os.Stat("/dev/net/tun"); err != nil {
 		t.Skipf("tun capture needs /dev/net/tun: %v", err)
 	}

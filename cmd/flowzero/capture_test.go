@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -46,24 +46,6 @@ func TestRotateIntervalFlag(t *testing.T) {
 	}
 }
 
-// syncBuffer is a buffer a command writes to while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestCaptureAgentServer runs the real subcommands in-process: a server on a free loopback
 // port writing pcapng with tcpdump-style -G seconds, and an agent replaying a real capture to
 // it; the file must hold that capture's packets, byte for byte.
@@ -80,27 +62,37 @@ func TestCaptureAgentServer(t *testing.T) {
 	t.Cleanup(func() { stopContext = saved })
 
 	dir := t.TempDir()
-	var serverLog syncBuffer
+	logs, logWriter := io.Pipe()
 	serverCode := make(chan int, 1)
 	go func() {
-		serverCode <- run([]string{"capture", "server", "-listen", "127.0.0.1:0", "-w", filepath.Join(dir, "cap-%Y%m%d.pcapng"), "-G", "60"},
-			io.Discard, &serverLog)
+		code := run([]string{"capture", "server", "-listen", "127.0.0.1:0", "-w", filepath.Join(dir, "cap-%Y%m%d.pcapng"), "-G", "60"},
+			io.Discard, logWriter)
+		logWriter.Close()
+		serverCode <- code
 	}()
+	// The server logs where it listens; its log is read line by line until it ends.
 	listening := regexp.MustCompile(`msg="capture server listening" address=(\S+)`)
+	addrs, serverLog := make(chan string, 1), make(chan string, 1)
+	go func() {
+		var all strings.Builder
+		for sc := bufio.NewScanner(logs); sc.Scan(); {
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				addrs <- m[1]
+			}
+			all.WriteString(sc.Text() + "\n")
+		}
+		close(addrs)
+		serverLog <- all.String()
+	}()
 	var addr string
-	for deadline := time.Now().Add(5 * time.Second); addr == ""; {
-		if m := listening.FindStringSubmatch(serverLog.String()); m != nil {
-			addr = m[1]
-			break
+	select {
+	case a, ok := <-addrs:
+		if !ok {
+			t.Fatalf("the server exited with %d before listening: %s", <-serverCode, <-serverLog)
 		}
-		select {
-		case code := <-serverCode:
-			t.Fatalf("server exited with %d: %s", code, serverLog.String())
-		case <-time.After(5 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server did not say where it listens: %s", serverLog.String())
-		}
+		addr = a
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server did not say where it listens")
 	}
 
 	var agentOut, agentErr bytes.Buffer
@@ -114,7 +106,7 @@ func TestCaptureAgentServer(t *testing.T) {
 	select {
 	case code := <-serverCode:
 		if code != 0 {
-			t.Fatalf("server exited with %d: %s", code, serverLog.String())
+			t.Fatalf("server exited with %d: %s", code, <-serverLog)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server did not stop")
