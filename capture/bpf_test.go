@@ -315,3 +315,42 @@ func TestRawFilter(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCompileFilter checks that any filter text gives an error or a program the kernel's
+// checks (x/net/bpf's VM) accept and that runs over IPv4 and IPv6 packets on both link types.
+func FuzzCompileFilter(f *testing.F) {
+	for _, seed := range []string{"udp port 2055", "not (ip6 or (ip and udp))", "host 192.0.2.1 or host 2001:db8::1",
+		"src net 10.0.0.0/8 && !tcp || arp", "(tcp or", "1\n21 5 0 2048\n", "4\n40 0 0 12\n21 0 1 2048\n6 0 0 128\n6 0 0 0\n", "proto 47 and dst port 53"} {
+		f.Add(seed)
+	}
+	v4 := []byte{0x45, 0, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, 0x30, 0x39, 0x08, 0x07, 0, 8, 0, 0}
+	v6 := append([]byte{0x60, 0, 0, 0, 0, 8, 17, 64}, make([]byte, 40)...)
+	ether := func(etherType uint16, ip []byte) []byte {
+		return append(append(make([]byte, 12), byte(etherType>>8), byte(etherType)), ip...)
+	}
+	packets := map[layers.LinkType][][]byte{
+		layers.LinkTypeEthernet: {ether(0x0800, v4), ether(0x86dd, v6), ether(0x0806, nil)},
+		layers.LinkTypeRaw:      {v4, v6, v4[:3]},
+	}
+	f.Fuzz(func(t *testing.T, expr string) {
+		for link, pkts := range packets {
+			prog, err := CompileFilter(expr, 1500, link)
+			if err != nil || prog == nil {
+				continue
+			}
+			ins, ok := bpf.Disassemble(prog)
+			if !ok {
+				t.Fatalf("%q on %s: undecodable program", expr, link)
+			}
+			vm, err := bpf.NewVM(ins)
+			if err != nil {
+				t.Fatalf("%q on %s: %v", expr, link, err)
+			}
+			for _, p := range pkts {
+				if _, err := vm.Run(p); err != nil {
+					t.Fatalf("%q on %s: %v", expr, link, err)
+				}
+			}
+		}
+	})
+}
