@@ -75,6 +75,42 @@ func (v secondsOrDuration) Set(s string) error {
 	return nil
 }
 
+// tcpdumpSize is a flag taking a file size as tcpdump's -C does: a whole number of millions
+// of bytes (1,000,000, not 1,048,576), or of KiB, MiB or GiB with a k, m or g suffix. Taking
+// plain bytes instead would make a tcpdump user's "-C 100" rotate after every packet.
+type tcpdumpSize struct{ n *int64 }
+
+func (v tcpdumpSize) String() string {
+	if v.n == nil {
+		return "0"
+	}
+	return strconv.FormatInt(*v.n, 10)
+}
+
+func (v tcpdumpSize) Set(s string) error {
+	unit := int64(1_000_000)
+	num := s
+	if k := len(s) - 1; k > 0 {
+		switch s[k] {
+		case 'k', 'K':
+			unit, num = 1<<10, s[:k]
+		case 'm', 'M':
+			unit, num = 1<<20, s[:k]
+		case 'g', 'G':
+			unit, num = 1<<30, s[:k]
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%q: want millions of bytes (100), or KiB, MiB or GiB with a k, m or g suffix (512m)", s)
+	}
+	if n > math.MaxInt64/unit {
+		return fmt.Errorf("%q: out of range", s)
+	}
+	*v.n = n * unit
+	return nil
+}
+
 func splitList(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
@@ -194,7 +230,8 @@ func runCaptureServer(args []string, stdout, stderr io.Writer) error {
 	listen := fs.String("listen", "", "address agents connect to")
 	output := fs.String("w", "", "output pcapng path ('-' for stdout; a FIFO works)")
 	perAgent := fs.Bool("per-agent", false, "one file per agent")
-	rotSize := fs.Int64("C", 0, "rotate after this many bytes (tcpdump -C, in bytes here)")
+	var rotSize int64
+	fs.Var(tcpdumpSize{&rotSize}, "C", "rotate after this many millions of bytes (tcpdump -C 100), or KiB, MiB, GiB with a k, m, g suffix (512m)")
 	var rotTime time.Duration
 	fs.Var(secondsOrDuration{&rotTime}, "G", "rotate after this many seconds (tcpdump -G 3600) or this Go duration (1h); strftime conversions in -w")
 	maxFiles := fs.Int("W", 0, "keep at most this many files (tcpdump -W)")
@@ -217,7 +254,7 @@ func runCaptureServer(args []string, stdout, stderr io.Writer) error {
 		case "per-agent":
 			cfg.Output.PerAgent = *perAgent
 		case "C":
-			cfg.Output.RotateSize = *rotSize
+			cfg.Output.RotateSize = rotSize
 		case "G":
 			cfg.Output.RotateInterval = rotTime
 		case "W":

@@ -46,6 +46,25 @@ func TestRotateIntervalFlag(t *testing.T) {
 	}
 }
 
+func TestRotateSizeFlag(t *testing.T) {
+	for in, want := range map[string]int64{"100": 100_000_000, "0": 0, "1": 1_000_000, "512k": 512 << 10, "64M": 64 << 20, "2g": 2 << 30} {
+		var n int64
+		if err := (tcpdumpSize{&n}).Set(in); err != nil || n != want {
+			t.Errorf("-C %s: %d, %v; want %d", in, n, err, want)
+		}
+	}
+	for _, bad := range []string{"abc", "1.5", "-5", "10x", "k", "", "99999999999999g"} {
+		var n int64
+		if err := (tcpdumpSize{&n}).Set(bad); err == nil {
+			t.Errorf("-C %q accepted as %d", bad, n)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"capture", "server", "-C", "10x"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `invalid value "10x" for flag -C`) {
+		t.Errorf("-C 10x: code %d, stderr %q", code, errb.String())
+	}
+}
+
 // TestCaptureAgentServer runs the real subcommands in-process: a server on a free loopback
 // port writing pcapng with tcpdump-style -G seconds, and an agent replaying a real capture to
 // it; the file must hold that capture's packets, byte for byte.
