@@ -182,7 +182,7 @@ func ttlExpr(ttl time.Duration) string {
 }
 
 // Objects returns every object of the configuration in creation order: database, flows
-// table, aggregated tables and their views, dictionaries, Kafka table and its view.
+// table, aggregated tables and their views, dictionaries, the Kafka path (KafkaObjects).
 func (d *DDL) Objects() []Object {
 	out := []Object{d.DatabaseObject()}
 	out = append(out, d.FlowsObjects()...)
@@ -481,10 +481,26 @@ func (d *DDL) DictionaryObjects() []Object {
 	return out
 }
 
-// KafkaObjects returns the Kafka engine table reading flows-<hash> (Protobuf, the schema's
-// .proto) and the materialized view moving its rows into the flows table. Malformed
-// messages are skipped (kafka_handle_error_mode = 'stream' and a filter on _error) instead
-// of stalling the consumer.
+// KafkaErrorsTable is the table of the messages the Kafka table could not parse (see
+// KafkaObjects): with a cluster, the Distributed table in front of the nodes' _local tables.
+const KafkaErrorsTable = "flows_kafka_errors"
+
+// kafkaErrorsTTL is how long rejected messages are kept: long enough to notice a producer
+// sending broken records or another schema, and to look at them; short enough that a producer
+// that never stops cannot fill the disk. Fixed: the table is a diagnostic, not data.
+const kafkaErrorsTTL = 24 * time.Hour
+
+// kafkaErrorRawBytes bounds the raw message kept for each error. A record holds up to a
+// collector batch (64 KiB by default) of messages; its first 4 KiB show what sent it.
+const kafkaErrorRawBytes = 4096
+
+// KafkaObjects returns the objects of the Kafka path: the table of rejected messages
+// (KafkaErrorsTable; Replicated and Distributed with a cluster), the Kafka engine table reading
+// flows-<hash> (Protobuf, the schema's .proto), and the views reading the Kafka table, which
+// follow it: one moving its rows into the flows table, one moving the messages it could not
+// parse (kafka_handle_error_mode = 'stream': the record's _error is set instead of the
+// consumer stalling) into the errors table with their topic, partition, offset, error and
+// the start of the raw record.
 func (d *DDL) KafkaObjects() []Object {
 	var cols []ColumnDef
 	var names []string
@@ -505,13 +521,46 @@ func (d *DDL) KafkaObjects() []Object {
 		fmt.Sprintf("kafka_max_block_size = %d", k.MaxBlockSize),
 		"kafka_handle_error_mode = 'stream'",
 	}
-	table := finish(Object{Kind: KindKafka, Name: raw, Columns: cols,
-		Create: d.createTable(raw, cols, "ENGINE = Kafka\nSETTINGS\n    "+strings.Join(settings, ",\n    "))})
-	view := finish(Object{Kind: KindView, Name: raw + "_consumer", Create: fmt.Sprintf(
-		"CREATE MATERIALIZED VIEW IF NOT EXISTS %s%s TO %s\nAS SELECT %s\nFROM %s\nWHERE length(_error) = 0",
-		d.q(raw+"_consumer"), d.onCluster(), d.q(d.dataName("flows")),
-		strings.Join(names, ", "), d.q(raw))})
-	return []Object{table, view}
+	out := d.kafkaErrorsObjects()
+	out = append(out,
+		finish(Object{Kind: KindKafka, Name: raw, Columns: cols,
+			Create: d.createTable(raw, cols, "ENGINE = Kafka\nSETTINGS\n    "+strings.Join(settings, ",\n    "))}),
+		finish(Object{Kind: KindView, Name: raw + "_consumer", Create: fmt.Sprintf(
+			"CREATE MATERIALIZED VIEW IF NOT EXISTS %s%s TO %s\nAS SELECT %s\nFROM %s\nWHERE length(_error) = 0",
+			d.q(raw+"_consumer"), d.onCluster(), d.q(d.dataName("flows")),
+			strings.Join(names, ", "), d.q(raw))}),
+		// Named after the Kafka table, like its other view, so that a schema change drops
+		// both views of the old table (Migrator.Plan) before the table itself.
+		finish(Object{Kind: KindView, Name: raw + "_errors_consumer", Create: fmt.Sprintf(
+			"CREATE MATERIALIZED VIEW IF NOT EXISTS %s%s TO %s\n"+
+				"AS SELECT now() AS TimeReceived, _topic AS Topic, _partition AS Partition, _offset AS Offset, _error AS Error,\n"+
+				"    length(_raw_message) AS RawLength, substring(_raw_message, 1, %d) AS RawMessage\nFROM %s\nWHERE length(_error) > 0",
+			d.q(raw+"_errors_consumer"), d.onCluster(), d.q(d.dataName(KafkaErrorsTable)), kafkaErrorRawBytes, d.q(raw))}))
+	return out
+}
+
+// kafkaErrorsObjects returns the table of rejected Kafka messages: one row per record the
+// Kafka table could not parse, when ClickHouse received it, expiring after kafkaErrorsTTL.
+func (d *DDL) kafkaErrorsObjects() []Object {
+	cols := []ColumnDef{
+		{Name: "TimeReceived", Definition: "TimeReceived DateTime"},
+		{Name: "Topic", Definition: "Topic LowCardinality(String)"},
+		{Name: "Partition", Definition: "Partition UInt64"},
+		{Name: "Offset", Definition: "Offset UInt64"},
+		{Name: "Error", Definition: "Error String"},
+		{Name: "RawLength", Definition: "RawLength UInt64"}, // the record's size; RawMessage may be cut
+		{Name: "RawMessage", Definition: "RawMessage String"},
+	}
+	ttl := ttlExpr(kafkaErrorsTTL)
+	trailer := fmt.Sprintf("ENGINE = %s\nPARTITION BY toYYYYMMDD(TimeReceived)\nORDER BY (TimeReceived, Topic, Partition, Offset)\nTTL %s\nSETTINGS %s",
+		d.engine("MergeTree", ""), ttl, strings.Join(tableSettings, ", "))
+	name := d.dataName(KafkaErrorsTable)
+	out := []Object{finish(Object{Kind: KindTable, Name: name, Columns: cols, TTL: ttl, Settings: tableSettings,
+		Create: d.createTable(name, cols, trailer)})}
+	if d.cfg.Cluster != "" {
+		out = append(out, d.distributed(KafkaErrorsTable, cols, out[0].Create))
+	}
+	return out
 }
 
 // insertSettings apply to every INSERT into the flows table and so to the views it feeds.

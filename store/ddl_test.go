@@ -57,7 +57,7 @@ func TestDDLSingleNode(t *testing.T) {
 		}
 	}
 	raw := "flows_" + d.s.Hash() + "_raw"
-	want := "flowzero flows flows_1m flows_1m_consumer flows_5m flows_5m_consumer flows_1h flows_1h_consumer protocols " + raw + " " + raw + "_consumer"
+	want := "flowzero flows flows_1m flows_1m_consumer flows_5m flows_5m_consumer flows_1h flows_1h_consumer protocols flows_kafka_errors " + raw + " " + raw + "_consumer " + raw + "_errors_consumer"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("objects = %s\nwant %s", got, want)
 	}
@@ -123,6 +123,12 @@ func TestDDLSingleNode(t *testing.T) {
 	}
 	mustContain(t, "kafka view", objectByName(t, d, raw+"_consumer").Create,
 		"TO `flowzero`.`flows`\nAS SELECT TimeReceived, SamplingRate, ", "\nFROM `flowzero`.`"+raw+"`\nWHERE length(_error) = 0")
+	// Messages the Kafka table cannot parse go to a table of their own, kept a day.
+	mustContain(t, "kafka errors view", objectByName(t, d, raw+"_errors_consumer").Create,
+		"TO `flowzero`.`flows_kafka_errors`\nAS SELECT now() AS TimeReceived, _topic AS Topic, _partition AS Partition, _offset AS Offset, _error AS Error,",
+		"substring(_raw_message, 1, 4096) AS RawMessage\nFROM `flowzero`.`"+raw+"`\nWHERE length(_error) > 0")
+	mustContain(t, "kafka errors table", objectByName(t, d, "flows_kafka_errors").Create,
+		"    Error String,\n", "    RawMessage String\n)\nENGINE = MergeTree\n", "TTL TimeReceived + toIntervalSecond(86400)\n")
 	if got, want := d.InsertStatement(), "INSERT INTO `flowzero`.`flows` SETTINGS format_schema = '/var/lib/flowzero/format_schemas/flows-"+d.s.Hash()+".proto:FlowMessage', input_format_skip_unknown_fields = 1, optimize_on_insert = 0"; got != want {
 		t.Errorf("insert statement:\n%s\nwant\n%s", got, want)
 	}
@@ -148,6 +154,11 @@ func TestDDLCluster(t *testing.T) {
 	mustContain(t, "flows_1h_consumer", objectByName(t, d, "flows_1h_consumer").Create,
 		"TO `flowzero`.`flows_1h_local`", "FROM `flowzero`.`flows_5m_local`")
 	mustContain(t, "kafka view", objectByName(t, d, d.KafkaTableName()+"_consumer").Create, "TO `flowzero`.`flows_local`")
+	mustContain(t, "kafka errors view", objectByName(t, d, d.KafkaTableName()+"_errors_consumer").Create, "TO `flowzero`.`flows_kafka_errors_local`")
+	mustContain(t, "flows_kafka_errors_local", objectByName(t, d, "flows_kafka_errors_local").Create,
+		"ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')\n")
+	mustContain(t, "flows_kafka_errors", objectByName(t, d, "flows_kafka_errors").Create,
+		"Distributed('prod', 'flowzero', 'flows_kafka_errors_local', rand())")
 	// The sink and the console use the Distributed table.
 	if d.FlowsTable() != "`flowzero`.`flows`" {
 		t.Errorf("FlowsTable = %s", d.FlowsTable())

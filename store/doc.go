@@ -10,7 +10,11 @@
 // the finest view groups, the others round the time and their table sums on merge; with the
 // embedded engine the sink fills the finest table itself), dictionaries (protocol names built
 // in, AS names from an HTTP CSV), and for the Kafka path a Kafka engine table on flows-<hash> with the
-// schema's .proto and the view moving its rows into the flows table. With a cluster name the
+// schema's .proto and the view moving its rows into the flows table. The records that table
+// cannot parse do not stop it (kafka_handle_error_mode = 'stream'): a second view keeps each
+// in flows_kafka_errors for a day (kafkaErrorsTTL), with its topic, partition, offset, the
+// engine's error, its size and its first 4 KiB. The engine rejects a record whole, so one
+// malformed message costs the flows of its record. With a cluster name the
 // same objects become Replicated*MergeTree tables behind Distributed ones, created ON CLUSTER.
 //
 // The statements run unchanged on a ClickHouse server (HTTPClient, its HTTP interface) and in

@@ -3,12 +3,14 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +20,9 @@ import (
 	"flowzero/schema"
 )
 
-// TestEveryStatementRuns creates every object of two configurations (the default columns,
-// then every column with an AS names dictionary served over HTTP) in the real engine, checks
-// the result, and that a second migration finds nothing to do.
+// TestEveryStatementRuns creates every object of several configurations (the default columns,
+// every column with an AS names dictionary served over HTTP, the Kafka path) in the real
+// engine, checks the result, and that a second migration finds nothing to do.
 func TestEveryStatementRuns(t *testing.T) {
 	var all []string
 	for k := schema.ColumnKey(1); k < schema.ColumnLast; k++ {
@@ -36,19 +38,37 @@ func TestEveryStatementRuns(t *testing.T) {
 		schema schema.Configuration
 		asns   string
 		preAgg bool
+		kafka  bool
 	}{
-		{"default", schema.DefaultConfiguration(), "", true},
-		{"default without pre-aggregation", schema.DefaultConfiguration(), "", false},
-		{"all columns", schema.Configuration{Enabled: all}, asns.URL + "/asns.csv", false},
+		{"default", schema.DefaultConfiguration(), "", true, false},
+		{"default without pre-aggregation", schema.DefaultConfiguration(), "", false, false},
+		{"all columns", schema.Configuration{Enabled: all}, asns.URL + "/asns.csv", false, false},
+		// No broker listens: the Kafka table is created all the same, its consumer retries.
+		{"kafka", schema.DefaultConfiguration(), "", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, t.TempDir())
 			cfg.ASNames.URL = tc.asns
 			cfg.Embedded.PreAggregate = tc.preAgg
+			cfg.Kafka.Enabled = tc.kafka
+			cfg.Kafka.Brokers = []string{"127.0.0.1:1"}
 			s := mustSchema(t, tc.schema)
 			c := openEngine(t, cfg)
 			defer c.Close()
-			ddl := NewDDL(cfg, s, t.TempDir())
+			protoDir := t.TempDir()
+			if _, err := WriteProto(protoDir, s); err != nil {
+				t.Fatal(err)
+			}
+			ddl := NewDDL(cfg, s, protoDir)
+			if tc.kafka {
+				// chDB cannot reopen a data directory holding a Kafka table.
+				defer func() {
+					m := &Migrator{DDL: ddl, Exec: Embedded{Conn: c}, Logger: quietLogger()}
+					if err := m.DropKafka(context.Background()); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
 			steps := migrate(t, c, ddl, false)
 			if len(steps) != len(ddl.Objects()) {
 				t.Errorf("fresh database: %d steps for %d objects", len(steps), len(ddl.Objects()))
@@ -66,17 +86,22 @@ func TestEveryStatementRuns(t *testing.T) {
 				t.Errorf("flows columns:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
 			}
 			tables := query(t, c, "SELECT name, engine FROM system.tables WHERE database = 'flowzero' ORDER BY name")
-			wantTables := "flows\tMergeTree\nflows_1h\tSummingMergeTree\nflows_1h_consumer\tMaterializedView\n" +
-				"flows_1m\tSummingMergeTree\nflows_1m_consumer\tMaterializedView\n" +
-				"flows_5m\tSummingMergeTree\nflows_5m_consumer\tMaterializedView\nprotocols\tDictionary"
-			if tc.preAgg { // the sink fills flows_1m
-				wantTables = strings.Replace(wantTables, "flows_1m_consumer\tMaterializedView\n", "", 1)
+			wantTables := []string{"flows\tMergeTree", "flows_1h\tSummingMergeTree", "flows_1h_consumer\tMaterializedView",
+				"flows_1m\tSummingMergeTree", "flows_5m\tSummingMergeTree", "flows_5m_consumer\tMaterializedView", "protocols\tDictionary"}
+			if !tc.preAgg || tc.kafka { // else the sink fills flows_1m
+				wantTables = append(wantTables, "flows_1m_consumer\tMaterializedView")
+			}
+			if tc.kafka {
+				raw := ddl.KafkaTableName()
+				wantTables = append(wantTables, raw+"\tKafka", raw+"_consumer\tMaterializedView",
+					raw+"_errors_consumer\tMaterializedView", "flows_kafka_errors\tMergeTree")
 			}
 			if tc.asns != "" {
-				wantTables = "asns\tDictionary\n" + wantTables
+				wantTables = append(wantTables, "asns\tDictionary")
 			}
-			if tables != wantTables {
-				t.Errorf("tables:\n%s\nwant:\n%s", tables, wantTables)
+			slices.Sort(wantTables)
+			if tables != strings.Join(wantTables, "\n") {
+				t.Errorf("tables:\n%s\nwant:\n%s", tables, strings.Join(wantTables, "\n"))
 			}
 			if got := query(t, c, "SELECT dictGet('flowzero.protocols', 'name', toUInt64(58)), dictGet('flowzero.protocols', 'name', toUInt64(6))"); got != "IPv6-ICMP\tTCP" {
 				t.Errorf("protocols dictionary: %q", got)
@@ -89,6 +114,17 @@ func TestEveryStatementRuns(t *testing.T) {
 			ttl := query(t, c, "SELECT engine_full FROM system.tables WHERE database = 'flowzero' AND name = 'flows'")
 			if !strings.Contains(ttl, "TTL TimeReceived + toIntervalSecond(1296000)") {
 				t.Errorf("flows table has no 15-day TTL: %s", ttl)
+			}
+			if tc.kafka {
+				// DropKafka leaves no object reading the Kafka table; the rejected messages stay.
+				m := &Migrator{DDL: ddl, Exec: Embedded{Conn: c}, Logger: quietLogger()}
+				if err := m.DropKafka(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				left := query(t, c, "SELECT groupArray(name) FROM system.tables WHERE database = 'flowzero' AND (name LIKE '%raw%' OR name LIKE '%kafka%')")
+				if left != "['flows_kafka_errors']" {
+					t.Errorf("after DropKafka: %s", left)
+				}
 			}
 		})
 	}

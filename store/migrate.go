@@ -22,8 +22,8 @@ type Step struct {
 // dimension of an aggregated table also extends its ORDER BY), columns the schema no longer has
 // are kept unless drop-removed-columns is set, the TTL follows the configuration, and the
 // comment is updated last, so an interrupted migration is resumed by the next one. Objects
-// without data (materialized views, dictionaries, Kafka tables) are dropped and created again.
-// Kafka tables of another schema hash and views of resolutions no longer configured (or
+// without data (materialized views, dictionaries, Kafka tables) are dropped and created again,
+// a Kafka table with the views reading it. Kafka tables of another schema hash and views of resolutions no longer configured (or
 // pre-aggregated by the embedded sink, see DDL.PreAggregated) are dropped; tables keep their
 // data.
 type Migrator struct {
@@ -109,14 +109,7 @@ func (m *Migrator) Plan(ctx context.Context) ([]Step, error) {
 		if name == preAggView {
 			action = "drop (the sink pre-aggregates " + strings.TrimSuffix(name, "_consumer") + ")"
 		}
-		what := "TABLE"
-		if kind == KindDictionary {
-			what = "DICTIONARY"
-		} else if kind == KindView {
-			what = "VIEW"
-		}
-		drops = append(drops, Step{Object: name, Action: action,
-			SQL: fmt.Sprintf("DROP %s IF EXISTS %s%s SYNC", what, d.q(name), d.onCluster())})
+		drops = append(drops, Step{Object: name, Action: action, SQL: d.dropStatement(name, kind)})
 	}
 
 	// Objects of an older configuration: Kafka tables of another schema hash (views first, as a
@@ -159,22 +152,32 @@ func (m *Migrator) Plan(ctx context.Context) ([]Step, error) {
 					SQL: fmt.Sprintf("ALTER TABLE %s%s MODIFY COMMENT %s", d.q(o.Name), d.onCluster(), quoteString(o.Fingerprint))})
 			}
 		case KindKafka:
-			// The Kafka table and its view are replaced together.
-			view := objects[i+1]
-			i++
-			tv, viewExists := tables[view.Name]
-			if exists && viewExists && t.comment == o.Fingerprint && tv.comment == view.Fingerprint {
+			// The Kafka table and the views reading it, which follow it, are replaced
+			// together: a Kafka table cannot be altered, nor dropped while a view reads it.
+			current := exists && t.comment == o.Fingerprint
+			var views []Object
+			for i+1 < len(objects) && objects[i+1].Kind == KindView {
+				i++
+				v := objects[i]
+				views = append(views, v)
+				tv, ok := tables[v.Name]
+				current = current && ok && tv.comment == v.Fingerprint
+			}
+			if current {
 				continue
 			}
-			if viewExists {
-				drop(view.Name, KindView)
+			for _, v := range views {
+				if _, ok := tables[v.Name]; ok {
+					drop(v.Name, KindView)
+				}
 			}
 			if exists {
 				drop(o.Name, KindKafka)
 			}
-			steps = append(steps,
-				Step{Object: o.Name, Action: "create", SQL: o.Create},
-				Step{Object: view.Name, Action: "create", SQL: view.Create})
+			steps = append(steps, Step{Object: o.Name, Action: "create", SQL: o.Create})
+			for _, v := range views {
+				steps = append(steps, Step{Object: v.Name, Action: "create", SQL: v.Create})
+			}
 		default: // views and dictionaries
 			if exists && t.comment == o.Fingerprint {
 				continue
@@ -324,16 +327,29 @@ func isShutdownQuirk(err error) bool {
 	return strings.Contains(err.Error(), "Code: 49") && strings.Contains(err.Error(), "Shutdown was called")
 }
 
-// DropKafka drops the Kafka engine table and its view, for example before closing an embedded
-// engine (chDB cannot reopen a data directory that holds a Kafka table) or to stop consuming.
+// dropStatement drops an object of the given kind if it exists.
+func (d *DDL) dropStatement(name, kind string) string {
+	what := "TABLE"
+	if kind == KindDictionary {
+		what = "DICTIONARY"
+	} else if kind == KindView {
+		what = "VIEW"
+	}
+	return fmt.Sprintf("DROP %s IF EXISTS %s%s SYNC", what, d.q(name), d.onCluster())
+}
+
+// DropKafka drops the Kafka engine table and the views reading it, for example before closing
+// an embedded engine (chDB cannot reopen a data directory that holds a Kafka table) or to stop
+// consuming. The table of rejected messages keeps its rows.
 func (m *Migrator) DropKafka(ctx context.Context) error {
-	d := m.DDL
-	raw := d.KafkaTableName()
-	for _, q := range []string{
-		fmt.Sprintf("DROP VIEW IF EXISTS %s%s SYNC", d.q(raw+"_consumer"), d.onCluster()),
-		fmt.Sprintf("DROP TABLE IF EXISTS %s%s SYNC", d.q(raw), d.onCluster()),
-	} {
-		if err := m.Exec.Exec(ctx, q); err != nil {
+	objects := m.DDL.KafkaObjects()
+	// Views first: a table cannot be dropped while a view reads it.
+	for i := len(objects) - 1; i >= 0; i-- {
+		o := objects[i]
+		if o.Kind != KindView && o.Kind != KindKafka {
+			continue
+		}
+		if err := m.Exec.Exec(ctx, m.DDL.dropStatement(o.Name, o.Kind)); err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
 	}
