@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"flowzero/schema"
+	"flowzero/store/chdb"
 )
 
 // chValue formats a decoded value as ClickHouse prints the column in TSVRaw.
@@ -33,21 +34,40 @@ func chValue(c *schema.Column, v any) string {
 }
 
 // TestCaptureFlowsThroughSink stores every flow the decoders produce from the real captures,
-// with every column enabled, and reads each one back from the engine: the rows (every scalar
-// and integer-array column on the wire) are exactly the decoded messages, and the aggregated
-// tables sum to them for every dimension, with flows_1m pre-aggregated by the sink and then
-// fed by its view.
+// with every column enabled, and reads each one back from the engine: the rows are exactly
+// the decoded messages (checkStoredFlows), and the aggregated tables sum to them for every
+// dimension, with flows_1m pre-aggregated by the sink and then fed by its view.
 func TestCaptureFlowsThroughSink(t *testing.T) {
-	var all []string
-	for k := schema.ColumnKey(1); k < schema.ColumnLast; k++ {
-		all = append(all, k.String())
-	}
-	s := mustSchema(t, schema.Configuration{Enabled: all})
+	s := allColumnsSchema(t)
 	msgs := captureMessages(t, s)
 	if len(msgs) < 100 {
 		t.Fatalf("only %d flows decoded from the captures", len(msgs))
 	}
+	sink := storeCaptureFlows(t, s, msgs, true)
+	if _, ok := sink.DDL().PreAggregated(); !ok || sink.agg == nil {
+		t.Fatal("every column enabled: the sink does not pre-aggregate")
+	}
+	// The aggregated tables sum to the flows, for every dimension.
+	checkAggregates(t, sink.Conn(), sink.DDL())
+	checkStoredFlows(t, sink.Conn(), s, msgs)
+	t.Logf("%d flows from the captures stored and read back", len(msgs))
 
+	// The same flows with the view grouping flows_1m (embedded.pre-aggregate off).
+	if err := sink.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	sink = storeCaptureFlows(t, s, msgs, false)
+	if sink.agg != nil {
+		t.Fatal("pre-aggregate off: the sink pre-aggregates")
+	}
+	checkAggregates(t, sink.Conn(), sink.DDL())
+}
+
+// checkStoredFlows checks that the flows table holds exactly the messages msgs (length-
+// delimited, of schema s): one row per message, whose every scalar and integer-array column
+// on the wire reads back as the decoded value (or the column's default when absent).
+func checkStoredFlows(t *testing.T, conn *chdb.Conn, s *schema.Schema, msgs [][]byte) {
+	t.Helper()
 	// The columns compared, and the expression reading each back.
 	var cols []*schema.Column
 	var exprs []string
@@ -96,21 +116,11 @@ func TestCaptureFlowsThroughSink(t *testing.T) {
 		want = append(want, strings.Join(row, "\t"))
 	}
 
-	sink := storeCaptureFlows(t, s, msgs, true)
-	if _, ok := sink.DDL().PreAggregated(); !ok || sink.agg == nil {
-		t.Fatal("every column enabled: the sink does not pre-aggregate")
-	}
-	// The aggregated tables sum to the flows, for every dimension.
-	checkAggregates(t, sink.Conn(), sink.DDL())
-	got := strings.Split(query(t, sink.Conn(), "SELECT "+strings.Join(exprs, ", ")+" FROM flowzero.flows"), "\n")
+	got := strings.Split(query(t, conn, "SELECT "+strings.Join(exprs, ", ")+" FROM flowzero.flows"), "\n")
 	slices.Sort(got)
 	slices.Sort(want)
 	if len(got) != len(want) {
-		t.Fatalf("%d rows stored, %d flows decoded", len(got), len(want))
-	}
-	header := make([]string, len(cols))
-	for i, c := range cols {
-		header[i] = c.Name
+		t.Fatalf("%d rows stored, %d flows sent", len(got), len(want))
 	}
 	bad := 0
 	for i := range want {
@@ -119,22 +129,11 @@ func TestCaptureFlowsThroughSink(t *testing.T) {
 			g, w := strings.Split(got[i], "\t"), strings.Split(want[i], "\t")
 			for j := range w {
 				if j < len(g) && g[j] != w[j] {
-					t.Errorf("row %d column %s: stored %q, decoded %q", i, header[j], g[j], w[j])
+					t.Errorf("row %d column %s: stored %q, sent %q", i, cols[j].Name, g[j], w[j])
 				}
 			}
 		}
 	}
-	t.Logf("%d flows from the captures stored and read back", len(msgs))
-
-	// The same flows with the view grouping flows_1m (embedded.pre-aggregate off).
-	if err := sink.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	sink = storeCaptureFlows(t, s, msgs, false)
-	if sink.agg != nil {
-		t.Fatal("pre-aggregate off: the sink pre-aggregates")
-	}
-	checkAggregates(t, sink.Conn(), sink.DDL())
 }
 
 // storeCaptureFlows stores msgs through a new sink, pre-aggregating or not, and flushes it.
