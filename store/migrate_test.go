@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"flowzero/schema"
 )
 
 // fakeServer is an Executor standing for a ClickHouse server: it answers the Migrator's
@@ -129,6 +131,38 @@ func migrateFake(t *testing.T, f *fakeServer, d *DDL) (actions, sent []string) {
 		t.Errorf("second migration: %+v, %v", again, err)
 	}
 	return actions, sent
+}
+
+// TestMigrateClusterAddColumn migrates a cluster whose flows_local table and its Distributed
+// flows table lack a column the schema now has: both get it ON CLUSTER, then their new
+// fingerprint, and nothing else changes.
+func TestMigrateClusterAddColumn(t *testing.T) {
+	cfg := DefaultConfiguration()
+	cfg.Cluster = "prod"
+	old := NewDDL(cfg, mustSchema(t, schema.DefaultConfiguration()), "")
+	f := newFakeServer(t, old.Objects())
+	d := NewDDL(cfg, mustSchema(t, schema.Configuration{Enabled: []string{"SrcMAC"}}), "")
+
+	actions, sent := migrateFake(t, f, d)
+	want := []string{"flows_local: add column SrcMAC", "flows_local: mark migrated", "flows: add column SrcMAC", "flows: mark migrated"}
+	if strings.Join(actions, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("steps:\n%s\nwant:\n%s", strings.Join(actions, "\n"), strings.Join(want, "\n"))
+	}
+	// The column goes where the schema has it, after its predecessor.
+	var add string
+	cols := objectByName(t, d, "flows_local").Columns
+	for i, c := range cols {
+		if c.Name == "SrcMAC" {
+			add = " ON CLUSTER `prod` ADD COLUMN IF NOT EXISTS " + c.Definition + " AFTER " + cols[i-1].Name
+		}
+	}
+	for i, table := range []string{"flows_local", "flows"} {
+		add := "ALTER TABLE `flowzero`.`" + table + "`" + add
+		comment := "ALTER TABLE `flowzero`.`" + table + "` ON CLUSTER `prod` MODIFY COMMENT '" + objectByName(t, d, table).Fingerprint + "'"
+		if sent[2*i] != add || sent[2*i+1] != comment {
+			t.Errorf("%s: sent\n%s\n%s\nwant\n%s\n%s", table, sent[2*i], sent[2*i+1], add, comment)
+		}
+	}
 }
 
 // TestMigrateKafkaErrors migrates a Kafka path made before flows_kafka_errors: the table is
