@@ -23,10 +23,17 @@ TEST_DEPS :=
 
 include $(sort $(wildcard mk/*.mk))
 
-.PHONY: build test vet unit fuzz integration bench run clean tools
+.PHONY: build test vet unit fuzz integration bench run clean tools help
 
+## build: bin/flowzero; with the embedded engine (-tags chdb) once libchdb is cached (make
+## build-chdb fetches it), so that make run keeps a binary that make build-chdb made.
 build:
-	$(GO) build -o $(BIN)/flowzero ./cmd/flowzero
+	$(GO) build $(if $(wildcard $(CACHE)/chdb/VERSION),-tags chdb) -o $(BIN)/flowzero ./cmd/flowzero
+
+## help: this list: the targets above, then each area's from mk/*.mk.
+help:
+	@grep -h '^## ' Makefile | sed 's/^## //'
+	@for f in mk/*.mk; do echo; sed -n '/^[^#]/q;s/^# \{0,1\}//;p' "$$f"; done
 
 ## test: vet, unit tests with -race, every fuzz target briefly, then integration with real services.
 test: vet unit fuzz integration
@@ -52,7 +59,7 @@ bench: tools $(BENCH_TARGETS)
 tools: $(CACHE)/gobin/benchstat
 
 $(CACHE)/gobin/benchstat:
-	GOBIN=$(CACHE)/gobin $(GO) install golang.org/x/perf/cmd/benchstat@latest
+	GOBIN=$(CACHE)/gobin $(GO) install golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
 clean:
 	rm -rf $(BIN) $(VAR)

@@ -4,6 +4,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -159,6 +160,11 @@ func (c *Configuration) Validate() error {
 	}
 	if err := c.Enrich.Validate(); err != nil {
 		return config.Prefix("enrich", err)
+	}
+	if c.Capture.Flows.Enable && !c.Capture.Enabled {
+		// Without the server there are no packets to turn into flows: say so rather than
+		// accept a setting that does nothing.
+		return &config.KeyError{Key: "capture.flows.enable", Err: errors.New("needs capture.enabled: true (the capture server inside the collector)")}
 	}
 	if c.Capture.Enabled {
 		if err := c.Capture.Server.Validate(); err != nil {

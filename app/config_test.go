@@ -28,3 +28,17 @@ func TestStoreOutputRefusesServer(t *testing.T) {
 		t.Errorf("the store output off: %v", err)
 	}
 }
+
+// TestCaptureFlowsNeedServer checks that capture.flows.enable alone, which would do nothing
+// without the capture server, is refused with the key named.
+func TestCaptureFlowsNeedServer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "collector.yaml")
+	os.WriteFile(path, []byte("capture:\n  flows: {enable: true}\n"), 0o644)
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "capture.flows.enable: needs capture.enabled: true") {
+		t.Errorf("capture.flows.enable without capture.enabled: %v", err)
+	}
+	os.WriteFile(path, []byte("capture:\n  enabled: true\n  flows: {enable: true}\n"), 0o644)
+	if _, err := Load(path); err != nil {
+		t.Errorf("capture with flows: %v", err)
+	}
+}

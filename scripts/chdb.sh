@@ -17,12 +17,16 @@ fetch() {
      [ "$(cat "$CHDB_DIR/VERSION" 2>/dev/null)" = "$CHDB_VERSION" ]; then
     return 0
   fi
+  command -v npm >/dev/null || {
+    echo "chdb: npm not found: install Node.js's npm (Debian: apt install npm)" >&2
+    exit 1
+  }
   local start=$SECONDS
   mkdir -p "$(dirname "$CHDB_DIR")"
   tmp=$(mktemp -d "$(dirname "$CHDB_DIR")/chdb-fetch.XXXXXX")
   trap 'rm -rf "$tmp"' EXIT
   echo "chdb: npm pack $pkg@$CHDB_VERSION (≈180 MB)" >&2
-  (cd "$tmp" && npm pack --silent "$pkg@$CHDB_VERSION" >/dev/null 2>npm.log) || {
+  (cd "$tmp" && npm_config_cache="$tmp/npm-cache" npm pack --silent "$pkg@$CHDB_VERSION" >/dev/null 2>npm.log) || {
     cat "$tmp/npm.log" >&2
     echo "chdb: npm pack failed; available versions: npm view $pkg versions" >&2
     exit 1

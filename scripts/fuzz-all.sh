@@ -19,7 +19,7 @@ while IFS= read -r file; do
   for name in $(grep -oE '^func (Fuzz[A-Za-z0-9_]*)\(' "$file" | sed -E 's/^func (Fuzz[A-Za-z0-9_]*)\(/\1/'); do
     count=$((count + 1))
     echo "fuzz: ./$dir $name ($FUZZTIME)"
-    log="${TMPDIR:-/tmp}/fuzz-$name.log"
+    log=$(mktemp "${TMPDIR:-/tmp}/fuzz-$name.XXXXXX.log")
     for attempt in 1 2; do
       if go test ${FUZZTAGS:+-tags "$FUZZTAGS"} -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime 100x -parallel 2 "./$dir" >"$log" 2>&1; then
         break
@@ -36,6 +36,7 @@ while IFS= read -r file; do
       fail=1
       break
     done
+    rm -f "$log"
   done
 done < <(git ls-files --cached --others --exclude-standard -- '*_test.go' | grep -v '^bench/' | xargs grep -l '^func Fuzz' 2>/dev/null | sort)
 echo "fuzz: $count targets run"

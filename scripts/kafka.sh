@@ -31,6 +31,11 @@ logfile=$KAFKA_DATA/kafka.log
 
 log() { echo "kafka: $*" >&2; }
 
+# need stops with what to install when a tool the broker needs is missing.
+need() {
+  command -v "$1" >/dev/null || { log "$1 not found: install $2"; exit 1; }
+}
+
 port_busy() {
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
@@ -61,12 +66,15 @@ fetch() {
   if [ -f "$lib/.complete" ] && [ "$(cat "$lib/.complete")" = "$sum" ]; then
     return 0
   fi
+  need mvn "Maven 3 (Debian: apt install maven)"
   local start=$SECONDS
   log "fetching broker jars from Maven Central into $lib"
   rm -rf "$lib"
   mkdir -p "$KAFKA_HOME"
   (cd "$root/scripts/kafka" &&
-    mvn -q -B -Dstyle.color=never dependency:copy-dependencies -DoutputDirectory="$lib" -DincludeScope=runtime)
+    mvn -q -B -Dstyle.color=never "-Dmaven.repo.local=$KAFKA_HOME/m2" \
+      org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
+      -DoutputDirectory="$lib" -DincludeScope=runtime)
   echo "$sum" >"$lib/.complete"
   log "$(find "$lib" -name '*.jar' | wc -l) jars in $((SECONDS - start)) s"
 }
@@ -122,6 +130,7 @@ java_cmd() {
 
 start() {
   fetch
+  need java "Java 17 or later (Debian: apt install openjdk-17-jre-headless)"
   if running; then
     log "already running (pid $(cat "$pidfile")) on 127.0.0.1:$KAFKA_PORT"
     return 0
