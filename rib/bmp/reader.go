@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // Reader splits a BMP byte stream (a TCP connection) into messages. A message may span any
 // number of reads and a read may hold several messages. Messages that fit in the buffered
 // reader are returned without copying; larger ones are copied into a scratch buffer kept
-// across calls, so reading allocates nothing once warmed up.
+// across calls, so reading allocates nothing once warmed up. The scratch buffer grows as the
+// message's bytes arrive, never to the length its header announces before they do.
 type Reader struct {
 	br      *bufio.Reader
 	scratch []byte
@@ -19,6 +21,10 @@ type Reader struct {
 // readerBuffer is large enough for any BGP message without extended-message support
 // (4,096 bytes, RFC 4271) with many to spare, so most messages are read in place.
 const readerBuffer = 64 << 10
+
+// scratchStep is how much the scratch buffer grows at most before the bytes it has room for
+// arrived: a peer announcing a 1 MiB message and sending nothing more costs one step, not 1 MiB.
+const scratchStep = 64 << 10
 
 // NewReader returns a Reader over r.
 func NewReader(r io.Reader) *Reader {
@@ -50,23 +56,32 @@ func (r *Reader) Next() (CommonHeader, []byte, error) {
 	if n <= r.br.Size() {
 		msg, err := r.br.Peek(n)
 		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return h, nil, fmt.Errorf("reading %s message of %d bytes: %w", h.Type, n, err)
+			return h, nil, bodyError(h, err)
 		}
 		r.last = n
 		return h, msg, nil
 	}
-	if cap(r.scratch) < n {
-		r.scratch = make([]byte, n)
-	}
-	msg := r.scratch[:n]
-	if _, err := io.ReadFull(r.br, msg); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	msg := r.scratch[:0]
+	for len(msg) < n {
+		if len(msg) == cap(msg) {
+			msg = slices.Grow(msg, min(scratchStep, n-len(msg)))
 		}
-		return h, nil, fmt.Errorf("reading %s message of %d bytes: %w", h.Type, n, err)
+		k, err := r.br.Read(msg[len(msg):min(cap(msg), n)])
+		msg = msg[:len(msg)+k]
+		if err != nil {
+			r.scratch = msg
+			return h, nil, bodyError(h, err)
+		}
 	}
+	r.scratch = msg
 	return h, msg, nil
+}
+
+// bodyError wraps an error met while reading a message's body: the stream ended (or broke)
+// inside the message.
+func bodyError(h CommonHeader, err error) error {
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("reading %s message of %d bytes: %w", h.Type, h.Length, err)
 }
