@@ -25,6 +25,9 @@ type metrics struct {
 	ignoredNLRI    *prometheus.CounterVec
 	ignoredUpdates *prometheus.CounterVec
 	removedPeers   *prometheus.CounterVec
+	// Connections refused carry no router label: their source addresses are whatever
+	// reaches the port, so only the log names them.
+	refusedNotAllowed prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, table *rib.RIB) (*metrics, error) {
@@ -53,7 +56,9 @@ func newMetrics(reg prometheus.Registerer, table *rib.RIB) (*metrics, error) {
 		ignoredUpdates: counter("ignored_updates_total", "Route monitoring messages skipped, by reason.", "router", "reason"),
 		removedPeers:   counter("removed_peers_total", "Peers whose routes were removed, by reason.", "router", "reason"),
 	}
-	for _, c := range []prometheus.Collector{m.opened, m.closed, m.messages, m.errors, m.peers, m.routes,
+	refused := counter("refused_connections_total", "Connections closed at accept, by reason (not-allowed).", "reason")
+	m.refusedNotAllowed = refused.WithLabelValues("not-allowed")
+	for _, c := range []prometheus.Collector{refused, m.opened, m.closed, m.messages, m.errors, m.peers, m.routes,
 		m.announced, m.withdrawn, m.endOfRIB, m.adjRIBIn, m.rejected, m.ignoredNLRI, m.ignoredUpdates, m.removedPeers} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"flowzero/internal/lograte"
 	"flowzero/rib"
 )
 
@@ -30,6 +31,8 @@ type Server struct {
 	owners   map[rib.PeerID]*session  // the session feeding each RIB peer
 	stopping bool
 	wg       sync.WaitGroup
+
+	connLog *lograte.Keyed[string] // refused connections, by reason
 }
 
 // New returns a BMP server writing routes to table. Metrics are registered on reg. The
@@ -53,6 +56,7 @@ func New(reg prometheus.Registerer, cfg Configuration, table *rib.RIB, logger *s
 		conns:   make(map[*session]struct{}),
 		stale:   make(map[*session]*time.Timer),
 		owners:  make(map[rib.PeerID]*session),
+		connLog: lograte.NewKeyed[string](3, 30*time.Second, 8),
 	}
 	if len(cfg.RDs) > 0 {
 		s.rds = make(map[RD]struct{}, len(cfg.RDs))
@@ -126,7 +130,8 @@ func (s *Server) acceptLoop(l net.Listener) {
 		remote, _ := netip.ParseAddrPort(conn.RemoteAddr().String())
 		router := netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())
 		if !s.allowed(router.Addr()) {
-			s.metrics.errors.WithLabelValues(router.Addr().String(), "router not allowed").Inc()
+			s.metrics.refusedNotAllowed.Inc()
+			s.warnConn("not-allowed", "BMP connection refused: router not in allowed-routers", "router", router.String())
 			conn.Close()
 			continue
 		}
@@ -149,6 +154,19 @@ func (s *Server) acceptLoop(l net.Listener) {
 		s.mu.Unlock()
 		go sess.serve()
 	}
+}
+
+// warnConn logs a refused connection, at most 3 lines per reason every 30 s: a connection
+// flood must not flood the log as well.
+func (s *Server) warnConn(reason, msg string, args ...any) {
+	ok, suppressed := s.connLog.Allow(reason, time.Now())
+	if !ok {
+		return
+	}
+	if suppressed > 0 {
+		args = append(args, "suppressed", suppressed)
+	}
+	s.log.Warn(msg, args...)
 }
 
 func (s *Server) allowed(a netip.Addr) bool {

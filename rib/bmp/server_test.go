@@ -469,9 +469,33 @@ func TestServer(t *testing.T) {
 	t.Run("allowed-routers", func(t *testing.T) {
 		h := newHarness(t, func(c *Configuration) { c.AllowedRouters = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")} })
 		h.dial().Write(captureStream(t, "bmp-init.pcap")) // may fail: the server hangs up
-		h.waitFor(func() bool { return h.metric("flowzero_bmp_errors_total", `reason="router not allowed"`) == 1 })
+		h.waitFor(func() bool { return h.metric("flowzero_bmp_refused_connections_total", `reason="not-allowed"`) == 1 })
 		h.expectRIB(nil)
+		// The refused address labels no series: any host reaching the port would add some.
+		if n := h.series("127.0.0.1"); n != 0 {
+			t.Errorf("%d series name the refused address", n)
+		}
 	})
+}
+
+// series counts the gathered series having a label value containing s.
+func (h *harness) series(s string) int {
+	h.t.Helper()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	n := 0
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if strings.Contains(l.GetValue(), s) {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // lastAddr returns the highest address of p.
