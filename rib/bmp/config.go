@@ -34,6 +34,21 @@ type Configuration struct {
 	CollectCommunities bool `yaml:"collect-communities"`
 	// ReceiveBuffer is the kernel receive buffer requested per connection (0: default).
 	ReceiveBuffer int `yaml:"receive-buffer"`
+	// MaxSessions caps the connections served at once (0: no cap); connections beyond it are
+	// refused and counted. Each holds a 64 KiB read buffer, a goroutine and up to 1 MiB while a
+	// large message arrives, so 64 bounds a connection flood to about 70 MiB. A collector
+	// feeding more routers than that into one RIB is sized for it (their routes, not their
+	// sessions, take the memory) and raises it.
+	MaxSessions int `yaml:"max-sessions"`
+	// InitiationTimeout is how long a new connection has to deliver its initiation message,
+	// which a router sends first (RFC 7854 §4.3); a connection that does not is closed, so a
+	// peer that connects and sends nothing (or trickles bytes) does not hold a session.
+	InitiationTimeout time.Duration `yaml:"initiation-timeout"`
+	// IdleTimeout closes a session that sent nothing for that long (0: never). Routers stay
+	// silent while their routes do not change, so it is long: dead peers are found sooner by
+	// TCP keepalives; this catches a router whose TCP stack answers but whose BMP process hung.
+	// Routers sending statistics reports (Junos does every hour by default) never reach it.
+	IdleTimeout time.Duration `yaml:"idle-timeout"`
 }
 
 // DefaultConfiguration returns the default BMP configuration.
@@ -44,6 +59,9 @@ func DefaultConfiguration() Configuration {
 		Keep:               5 * time.Minute,
 		CollectASPaths:     true,
 		CollectCommunities: true,
+		MaxSessions:        64,
+		InitiationTimeout:  30 * time.Second,
+		IdleTimeout:        24 * time.Hour,
 	}
 }
 
@@ -62,6 +80,15 @@ func (c *Configuration) Validate() error {
 	}
 	if c.ReceiveBuffer < 0 {
 		return config.Errorf("receive-buffer", "negative size %d", c.ReceiveBuffer)
+	}
+	if c.MaxSessions < 0 {
+		return config.Errorf("max-sessions", "negative count %d", c.MaxSessions)
+	}
+	if c.InitiationTimeout < time.Second {
+		return config.Errorf("initiation-timeout", "%s is below 1s", c.InitiationTimeout)
+	}
+	if c.IdleTimeout != 0 && c.IdleTimeout < time.Minute {
+		return config.Errorf("idle-timeout", "%s is below 1m: routers stay silent while nothing changes (0 disables it)", c.IdleTimeout)
 	}
 	for i, p := range c.AllowedRouters {
 		if !p.IsValid() {

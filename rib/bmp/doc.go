@@ -31,6 +31,15 @@
 // distinguisher. Since the RIB keys a path by (peer, prefix, path ID), each (peer, RD) pair is
 // its own RIB peer, so the same prefix in two VRFs does not collide.
 //
+// Connections: a source outside Configuration.AllowedRouters, or beyond MaxSessions, is
+// closed at accept and counted in refused_connections_total (reason label only: the address
+// goes to the rate-limited log, never to a label). A new connection must deliver its
+// initiation message within InitiationTimeout; after it, a session is closed only after
+// IdleTimeout without a byte (long: a router whose routes do not change is silent), while TCP
+// keepalives find dead routers within minutes. A message larger than Reader's buffer is
+// copied into a buffer that grows as its bytes arrive, so a header announcing 1 MiB costs
+// nothing until the megabyte comes.
+//
 // Sessions that end: a peer down removes the peer's routes at once; a connection that drops
 // (or terminates) keeps its routes for Configuration.Keep (Akvorado's behaviour), so a BMP
 // flap does not empty the table. The RIB names peers by router address, not by TCP session:

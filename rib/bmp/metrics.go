@@ -25,9 +25,12 @@ type metrics struct {
 	ignoredNLRI    *prometheus.CounterVec
 	ignoredUpdates *prometheus.CounterVec
 	removedPeers   *prometheus.CounterVec
-	// Connections refused carry no router label: their source addresses are whatever
-	// reaches the port, so only the log names them.
-	refusedNotAllowed prometheus.Counter
+	// Connections refused and sessions closed for silence carry no router label: their
+	// source addresses are whatever reaches the port, so only the log names them.
+	refusedNotAllowed  prometheus.Counter
+	refusedMaxSessions prometheus.Counter
+	initiationTimeouts prometheus.Counter
+	idleTimeouts       prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, table *rib.RIB) (*metrics, error) {
@@ -56,9 +59,13 @@ func newMetrics(reg prometheus.Registerer, table *rib.RIB) (*metrics, error) {
 		ignoredUpdates: counter("ignored_updates_total", "Route monitoring messages skipped, by reason.", "router", "reason"),
 		removedPeers:   counter("removed_peers_total", "Peers whose routes were removed, by reason.", "router", "reason"),
 	}
-	refused := counter("refused_connections_total", "Connections closed at accept, by reason (not-allowed).", "reason")
+	refused := counter("refused_connections_total", "Connections closed at accept, by reason (not-allowed, max-sessions).", "reason")
 	m.refusedNotAllowed = refused.WithLabelValues("not-allowed")
-	for _, c := range []prometheus.Collector{refused, m.opened, m.closed, m.messages, m.errors, m.peers, m.routes,
+	m.refusedMaxSessions = refused.WithLabelValues("max-sessions")
+	timeouts := counter("session_timeouts_total", "Sessions closed because the router sent nothing in time: no initiation message within initiation-timeout, or nothing within idle-timeout.", "phase")
+	m.initiationTimeouts = timeouts.WithLabelValues("initiation")
+	m.idleTimeouts = timeouts.WithLabelValues("idle")
+	for _, c := range []prometheus.Collector{refused, timeouts, m.opened, m.closed, m.messages, m.errors, m.peers, m.routes,
 		m.announced, m.withdrawn, m.endOfRIB, m.adjRIBIn, m.rejected, m.ignoredNLRI, m.ignoredUpdates, m.removedPeers} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

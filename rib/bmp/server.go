@@ -1,12 +1,14 @@
 package bmp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"time"
 
@@ -32,7 +34,7 @@ type Server struct {
 	stopping bool
 	wg       sync.WaitGroup
 
-	connLog *lograte.Keyed[string] // refused connections, by reason
+	connLog *lograte.Keyed[string] // refused and timed-out connections, by reason
 }
 
 // New returns a BMP server writing routes to table. Metrics are registered on reg. The
@@ -67,9 +69,15 @@ func New(reg prometheus.Registerer, cfg Configuration, table *rib.RIB, logger *s
 	return s, nil
 }
 
+// keepAlive finds routers that vanished (power loss, a cut link) without closing their
+// session: BMP has no keepalive of its own and a silent router is normal, so TCP's probes are
+// what tells a dead peer from a quiet one: about two minutes after the last segment.
+var keepAlive = net.KeepAliveConfig{Enable: true, Idle: time.Minute, Interval: 15 * time.Second, Count: 4}
+
 // Start listens on the configured address and serves routers in the background.
 func (s *Server) Start() error {
-	l, err := net.Listen("tcp", s.cfg.Listen)
+	lc := net.ListenConfig{KeepAliveConfig: keepAlive}
+	l, err := lc.Listen(context.Background(), "tcp", s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("bmp: listen on %s: %w", s.cfg.Listen, err)
 	}
@@ -135,29 +143,34 @@ func (s *Server) acceptLoop(l net.Listener) {
 			conn.Close()
 			continue
 		}
-		if tc, ok := conn.(*net.TCPConn); ok {
-			tc.SetKeepAlive(true)
-			tc.SetKeepAlivePeriod(time.Minute)
-			if s.cfg.ReceiveBuffer > 0 {
-				tc.SetReadBuffer(s.cfg.ReceiveBuffer)
-			}
-		}
-		sess := newSession(s, conn, router)
 		s.mu.Lock()
 		if s.stopping {
 			s.mu.Unlock()
 			conn.Close()
 			return
 		}
+		// Checked before the session exists, so that a refused connection creates no
+		// per-router metrics.
+		if limit := s.cfg.MaxSessions; limit > 0 && len(s.conns) >= limit {
+			s.mu.Unlock()
+			s.metrics.refusedMaxSessions.Inc()
+			s.warnConn("max-sessions", "BMP connection refused: max-sessions reached", "router", router.String(), "max-sessions", limit)
+			conn.Close()
+			continue
+		}
+		sess := newSession(s, conn, router)
 		s.conns[sess] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
+		if tc, ok := conn.(*net.TCPConn); ok && s.cfg.ReceiveBuffer > 0 {
+			tc.SetReadBuffer(s.cfg.ReceiveBuffer)
+		}
 		go sess.serve()
 	}
 }
 
-// warnConn logs a refused connection, at most 3 lines per reason every 30 s: a connection
-// flood must not flood the log as well.
+// warnConn logs a refused or timed-out connection, at most 3 lines per reason every 30 s: a
+// connection flood must not flood the log as well.
 func (s *Server) warnConn(reason, msg string, args ...any) {
 	ok, suppressed := s.connLog.Allow(reason, time.Now())
 	if !ok {
@@ -309,7 +322,9 @@ func (c *session) serve() {
 		c.srv.sessionClosed(c)
 	}()
 	c.srv.log.Info("BMP session up", "router", c.router.String())
-	c.run(c.conn)
+	// One deadline for the whole initiation message, so trickling bytes does not extend it.
+	c.conn.SetReadDeadline(time.Now().Add(c.srv.cfg.InitiationTimeout))
+	c.run(&deadlineReader{conn: c.conn, idle: c.srv.cfg.IdleTimeout})
 	c.srv.log.Info("BMP session down", "router", c.router.String(), "sysname", c.sysName)
 }
 
@@ -320,7 +335,9 @@ func (c *session) run(rd io.Reader) {
 	for {
 		h, msg, err := r.Next()
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				c.timedOut(first)
+			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				c.fail("read", err)
 			}
 			break
@@ -331,7 +348,12 @@ func (c *session) run(rd io.Reader) {
 			c.fail("first message not initiation", fmt.Errorf("got %s", h.Type))
 			break
 		}
-		first = false
+		if first {
+			if dr, ok := rd.(*deadlineReader); ok {
+				dr.initiated()
+			}
+			first = false
+		}
 		stop, err := c.handle(h, msg[CommonHeaderLen:])
 		if err != nil {
 			c.fail("malformed "+h.Type.String(), err)
@@ -342,6 +364,40 @@ func (c *session) run(rd io.Reader) {
 			break
 		}
 	}
+}
+
+// timedOut counts and logs a session closed because its router sent nothing in time.
+func (c *session) timedOut(beforeInitiation bool) {
+	if beforeInitiation {
+		c.srv.metrics.initiationTimeouts.Inc()
+		c.srv.warnConn("initiation-timeout", "BMP session closed: no initiation message in time",
+			"router", c.router.String(), "initiation-timeout", c.srv.cfg.InitiationTimeout)
+		return
+	}
+	c.srv.metrics.idleTimeouts.Inc()
+	c.srv.warnConn("idle-timeout", "BMP session closed: nothing received in time",
+		"router", c.router.String(), "sysname", c.sysName, "idle-timeout", c.srv.cfg.IdleTimeout)
+}
+
+// deadlineReader reads a router's connection. Until initiated, the initiation deadline set
+// by serve applies; from then on each read waits at most idle (0: forever) for data.
+type deadlineReader struct {
+	conn    net.Conn
+	idle    time.Duration
+	started bool
+}
+
+func (r *deadlineReader) Read(p []byte) (int, error) {
+	if r.started && r.idle > 0 {
+		r.conn.SetReadDeadline(time.Now().Add(r.idle))
+	}
+	return r.conn.Read(p)
+}
+
+// initiated lifts the initiation deadline.
+func (r *deadlineReader) initiated() {
+	r.started = true
+	r.conn.SetReadDeadline(time.Time{})
 }
 
 // fail counts an error and logs it at most every 30 seconds per session.

@@ -2,6 +2,7 @@ package bmp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
@@ -475,6 +476,82 @@ func TestServer(t *testing.T) {
 		if n := h.series("127.0.0.1"); n != 0 {
 			t.Errorf("%d series name the refused address", n)
 		}
+	})
+
+	t.Run("max-sessions", func(t *testing.T) {
+		h := newHarness(t, func(c *Configuration) { c.MaxSessions = 2 })
+		first := h.dial()
+		h.send(first, "bmp-init.pcap")
+		h.send(h.dial(), "bmp-init.pcap")
+		h.waitMessages(2)
+		// The third connection is closed at once, before it becomes a session.
+		third := h.dial()
+		third.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := third.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("read on the connection beyond max-sessions: %v, want EOF", err)
+		}
+		if v := h.metric("flowzero_bmp_refused_connections_total", `reason="max-sessions"`); v != 1 {
+			t.Errorf("refused connections = %v, want 1", v)
+		}
+		if v := h.metric("flowzero_bmp_opened_connections_total"); v != 2 {
+			t.Errorf("opened connections = %v, want 2", v)
+		}
+		// A slot freed by a closed session is taken again.
+		first.Close()
+		h.waitFor(func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
+		h.send(h.dial(), "bmp-init.pcap", "bmp-l3vpn.pcap")
+		h.waitMessages(2 + 1 + 5)
+		h.expectRIB(routesL3VPN)
+	})
+
+	t.Run("initiation-timeout", func(t *testing.T) {
+		h := newHarness(t, func(c *Configuration) { c.InitiationTimeout = 200 * time.Millisecond })
+		// The auditor's probe: a header announcing a 1 MiB initiation message, then nothing.
+		conn := h.dial()
+		header := []byte{Version, 0, 0, 0, 0, byte(MsgInitiation)}
+		binary.BigEndian.PutUint32(header[1:5], MaxMessageLen)
+		if _, err := conn.Write(header); err != nil {
+			t.Fatal(err)
+		}
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := conn.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("read while the server waits for the initiation: %v, want EOF", err)
+		}
+		h.waitFor(func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
+		if v := h.metric("flowzero_bmp_session_timeouts_total", `phase="initiation"`); v != 1 {
+			t.Errorf("initiation timeouts = %v, want 1", v)
+		}
+		if v := h.metric("flowzero_bmp_session_timeouts_total", `phase="idle"`); v != 0 {
+			t.Errorf("idle timeouts = %v, want 0", v)
+		}
+	})
+
+	t.Run("initiated-session-outlives-initiation-timeout", func(t *testing.T) {
+		// Once the initiation arrived, a silent router keeps its session (no idle timeout).
+		h := newHarness(t, func(c *Configuration) { c.InitiationTimeout, c.IdleTimeout = 100*time.Millisecond, 0 })
+		conn := h.dial()
+		h.send(conn, "bmp-init.pcap")
+		h.waitMessages(1)
+		time.Sleep(500 * time.Millisecond)
+		h.send(conn, "bmp-l3vpn.pcap")
+		h.waitMessages(1 + 5)
+		h.expectRIB(routesL3VPN)
+		if v := h.metric("flowzero_bmp_session_timeouts_total"); v != 0 {
+			t.Errorf("timeouts = %v, want 0", v)
+		}
+	})
+
+	t.Run("idle-timeout", func(t *testing.T) {
+		h := newHarness(t, func(c *Configuration) { c.IdleTimeout = 300 * time.Millisecond })
+		conn := h.dial()
+		h.send(conn, "bmp-init.pcap", "bmp-l3vpn.pcap")
+		h.waitMessages(1 + 5)
+		h.waitFor(func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
+		if v := h.metric("flowzero_bmp_session_timeouts_total", `phase="idle"`); v != 1 {
+			t.Errorf("idle timeouts = %v, want 1", v)
+		}
+		// Its routes are kept like those of any session that dropped.
+		h.expectRIB(routesL3VPN)
 	})
 }
 
