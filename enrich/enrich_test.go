@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -314,6 +316,42 @@ func TestMRTKeep(t *testing.T) {
 	if _, ok := s.RIB.Lookup(netip.MustParseAddr("198.51.100.200")); !ok {
 		t.Error("BMP routes removed with the MRT ones")
 	}
+}
+
+// TestMRTCorruptCounted loads a dump whose only record, a BGP4MP message, has an unknown AFI:
+// the sources count it in Prometheus.
+func TestMRTCorruptCounted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "corrupt.mrt")
+	// Header: timestamp, type 16 (BGP4MP), subtype 4 (MESSAGE_AS4), length 12; body: peer AS,
+	// local AS, interface index, AFI 9.
+	rec := []byte{0, 0, 0, 0, 0, 16, 0, 4, 0, 0, 0, 12, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 9}
+	if err := os.WriteFile(path, rec, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultSourcesConfiguration()
+	cfg.MRT = []string{path}
+	reg := prometheus.NewRegistry()
+	s, err := NewSources(reg, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "flowzero_mrt_corrupt_records_total" {
+			if v := mf.GetMetric()[0].GetCounter().GetValue(); v != 1 {
+				t.Errorf("%s = %v, want 1", mf.GetName(), v)
+			}
+			return
+		}
+	}
+	t.Error("flowzero_mrt_corrupt_records_total not registered")
 }
 
 func TestConfiguration(t *testing.T) {

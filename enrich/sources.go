@@ -74,6 +74,7 @@ type Sources struct {
 	BMP *bmp.Server
 
 	cfg  SourcesConfiguration
+	mrt  *mrt.Metrics
 	log  *slog.Logger
 	mu   sync.Mutex
 	drop *time.Timer
@@ -91,7 +92,11 @@ func NewSources(reg prometheus.Registerer, cfg SourcesConfiguration, logger *slo
 	if err != nil {
 		return nil, err
 	}
-	s := &Sources{RIB: r, cfg: cfg, log: logger}
+	m, err := mrt.NewMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("mrt metrics: %w", err)
+	}
+	s := &Sources{RIB: r, cfg: cfg, mrt: m, log: logger}
 	if cfg.BMP.Enabled {
 		if s.BMP, err = bmp.New(reg, cfg.BMP.Configuration, r, logger); err != nil {
 			return nil, err
@@ -108,7 +113,7 @@ func (s *Sources) Start() error {
 		return err
 	}
 	for _, f := range s.cfg.MRT {
-		st, err := mrt.LoadFile(s.RIB, f, mrt.Options{})
+		st, err := mrt.LoadFile(s.RIB, f, mrt.Options{Metrics: s.mrt})
 		if err != nil {
 			return fmt.Errorf("loading MRT %s: %w", f, err)
 		}

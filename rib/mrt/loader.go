@@ -28,6 +28,8 @@ type Options struct {
 	// all stay live; a higher target (400) saves a third of the collection work while the
 	// heap grows, for a higher peak during the load only.
 	GCPercent int
+	// Metrics count corrupt records in Prometheus as well as in Stats; nil for none.
+	Metrics *Metrics
 }
 
 // Stats count what a load did.
@@ -145,6 +147,15 @@ func (l *Loader) progress(start time.Time) {
 	fmt.Fprintf(l.opts.Progress, "\rMRT: %d records, %d MB, %d RIB entries, %d updates, %d corrupt, %.1fs",
 		l.Stats.Records, l.Stats.Bytes>>20, l.Stats.RIBEntries, l.Stats.Updates, l.Stats.Corrupt,
 		time.Since(start).Seconds())
+}
+
+// skipCorrupt records a malformed record that was skipped (or a framing error ending the load).
+func (l *Loader) skipCorrupt(err error) {
+	l.Stats.Corrupt++
+	l.LastError = err
+	if l.opts.Metrics != nil {
+		l.opts.Metrics.corrupt.Inc()
+	}
 }
 
 // dropCache releases the cache's references.

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"flowzero/internal/testdata"
 	"flowzero/rib"
@@ -310,4 +312,69 @@ func FuzzMRTRead(f *testing.F) {
 			t.Fatalf("%d routes for %d prefixes", n, st.Prefixes4+st.Prefixes6)
 		}
 	})
+}
+
+// recordOffsets returns where each record of an uncompressed MRT stream starts.
+func recordOffsets(tb testing.TB, stream []byte) []int {
+	tb.Helper()
+	var offs []int
+	for i := 0; i < len(stream); i += 12 + int(binary.BigEndian.Uint32(stream[i+8:])) {
+		if len(stream)-i < 12 {
+			tb.Fatalf("stream cut at %d", i)
+		}
+		offs = append(offs, i)
+	}
+	return offs
+}
+
+// TestCorruptRecordsCounted damages copies of real dumps the three ways the loader meets
+// corruption: a BGP4MP record it applies alone, a TABLE_DUMP_V2 RIB record decoded ahead, and
+// framing that breaks (the load ends). Each is counted in Prometheus as in Stats.
+func TestCorruptRecordsCounted(t *testing.T) {
+	// 30 records of the RIPE updates: the first BGP4MP_MESSAGE_AS4 gets AFI 9.
+	updates := firstRecords(t, "ripe-bgpdump-updates.20160811.1600.gz", 30)
+	badUpdate := -1
+	for _, o := range recordOffsets(t, updates) {
+		if binary.BigEndian.Uint16(updates[o+4:]) == mrt.TypeBGP4MP &&
+			binary.BigEndian.Uint16(updates[o+6:]) == mrt.SubtypeBGP4MPMessageAS4 {
+			// Body: peer AS (4), local AS (4), interface index (2), AFI (2).
+			binary.BigEndian.PutUint16(updates[o+12+10:], 9)
+			badUpdate = o
+			break
+		}
+	}
+	// The synthetic full table's peer index and 4 RIB records: the second RIB record
+	// announces 2 entries but holds 1.
+	table := firstRecords(t, "synth-rib-fulltable-1peer.mrt.gz", 5)
+	offs := recordOffsets(t, table)
+	o := offs[2] + 12
+	bits := int(table[o+4])
+	binary.BigEndian.PutUint16(table[o+5+(bits+7)/8:], 2)
+	if badUpdate < 0 || binary.BigEndian.Uint16(table[offs[2]+6:]) != mrt.SubtypeRIBIPv4Unicast {
+		t.Fatal("test files changed: records to corrupt not found")
+	}
+	// Then a record header announcing more than any record may hold.
+	framing := []byte{0, 0, 0, 0, 0, 13, 0, 2, 0xff, 0xff, 0xff, 0xff}
+	stream := append(append(updates, table...), framing...)
+
+	reg := prometheus.NewRegistry()
+	m, err := mrt.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rib.NewTable(rib.DefaultConfiguration())
+	l := mrt.NewLoader(r, mrt.Options{Metrics: m})
+	if err := l.Load(bytes.NewReader(stream)); !errors.Is(err, mrt.ErrCorrupt) {
+		t.Fatalf("Load: %v, want the framing error", err)
+	}
+	if l.Stats.Corrupt != 3 || l.Stats.RIBEntries != 4 {
+		t.Errorf("stats %+v, want 3 corrupt and the 4 entries present", l.Stats)
+	}
+	want := `# HELP flowzero_mrt_corrupt_records_total MRT records skipped because they are malformed, and files whose framing broke (the rest of the file is not read).
+# TYPE flowzero_mrt_corrupt_records_total counter
+flowzero_mrt_corrupt_records_total 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "flowzero_mrt_corrupt_records_total"); err != nil {
+		t.Error(err)
+	}
 }

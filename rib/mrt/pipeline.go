@@ -244,8 +244,7 @@ func (l *Loader) loadPipelined(rd *Reader, progress func()) error {
 				r := b.raws[op.i]
 				r.rec.Body = b.rawBuf[r.start:r.end]
 				if err := l.Apply(r.rec); err != nil {
-					l.Stats.Corrupt++
-					l.LastError = err
+					l.skipCorrupt(err)
 				}
 				continue
 			}
@@ -264,8 +263,7 @@ func (l *Loader) loadPipelined(rd *Reader, progress func()) error {
 				l.Stats.RIBEntries += uint64(len(l.paths))
 			}
 			if bad != nil {
-				l.Stats.Corrupt++
-				l.LastError = bad
+				l.skipCorrupt(bad)
 			}
 		}
 		l.Stats.Records += b.records
@@ -276,7 +274,7 @@ func (l *Loader) loadPipelined(rd *Reader, progress func()) error {
 		if err != nil {
 			if errors.Is(err, ErrCorrupt) {
 				// The framing itself is broken: nothing after it can be trusted.
-				l.Stats.Corrupt++
+				l.skipCorrupt(err)
 			}
 			return err
 		}
