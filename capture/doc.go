@@ -18,9 +18,11 @@
 // duplicates nothing; after a crash, frames written but not yet acknowledged are written
 // again (at least once). When the queue is full, live capture drops the new frame and counts
 // its packets (the kernel ring cannot wait), replay waits while connected and until the
-// first connection, and drops while disconnected after that. The agent reports its kernel and buffer drops in drop-report records; the
-// server exports them per agent with its own counters. Without loss from crashes:
-// captured = written + counted drops.
+// first connection, and drops while disconnected after that. A frame with a malformed record
+// is refused whole: the server writes nothing of it, counts its packets as server drops and
+// acknowledges it anyway, since sending it again would fail again. The agent reports its
+// kernel and buffer drops in drop-report records; the server exports them per agent with its
+// own counters. Without loss from crashes: captured = written + counted drops.
 //
 // Filters: no libpcap (cgo, libpcap-dev) is required. A filter is raw classic BPF as printed
 // by `tcpdump -ddd`, or an expression in a built-in subset of the tcpdump language (bpf.go:

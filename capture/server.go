@@ -398,7 +398,7 @@ func (s *Server) readFrames(sc *serverConn, st *agentState, h wire.Hello) error 
 	fr := wire.NewFrameReader(br, dec)
 	conn := connInterfaces{}
 	ack := make([]byte, 0, wire.AckLen)
-	var unacked int
+	var unacked, badFrames int
 	for {
 		sc.mu.Lock()
 		if sc.closed {
@@ -424,8 +424,12 @@ func (s *Server) readFrames(sc *serverConn, st *agentState, h wire.Hello) error 
 		seq := st.lastSeq
 		st.out.mu.Unlock()
 		if err != nil {
+			// The frame's length was right, so the stream is still in step: go on.
 			s.metrics.errors.WithLabelValues("bad-frame").Inc()
-			return err
+			if badFrames++; badFrames == 1 {
+				s.log.Warn("agent sent a malformed frame: its packets are dropped (logged once per connection)",
+					"agent", st.name, "seq", fh.Seq, "error", err)
+			}
 		}
 		if fh.Seq != 0 {
 			unacked++
@@ -486,28 +490,68 @@ func (c *connInterfaces) get(index uint32) (int, bool) {
 	return id, ok
 }
 
+// checkFrame decodes every record of a frame without writing anything, so that a frame with a
+// malformed record is refused whole rather than written in part. It returns the number of
+// packet records. For a refused frame that number also counts the records the header
+// announces beyond the first bad one: they cannot be read, and agents send packets in frames
+// of their own, so they are most likely packets.
+func checkFrame(fh wire.FrameHeader, payload []byte) (packets uint64, err error) {
+	var p wire.Packet
+	records := uint32(0)
+	for rest := payload; len(rest) > 0 && err == nil; records++ {
+		var rec wire.Record
+		if rec, rest, err = wire.NextRecord(rest); err != nil {
+			break
+		}
+		switch rec.Type {
+		case wire.RecordPacket:
+			packets++
+			err = rec.Packet(&p)
+		case wire.RecordInterface:
+			_, err = rec.Interface()
+		case wire.RecordDropReport:
+			_, err = rec.DropReport()
+		}
+	}
+	if err != nil {
+		if fh.Records > records {
+			packets += uint64(fh.Records - records)
+		}
+		return packets, err
+	}
+	if records != fh.Records {
+		return packets, wire.ErrRecordCount
+	}
+	return packets, nil
+}
+
 // writeFrame writes the records of one frame; called with st.out.mu held. A frame already
-// written (resent after a reconnect whose acknowledgement was lost) is skipped.
+// written (resent after a reconnect whose acknowledgement was lost) is skipped. A frame that
+// checkFrame refuses is not written at all: its packets count as server drops, and its
+// sequence number is acknowledged like a written frame's, since sending it again would only
+// fail again.
 func (s *Server) writeFrame(st *agentState, conn *connInterfaces, fh wire.FrameHeader, payload []byte) error {
 	if fh.Seq != 0 && fh.Seq <= st.lastSeq {
 		return nil
 	}
 	st.m.frames.Inc()
 	st.stats.Frames++
+	if fh.Seq != 0 {
+		st.lastSeq = fh.Seq
+	}
+	if n, err := checkFrame(fh, payload); err != nil {
+		st.dropServer(n)
+		return err
+	}
 	var packets, bytes, dropped uint64
 	var p wire.Packet
-	var rec wire.Record
-	var err error
-	records := uint32(0)
-	for rest := payload; len(rest) > 0; records++ {
-		if rec, rest, err = wire.NextRecord(rest); err != nil {
-			return err
-		}
+	for rest := payload; len(rest) > 0; {
+		// checkFrame has decoded every record: errors cannot happen here.
+		var rec wire.Record
+		rec, rest, _ = wire.NextRecord(rest)
 		switch rec.Type {
 		case wire.RecordPacket:
-			if err := rec.Packet(&p); err != nil {
-				return err
-			}
+			_ = rec.Packet(&p)
 			id, ok := conn.get(p.Interface)
 			if !ok {
 				dropped++
@@ -523,20 +567,15 @@ func (s *Server) writeFrame(st *agentState, conn *connInterfaces, fh wire.FrameH
 			packets++
 			bytes += uint64(len(p.Data))
 		case wire.RecordInterface:
-			in, err := rec.Interface()
-			if err != nil {
-				return err
-			}
+			in, _ := rec.Interface()
+			// On a write error the interface keeps its id: the next file describes it.
 			id, err := st.out.w.Interface(st.name, in)
 			if err != nil {
-				return err
+				s.metrics.errors.WithLabelValues("output").Inc()
 			}
 			conn.set(in.Index, id)
 		case wire.RecordDropReport:
-			d, err := rec.DropReport()
-			if err != nil {
-				return err
-			}
+			d, _ := rec.DropReport()
 			if d.Interface == wire.AllInterfaces {
 				if d.Kernel > st.lastKernel {
 					st.m.dropKernel.Add(float64(d.Kernel - st.lastKernel))
@@ -553,22 +592,21 @@ func (s *Server) writeFrame(st *agentState, conn *connInterfaces, fh wire.FrameH
 			// The read deadline was already pushed back by reading the frame.
 		}
 	}
-	if records != fh.Records {
-		return wire.ErrRecordCount
-	}
-	if fh.Seq != 0 {
-		st.lastSeq = fh.Seq
-	}
 	if st.consumer != nil {
 		st.consumer.Tick(time.Now(), false)
 	}
 	st.stats.Packets += packets
 	st.stats.Bytes += bytes
-	st.stats.DropServer += dropped
 	st.m.packets.Add(float64(packets))
 	st.m.bytes.Add(float64(bytes))
-	if dropped > 0 {
-		st.m.dropServer.Add(float64(dropped))
-	}
+	st.dropServer(dropped)
 	return nil
+}
+
+// dropServer counts packets the server could not write; called with st.out.mu held.
+func (st *agentState) dropServer(n uint64) {
+	if n > 0 {
+		st.stats.DropServer += n
+		st.m.dropServer.Add(float64(n))
+	}
 }

@@ -1,0 +1,208 @@
+package capture
+
+import (
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"flowzero/capture/wire"
+	"flowzero/internal/pcapfile"
+)
+
+// rawAgent speaks the wire protocol by hand, to send frames a real agent never would.
+type rawAgent struct {
+	t    testing.TB
+	conn net.Conn
+	fb   wire.FrameBuilder
+}
+
+// dialRaw connects as agent name (instance id) and returns the server's welcome.
+func dialRaw(t testing.TB, addr, name string, id uint64) (*rawAgent, wire.Welcome) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	hello, err := wire.AppendHello(nil, &wire.Hello{Version: wire.Version, AgentID: id, AgentName: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write(hello); err != nil {
+		t.Fatal(err)
+	}
+	var b [wire.WelcomeLen]byte
+	if _, err := io.ReadFull(c, b[:]); err != nil {
+		t.Fatalf("reading welcome: %v", err)
+	}
+	wel, err := wire.ParseWelcome(b[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rawAgent{t: t, conn: c}, wel
+}
+
+// send writes one frame of the given records (each a complete record, see packetRecord).
+func (r *rawAgent) send(seq uint64, records ...[]byte) {
+	r.t.Helper()
+	r.fb.Reset(seq)
+	for _, rec := range records {
+		r.fb.Buf = append(r.fb.Buf, rec...)
+		r.fb.Records++
+	}
+	frame, err := r.fb.Finish(nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	_ = r.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := r.conn.Write(frame); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// waitAck reads acknowledgements until one covers seq.
+func (r *rawAgent) waitAck(seq uint64) {
+	r.t.Helper()
+	_ = r.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var b [wire.AckLen]byte
+	for {
+		if _, err := io.ReadFull(r.conn, b[:]); err != nil {
+			r.t.Fatalf("waiting for the acknowledgement of frame %d: %v", seq, err)
+		}
+		rec, _, err := wire.NextRecord(b[:])
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if got, err := rec.Ack(); err == nil && got >= seq {
+			return
+		}
+	}
+}
+
+func interfaceRecord(t testing.TB, index uint32, name string) []byte {
+	rec, err := wire.AppendInterface(nil, &wire.Interface{Index: index, LinkType: 1, SnapLength: 65535, Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func packetRecord(f pcapfile.Frame) []byte {
+	return wire.AppendPacket(nil, &wire.Packet{Timestamp: f.Time.UnixNano(), Length: uint32(f.Length), Data: f.Data})
+}
+
+// testFrames returns the first n Ethernet frames of the shared captures.
+func testFrames(t testing.TB, n int) []pcapfile.Frame {
+	t.Helper()
+	var out []pcapfile.Frame
+	for _, path := range allCaptures(t) {
+		frames, err := pcapfile.ReadFrames(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range frames {
+			if f.LinkType == layers.LinkTypeEthernet && len(out) < n {
+				out = append(out, f)
+			}
+		}
+	}
+	if len(out) < n {
+		t.Fatalf("%d Ethernet frames in the shared captures, want %d", len(out), n)
+	}
+	return out
+}
+
+// TestMalformedFrameRefusedWhole sends a frame with a malformed packet record between good
+// ones: nothing of it reaches the file, its five packet records count as server drops, it is
+// acknowledged (so an agent would not send it again) and the connection goes on.
+func TestMalformedFrameRefusedWhole(t *testing.T) {
+	pkts := testFrames(t, 10)
+	cfg := testServerConfig(t)
+	s := startServer(t, cfg)
+	defer s.Stop()
+	ra, wel := dialRaw(t, s.Addr().String(), "raw", 7)
+	if wel.Status != wire.StatusOK || wel.LastSeq != 0 {
+		t.Fatalf("welcome %+v", wel)
+	}
+	ra.send(0, interfaceRecord(t, 0, "eth0"))
+	ra.send(1, packetRecord(pkts[0]), packetRecord(pkts[1]), packetRecord(pkts[2]))
+	ra.waitAck(1)
+	// A packet record whose body is too short for the packet header.
+	bad := []byte{byte(wire.RecordPacket), 0, 0, 0, 8, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8}
+	ra.send(2, packetRecord(pkts[3]), packetRecord(pkts[4]), bad, packetRecord(pkts[5]), packetRecord(pkts[6]))
+	ra.waitAck(2)
+	ra.send(3, packetRecord(pkts[7]), packetRecord(pkts[8]), packetRecord(pkts[9]))
+	ra.waitAck(3)
+	_ = ra.conn.Close()
+
+	// The same agent instance reconnecting is told to resume after frame 3.
+	ra, wel = dialRaw(t, s.Addr().String(), "raw", 7)
+	if wel.LastSeq != 3 {
+		t.Fatalf("welcome after the reconnect says frame %d was the last written, want 3", wel.LastSeq)
+	}
+	_ = ra.conn.Close()
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	st := s.Stats("raw")
+	if st.Packets != 6 || st.DropServer != 5 || st.Frames != 4 {
+		t.Fatalf("server stats %+v, want 6 packets written and 5 dropped in 4 frames (one of interfaces)", st)
+	}
+	if n := testutil.ToFloat64(s.metrics.errors.WithLabelValues("bad-frame")); n != 1 {
+		t.Fatalf("bad-frame errors %v, want 1", n)
+	}
+	if n := testutil.ToFloat64(s.metrics.drops.WithLabelValues("raw", "server")); n != 5 {
+		t.Fatalf("server drops metric %v, want 5", n)
+	}
+	var want []pcapfile.Frame
+	for _, i := range []int{0, 1, 2, 7, 8, 9} {
+		want = append(want, pkts[i])
+	}
+	compareFrames(t, readPcapng(t, cfg.Output.Path), map[string][]pcapfile.Frame{"raw:eth0": want})
+}
+
+// TestCheckFrame counts the packet records of refused frames.
+func TestCheckFrame(t *testing.T) {
+	pkt := packetRecord(testFrames(t, 1)[0])
+	intf := interfaceRecord(t, 0, "eth0")
+	join := func(recs ...[]byte) []byte {
+		var b []byte
+		for _, r := range recs {
+			b = append(b, r...)
+		}
+		return b
+	}
+	badFlags := append([]byte(nil), pkt...)
+	badFlags[2] = 1 // flags must be 0 in version 1
+	badName := append([]byte(nil), intf...)
+	badName[wire.RecordHeaderLen+6] = 200 // a name longer than the record
+	cases := []struct {
+		name    string
+		records uint32
+		payload []byte
+		packets uint64
+		ok      bool
+	}{
+		{"good", 3, join(intf, pkt, pkt), 2, true},
+		{"count-too-high", 4, join(intf, pkt, pkt), 2, false},
+		{"count-too-low", 2, join(intf, pkt, pkt), 2, false},
+		{"bad-packet-record", 4, join(pkt, badFlags, pkt, pkt), 4, false},
+		// The second record claims more bytes than the payload has: the two records the header
+		// announces beyond the first are counted as packets.
+		{"truncated-record", 3, join(pkt, pkt[:30]), 3, false},
+		{"bad-interface", 3, join(badName, pkt, pkt), 2, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n, err := checkFrame(wire.FrameHeader{Records: tc.records}, tc.payload)
+			if (err == nil) != tc.ok || n != tc.packets {
+				t.Fatalf("checkFrame: %d packets, error %v; want %d packets, ok %v", n, err, tc.packets, tc.ok)
+			}
+		})
+	}
+}
