@@ -30,5 +30,8 @@
 //
 // Output: one pcapng section, one interface description block per (agent, interface) named
 // "agent:iface" (or one file per agent), rotation by size and time with a maximum number of
-// files named like tcpdump's -C/-G/-W, or stdout or a FIFO for live tools.
+// files named like tcpdump's -C/-G/-W, or stdout or a FIFO for live tools. Packets are
+// counted as written once the output has written them out of its buffer; those a failed
+// write loses (disk full, a reader gone) move to the server drops, so that the counters still
+// add up.
 package capture

@@ -21,11 +21,11 @@ func newServerMetrics(r prometheus.Registerer) *serverMetrics {
 	f := promauto.With(r)
 	return &serverMetrics{
 		packets: f.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_capture_server_packets_total",
-			Help: "Packets written, per agent."}, []string{"agent"}),
+			Help: "Packets written out to the output, per agent."}, []string{"agent"}),
 		bytes: f.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_capture_server_bytes_total",
 			Help: "Captured bytes written, per agent."}, []string{"agent"}),
 		drops: f.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_capture_server_drops_total",
-			Help: "Packets dropped, per agent and cause (kernel and agent as reported by the agent, server)."}, []string{"agent", "cause"}),
+			Help: "Packets dropped, per agent and cause (kernel and agent as reported by the agent; server: malformed frames, unknown interfaces, failed writes)."}, []string{"agent", "cause"}),
 		reconnects: f.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_capture_server_reconnects_total",
 			Help: "Connections of an agent after its first one."}, []string{"agent"}),
 		frames: f.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_capture_server_frames_total",

@@ -47,7 +47,21 @@ type pcapngOutput struct {
 	files   []string // names created, oldest first (-W)
 	dirty   bool     // unflushed writes
 	epbs    []byte   // packet blocks not yet written to file
+
+	// pending counts the packets and bytes in epbs by interface id; pendingIDs lists the ids
+	// whose count is not zero, so that settling them costs nothing per idle interface.
+	pending    []packetCount
+	pendingIDs []int
+
+	// settled learns what became of an interface's buffered packets: written out, or lost
+	// with a failed write. failed learns every write or open error. Both are called by the
+	// methods that write (under the caller's lock) and may be nil.
+	settled func(id int, c packetCount, written bool)
+	failed  func(err error)
 }
+
+// packetCount counts packets and their captured bytes.
+type packetCount struct{ packets, bytes uint64 }
 
 // epbFlushSize is the size at which buffered packet blocks are written out.
 const epbFlushSize = 1 << 20
@@ -97,27 +111,28 @@ func (o *pcapngOutput) Interface(agent string, in wire.Interface) (int, error) {
 	}
 	id := len(o.intfs)
 	o.intfs = append(o.intfs, intf)
+	o.pending = append(o.pending, packetCount{})
 	o.ids[key] = id
 	if o.w != nil {
 		// Blocks must stay in order: packets buffered so far go out before the new IDB.
 		if err := o.writeEPBs(); err != nil {
-			o.closeFile()
 			return id, err
 		}
 		if _, err := o.w.AddInterface(intf); err != nil {
-			o.closeFile()
+			o.abandon(err)
 			return id, err
 		}
 		if err := o.w.Flush(); err != nil {
-			o.closeFile()
+			o.abandon(err)
 			return id, err
 		}
 	}
 	return id, nil
 }
 
-// WritePacket writes one packet on pcapng interface id, opening or rotating the file first
-// when needed.
+// WritePacket buffers one packet on pcapng interface id, opening or rotating the file first
+// when needed. An error means the packet was not taken; once taken, what becomes of it is
+// reported through settled.
 func (o *pcapngOutput) WritePacket(id int, ts int64, length uint32, data []byte) error {
 	if o.w == nil || o.mustRotate() {
 		if err := o.rotate(); err != nil {
@@ -126,11 +141,14 @@ func (o *pcapngOutput) WritePacket(id int, ts int64, length uint32, data []byte)
 	}
 	o.epbs = appendEPB(o.epbs, uint32(id), ts, max(length, uint32(len(data))), data)
 	o.dirty = true
+	c := &o.pending[id]
+	if c.packets == 0 {
+		o.pendingIDs = append(o.pendingIDs, id)
+	}
+	c.packets++
+	c.bytes += uint64(len(data))
 	if len(o.epbs) >= epbFlushSize {
-		if err := o.writeEPBs(); err != nil {
-			o.closeFile()
-			return err
-		}
+		_ = o.writeEPBs()
 	}
 	return nil
 }
@@ -160,14 +178,34 @@ func appendEPB(dst []byte, id uint32, ts int64, length uint32, data []byte) []by
 	return dst
 }
 
-// writeEPBs writes the buffered packet blocks to the file.
+// writeEPBs writes the buffered packet blocks to the file and reports their packets as
+// written or, if the write fails, lost (all of them: a partial write ends in a cut block that
+// readers stop at). A failed write closes the file; the next packet opens it again.
 func (o *pcapngOutput) writeEPBs() error {
 	if len(o.epbs) == 0 {
 		return nil
 	}
 	_, err := o.counter.Write(o.epbs)
 	o.epbs = o.epbs[:0]
+	for _, id := range o.pendingIDs {
+		if o.settled != nil {
+			o.settled(id, o.pending[id], err == nil)
+		}
+		o.pending[id] = packetCount{}
+	}
+	o.pendingIDs = o.pendingIDs[:0]
+	if err != nil {
+		o.abandon(err)
+	}
 	return err
+}
+
+// abandon reports a write error and closes the file.
+func (o *pcapngOutput) abandon(err error) {
+	if o.failed != nil {
+		o.failed(err)
+	}
+	o.closeFile()
 }
 
 func (o *pcapngOutput) mustRotate() bool {
@@ -204,6 +242,9 @@ func (o *pcapngOutput) rotate() error {
 		// reader (tshark -i FIFO, zeek -r FIFO).
 		file, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
+			if o.failed != nil {
+				o.failed(err)
+			}
 			return err
 		}
 		f = file
@@ -216,17 +257,17 @@ func (o *pcapngOutput) rotate() error {
 		SectionInfo: pcapgo.NgSectionInfo{Hardware: runtime.GOARCH, OS: runtime.GOOS, Application: "flowzero capture server"},
 	})
 	if err != nil {
-		o.closeFile()
+		o.abandon(err)
 		return err
 	}
 	for _, intf := range o.intfs[1:] {
 		if _, err := w.AddInterface(intf); err != nil {
-			o.closeFile()
+			o.abandon(err)
 			return err
 		}
 	}
 	if err := w.Flush(); err != nil {
-		o.closeFile()
+		o.abandon(err)
 		return err
 	}
 	o.w = w
@@ -272,11 +313,7 @@ func (o *pcapngOutput) Flush() error {
 		return nil
 	}
 	o.dirty = false
-	if err := o.writeEPBs(); err != nil {
-		o.closeFile()
-		return err
-	}
-	return nil
+	return o.writeEPBs()
 }
 
 // Close flushes and closes the current file.
@@ -291,7 +328,6 @@ func (o *pcapngOutput) closeFile() {
 		_ = o.writeEPBs()
 		o.w = nil
 	}
-	o.epbs = o.epbs[:0]
 	if o.file != nil {
 		_ = o.file.Close()
 		o.file = nil

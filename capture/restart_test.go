@@ -198,6 +198,7 @@ func TestAgentKilled(t *testing.T) {
 		st := s.agents["victim"]
 		return st != nil && st.conn == nil
 	})
+	s.flushOutputs() // Stats counts packets once written out of the output's buffer
 	before = s.Stats("victim").Packets
 
 	acfg.Replay.Loop = 1
@@ -215,6 +216,7 @@ func TestAgentKilled(t *testing.T) {
 	if stats.Captured == 0 || stats.Sent != stats.Captured || stats.DroppedAgent != 0 {
 		t.Fatalf("second agent %+v", stats)
 	}
+	s.flushOutputs()
 	after := s.Stats("victim")
 	if after.Packets != before+stats.Sent || after.Connections != 2 {
 		t.Fatalf("server wrote %d packets, want %d + %d; %d connections", after.Packets, before, stats.Sent, after.Connections)

@@ -54,6 +54,42 @@ type Server struct {
 type outputFile struct {
 	mu sync.Mutex
 	w  *pcapngOutput
+	// owners are the agents of the output's interfaces, by pcapng interface id: the output
+	// settles packets per interface once it has written them out (or failed to).
+	owners   []*agentState
+	lastWarn time.Time // output errors are logged at most every outputWarnInterval
+}
+
+// outputWarnInterval spaces the logs of a failing output; errors_total counts every error.
+const outputWarnInterval = 10 * time.Second
+
+// newOutputFile returns the output of agent ("" for the shared one) wired to the server's
+// counters.
+func (s *Server) newOutputFile(agent string) *outputFile {
+	o := &outputFile{w: newPcapngOutput(s.cfg.Output, agent, s.deps.Stdout)}
+	o.w.settled = o.settled
+	o.w.failed = func(err error) {
+		s.metrics.errors.WithLabelValues("output").Inc()
+		if now := time.Now(); now.Sub(o.lastWarn) >= outputWarnInterval {
+			o.lastWarn = now
+			s.log.Warn("writing capture output: buffered packets are dropped and counted", "agent", agent, "error", err)
+		}
+	}
+	return o
+}
+
+// settled counts an interface's packets the output wrote out, or lost with a failed write,
+// for its agent; called with o.mu held.
+func (o *outputFile) settled(id int, c packetCount, written bool) {
+	st := o.owners[id]
+	if !written {
+		st.dropServer(c.packets)
+		return
+	}
+	st.stats.Packets += c.packets
+	st.stats.Bytes += c.bytes
+	st.m.packets.Add(float64(c.packets))
+	st.m.bytes.Add(float64(c.bytes))
 }
 
 // agentState is what the server keeps about an agent name across its connections.
@@ -107,7 +143,7 @@ func NewServer(r prometheus.Registerer, cfg ServerConfiguration, deps ServerDepe
 		agents: map[string]*agentState{}, conns: map[*serverConn]struct{}{},
 	}
 	if !cfg.Output.PerAgent {
-		s.shared = &outputFile{w: newPcapngOutput(cfg.Output, "", deps.Stdout)}
+		s.shared = s.newOutputFile("")
 	}
 	return s, nil
 }
@@ -160,7 +196,8 @@ func (s *Server) Stop() error {
 	return err
 }
 
-// Stats returns the counters of an agent name.
+// Stats returns the counters of an agent name. Packets and Bytes count what the output has
+// written out of its buffer (flushed every output.flush-interval).
 func (s *Server) Stats(agent string) ServerAgentStats {
 	s.mu.Lock()
 	st := s.agents[agent]
@@ -222,15 +259,17 @@ func (s *Server) flushLoop() {
 			return
 		case <-t.C:
 		}
-		for _, o := range s.outputs() {
-			o.mu.Lock()
-			if err := o.w.Flush(); err != nil {
-				s.metrics.errors.WithLabelValues("output").Inc()
-				s.log.Warn("flushing capture output", "error", err)
-			}
-			o.mu.Unlock()
-		}
+		s.flushOutputs()
 		s.tickConsumers(false)
+	}
+}
+
+// flushOutputs writes out what every output buffers (errors are counted by the outputs).
+func (s *Server) flushOutputs() {
+	for _, o := range s.outputs() {
+		o.mu.Lock()
+		_ = o.w.Flush()
+		o.mu.Unlock()
 	}
 }
 
@@ -330,7 +369,7 @@ func (s *Server) handshake(sc *serverConn) (*agentState, wire.Hello, error) {
 	if st == nil {
 		st = &agentState{name: h.AgentName, m: s.metrics.forAgent(h.AgentName), out: s.shared}
 		if st.out == nil {
-			st.out = &outputFile{w: newPcapngOutput(s.cfg.Output, h.AgentName, s.deps.Stdout)}
+			st.out = s.newOutputFile(h.AgentName)
 		}
 		s.agents[h.AgentName] = st
 	}
@@ -449,17 +488,15 @@ func (s *Server) readFrames(sc *serverConn, st *agentState, h wire.Hello) error 
 }
 
 // finish flushes the output and acknowledges everything written before closing a connection
-// during Stop, so that the agent resends exactly the rest.
+// during Stop, so that the agent resends exactly the rest. Packets a failed flush loses are
+// counted as server drops, so their frames are acknowledged too.
 func (s *Server) finish(sc *serverConn, st *agentState) error {
 	st.out.mu.Lock()
-	err := st.out.w.Flush()
+	_ = st.out.w.Flush()
 	seq := st.lastSeq
 	st.out.mu.Unlock()
-	if err != nil {
-		return err
-	}
 	_ = sc.c.SetWriteDeadline(time.Now().Add(time.Second))
-	_, err = sc.c.Write(wire.AppendAck(nil, seq))
+	_, err := sc.c.Write(wire.AppendAck(nil, seq))
 	return err
 }
 
@@ -543,7 +580,7 @@ func (s *Server) writeFrame(st *agentState, conn *connInterfaces, fh wire.FrameH
 		st.dropServer(n)
 		return err
 	}
-	var packets, bytes, dropped uint64
+	var dropped uint64
 	var p wire.Packet
 	for rest := payload; len(rest) > 0; {
 		// checkFrame has decoded every record: errors cannot happen here.
@@ -564,15 +601,12 @@ func (s *Server) writeFrame(st *agentState, conn *connInterfaces, fh wire.FrameH
 			if st.consumer != nil {
 				st.consumer.Packet(p.Interface, uint16(st.out.w.intfs[id].LinkType), p.Timestamp, p.Length, p.Data)
 			}
-			packets++
-			bytes += uint64(len(p.Data))
 		case wire.RecordInterface:
 			in, _ := rec.Interface()
-			// On a write error the interface keeps its id: the next file describes it.
-			id, err := st.out.w.Interface(st.name, in)
-			if err != nil {
-				s.metrics.errors.WithLabelValues("output").Inc()
-			}
+			// A write error is counted by the output; the interface keeps its id and the next
+			// file describes it.
+			id, _ := st.out.w.Interface(st.name, in)
+			st.out.setOwner(id, st)
 			conn.set(in.Index, id)
 		case wire.RecordDropReport:
 			d, _ := rec.DropReport()
@@ -595,12 +629,16 @@ func (s *Server) writeFrame(st *agentState, conn *connInterfaces, fh wire.FrameH
 	if st.consumer != nil {
 		st.consumer.Tick(time.Now(), false)
 	}
-	st.stats.Packets += packets
-	st.stats.Bytes += bytes
-	st.m.packets.Add(float64(packets))
-	st.m.bytes.Add(float64(bytes))
 	st.dropServer(dropped)
 	return nil
+}
+
+// setOwner records the agent of pcapng interface id; called with o.mu held.
+func (o *outputFile) setOwner(id int, st *agentState) {
+	for len(o.owners) <= id {
+		o.owners = append(o.owners, nil)
+	}
+	o.owners[id] = st
 }
 
 // dropServer counts packets the server could not write; called with st.out.mu held.

@@ -1,8 +1,12 @@
 package capture
 
 import (
+	"bytes"
+	"encoding/binary"
+	"errors"
 	"io"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,4 +209,63 @@ func TestCheckFrame(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failingWriter stands for an output that fails once: the first write of packet blocks
+// returns an error and writes nothing; everything else is kept.
+type failingWriter struct {
+	mu     sync.Mutex
+	failed bool
+	b      bytes.Buffer
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.failed && len(p) >= 4 && binary.LittleEndian.Uint32(p) == 6 { // an Enhanced Packet Block
+		w.failed = true
+		return 0, errors.New("no space left on the test device")
+	}
+	return w.b.Write(p)
+}
+
+// TestOutputWriteErrorCounted fails the first write of buffered packets: those packets move
+// from written to server drops, the output opens again for the next ones, and written +
+// dropped is what the server acknowledged.
+func TestOutputWriteErrorCounted(t *testing.T) {
+	pkts := testFrames(t, 7)
+	cfg := testServerConfig(t)
+	cfg.Output.Path = "-"
+	cfg.Output.FlushInterval = time.Hour // the test flushes
+	out := &failingWriter{}
+	s, err := NewServer(nil, cfg, ServerDependencies{Logger: quiet, Stdout: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	ra, _ := dialRaw(t, s.Addr().String(), "full", 1)
+	ra.send(0, interfaceRecord(t, 0, "eth0"))
+	ra.send(1, packetRecord(pkts[0]), packetRecord(pkts[1]), packetRecord(pkts[2]))
+	ra.waitAck(1)
+	s.flushOutputs() // fails: the three packets are lost
+	ra.send(2, packetRecord(pkts[3]), packetRecord(pkts[4]), packetRecord(pkts[5]), packetRecord(pkts[6]))
+	ra.waitAck(2)
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	st := s.Stats("full")
+	if st.Packets != 4 || st.DropServer != 3 {
+		t.Fatalf("server stats %+v, want 4 packets written and 3 dropped", st)
+	}
+	if n := testutil.ToFloat64(s.metrics.errors.WithLabelValues("output")); n != 1 {
+		t.Fatalf("output errors %v, want 1", n)
+	}
+	if n := testutil.ToFloat64(s.metrics.packets.WithLabelValues("full")); n != 4 {
+		t.Fatalf("packets metric %v, want 4", n)
+	}
+	// The output opened again: a new section with the second frame's packets.
+	compareFrames(t, readPcapngFrom(t, &out.b), map[string][]pcapfile.Frame{"full:eth0": pkts[3:]})
 }
