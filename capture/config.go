@@ -199,7 +199,9 @@ type TLSServerConfiguration struct {
 
 // OutputConfiguration says where packets go.
 type OutputConfiguration struct {
-	// Path of the pcapng file; "-" is stdout; a FIFO is opened for writing as is. It may hold
+	// Path of the pcapng file; "-" is stdout. A FIFO is written as is: until a reader opens it,
+	// agents' frames wait (like tcpdump -w); when the reader goes away, what could not be
+	// written counts as server drops and frames wait for the next reader. It may hold
 	// strftime conversions (%Y %m %d %H %M %S), expanded at each time rotation like tcpdump -G.
 	Path string `yaml:"path"`
 	// PerAgent writes one file per agent: "{agent}" in Path is replaced by the agent's name,

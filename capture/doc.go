@@ -33,5 +33,8 @@
 // files named like tcpdump's -C/-G/-W, or stdout or a FIFO for live tools. Packets are
 // counted as written once the output has written them out of its buffer; those a failed
 // write loses (disk full, a reader gone) move to the server drops, so that the counters still
-// add up.
+// add up. A FIFO never blocks the server: it is opened with O_NONBLOCK and, while no reader
+// has opened it, the agents' frames wait unacknowledged (outputs_waiting is 1) and Stop still
+// returns at once; when the reader goes away, frames wait for the next one. At Stop, a reader
+// that stopped reading gets one second before what is left counts as server drops.
 package capture

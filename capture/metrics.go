@@ -15,6 +15,8 @@ type serverMetrics struct {
 	frames      *prometheus.CounterVec
 	connections prometheus.Gauge
 	errors      *prometheus.CounterVec
+	// outputsWaiting counts FIFO outputs without a reader, whose agents' frames wait.
+	outputsWaiting prometheus.Gauge
 }
 
 func newServerMetrics(r prometheus.Registerer) *serverMetrics {
@@ -34,6 +36,8 @@ func newServerMetrics(r prometheus.Registerer) *serverMetrics {
 			Help: "Agent connections open."}),
 		errors: f.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_capture_server_errors_total",
 			Help: "Refused connections and stream errors, per reason."}, []string{"reason"}),
+		outputsWaiting: f.NewGauge(prometheus.GaugeOpts{Name: "flowzero_capture_server_outputs_waiting",
+			Help: "FIFO outputs that no reader has opened; their agents' frames wait."}),
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
@@ -48,6 +50,15 @@ type pcapngOutput struct {
 	dirty   bool     // unflushed writes
 	epbs    []byte   // packet blocks not yet written to file
 
+	// pipe is file when its writes take deadlines (a FIFO), for interruptWrites; interruptAt
+	// is the deadline interruptWrites set (Unix ns, 0 for none), which files opened later get
+	// too. Both are read without the caller's lock.
+	pipe        atomic.Pointer[os.File]
+	interruptAt atomic.Int64
+
+	openErr error     // why the last open failed, returned until retryAt
+	retryAt time.Time // no new open attempt before then
+
 	// pending counts the packets and bytes in epbs by interface id; pendingIDs lists the ids
 	// whose count is not zero, so that settling them costs nothing per idle interface.
 	pending    []packetCount
@@ -65,6 +76,13 @@ type packetCount struct{ packets, bytes uint64 }
 
 // epbFlushSize is the size at which buffered packet blocks are written out.
 const epbFlushSize = 1 << 20
+
+// reopenInterval spaces the attempts to open an output that failed to open (a FIFO without a
+// reader, a missing directory): one open system call per interval, not one per packet.
+const reopenInterval = 100 * time.Millisecond
+
+// errNoReader is returned while the output is a FIFO that no reader has opened.
+var errNoReader = errors.New("capture: the FIFO has no reader")
 
 type intfKey struct {
 	agent, name string
@@ -215,12 +233,35 @@ func (o *pcapngOutput) mustRotate() bool {
 	return o.cfg.RotateInterval > 0 && o.now().Sub(o.opened) >= o.cfg.RotateInterval
 }
 
-// rotate closes the current file and opens the next one.
+// Open opens the file if none is open and an interface can describe it; it returns
+// errNoReader while the file is a FIFO that no reader has opened. It never waits.
+func (o *pcapngOutput) Open() error {
+	if o.w != nil || len(o.intfs) == 0 {
+		return nil
+	}
+	return o.rotate()
+}
+
+// rotate closes the current file and opens the next one, or opens the file again after a
+// failure (not before retryAt).
 func (o *pcapngOutput) rotate() error {
 	if len(o.intfs) == 0 {
 		return errors.New("capture: packet before any interface")
 	}
 	now := o.now()
+	if o.w == nil && o.openErr != nil && now.Before(o.retryAt) {
+		return o.openErr
+	}
+	if err := o.openNext(now); err != nil {
+		o.openErr, o.retryAt = err, now.Add(reopenInterval)
+		return err
+	}
+	o.openErr = nil
+	return nil
+}
+
+// openNext closes the current file and opens the next one.
+func (o *pcapngOutput) openNext(now time.Time) error {
 	if o.w != nil {
 		if o.cfg.RotateInterval > 0 && now.Sub(o.opened) >= o.cfg.RotateInterval {
 			o.count = 0 // -G starts a new series of -C files
@@ -238,16 +279,21 @@ func (o *pcapngOutput) rotate() error {
 	case o.base == "-":
 		f = nopCloser{o.stdout}
 	default:
-		// A FIFO is opened like a file: O_TRUNC is ignored on it and the open waits for a
-		// reader (tshark -i FIFO, zeek -r FIFO).
-		file, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		file, pollable, err := openOutputFile(name)
 		if err != nil {
-			if o.failed != nil {
+			if o.failed != nil && !errors.Is(err, errNoReader) {
 				o.failed(err)
 			}
 			return err
 		}
 		f = file
+		if pollable {
+			// Ordered against interruptWrites: it stores interruptAt then loads pipe.
+			o.pipe.Store(file)
+			if at := o.interruptAt.Load(); at != 0 {
+				_ = file.SetWriteDeadline(time.Unix(0, at))
+			}
+		}
 		o.remember(name)
 	}
 	o.file = f
@@ -328,9 +374,44 @@ func (o *pcapngOutput) closeFile() {
 		_ = o.writeEPBs()
 		o.w = nil
 	}
+	o.pipe.Store(nil)
 	if o.file != nil {
 		_ = o.file.Close()
 		o.file = nil
+	}
+}
+
+// openOutputFile opens a file for writing without ever waiting. A FIFO is opened like a file
+// (O_TRUNC is ignored on it) for live tools (tshark -i FIFO, zeek -r FIFO), but with
+// O_NONBLOCK: without a reader the open fails at once (ENXIO) instead of blocking its caller
+// until one comes. Where Go's poller then waits on the descriptor (a FIFO on Linux: pollable),
+// the flag stays: a full pipe parks the writer, and a write deadline can cut a stalled reader
+// short. Elsewhere writes must block as they would without the flag, so it is cleared.
+func openOutputFile(name string) (f *os.File, pollable bool, err error) {
+	f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NONBLOCK, 0o644)
+	if errors.Is(err, syscall.ENXIO) {
+		return nil, false, errNoReader
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if err := f.SetWriteDeadline(time.Time{}); err == nil {
+		return f, true, nil
+	}
+	if err := setBlocking(f); err != nil {
+		_ = f.Close()
+		return nil, false, err
+	}
+	return f, false, nil
+}
+
+// interruptWrites makes writes to the current file, and to files opened later, fail once
+// deadline passes, when they take deadlines; safe to call without the caller's lock (Stop
+// does, while a write to a stalled FIFO may hold it).
+func (o *pcapngOutput) interruptWrites(deadline time.Time) {
+	o.interruptAt.Store(deadline.UnixNano())
+	if f := o.pipe.Load(); f != nil {
+		_ = f.SetWriteDeadline(deadline)
 	}
 }
 

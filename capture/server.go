@@ -58,6 +58,7 @@ type outputFile struct {
 	// settles packets per interface once it has written them out (or failed to).
 	owners   []*agentState
 	lastWarn time.Time // output errors are logged at most every outputWarnInterval
+	noReader bool      // a FIFO output waits for a reader (outputs_waiting counts it)
 }
 
 // outputWarnInterval spaces the logs of a failing output; errors_total counts every error.
@@ -120,7 +121,15 @@ type serverConn struct {
 	mu     sync.Mutex // orders deadline changes between the reader and Stop
 	closed bool
 	done   chan struct{}
+	// takenOver is closed when a new connection of the same agent replaces this one.
+	takenOver chan struct{}
 }
+
+// errTakenOver ends a connection replaced by a newer one of the same agent.
+var errTakenOver = errors.New("a new connection of the agent took over")
+
+// stopWriteGrace is how long Stop lets a write to a FIFO output wait for a stalled reader.
+const stopWriteGrace = time.Second
 
 // NewServer validates the configuration and returns a server; Start listens.
 func NewServer(r prometheus.Registerer, cfg ServerConfiguration, deps ServerDependencies) (*Server, error) {
@@ -181,6 +190,11 @@ func (s *Server) Stop() error {
 		sc.mu.Unlock()
 	}
 	s.mu.Unlock()
+	// A FIFO reader that stopped reading would hold a write, and Stop, forever: cut it short;
+	// what cannot be written counts as server drops.
+	for _, o := range s.outputs() {
+		o.w.interruptWrites(time.Now().Add(stopWriteGrace))
+	}
 	s.wg.Wait()
 	s.tickConsumers(true)
 	for _, o := range s.outputs() {
@@ -292,7 +306,7 @@ func (s *Server) acceptLoop() {
 		if s.tls != nil {
 			c = tls.Server(c, s.tls) // the TLS handshake runs on the first read, in serve
 		}
-		sc := &serverConn{c: c, done: make(chan struct{})}
+		sc := &serverConn{c: c, done: make(chan struct{}), takenOver: make(chan struct{})}
 		s.mu.Lock()
 		if len(s.conns) >= s.cfg.MaxAgents || s.stopping.Load() {
 			s.mu.Unlock()
@@ -381,6 +395,7 @@ func (s *Server) handshake(sc *serverConn) (*agentState, wire.Hello, error) {
 	}
 	s.mu.Unlock()
 	if old != nil {
+		close(old.takenOver)
 		_ = old.c.Close()
 		<-old.done
 	}
@@ -458,6 +473,12 @@ func (s *Server) readFrames(sc *serverConn, st *agentState, h wire.Hello) error 
 			}
 			return err
 		}
+		if !s.waitForReader(sc, st.out) {
+			if s.stopping.Load() {
+				return s.finish(sc, st)
+			}
+			return errTakenOver
+		}
 		st.out.mu.Lock()
 		err = s.writeFrame(st, &conn, fh, payload)
 		seq := st.lastSeq
@@ -483,6 +504,46 @@ func (s *Server) readFrames(sc *serverConn, st *agentState, h wire.Hello) error 
 				return err
 			}
 			unacked = 0
+		}
+	}
+}
+
+// waitForReader holds a connection's frames back while its output is a FIFO that no reader has
+// opened, as tcpdump -w does, trying the open again every reopenInterval without holding the
+// output's lock. It returns false when the server stops or a new connection of the agent takes
+// over: the frame in hand is then neither written nor acknowledged, and the agent sends it
+// again.
+func (s *Server) waitForReader(sc *serverConn, out *outputFile) bool {
+	var retry *time.Timer
+	for {
+		out.mu.Lock()
+		noReader := errors.Is(out.w.Open(), errNoReader)
+		if noReader != out.noReader {
+			out.noReader = noReader
+			if noReader {
+				s.metrics.outputsWaiting.Inc()
+				s.log.Info("capture output has no reader: frames wait for one", "path", out.w.base)
+			} else {
+				s.metrics.outputsWaiting.Dec()
+				s.log.Info("capture output has a reader", "path", out.w.base)
+			}
+		}
+		out.mu.Unlock()
+		if !noReader {
+			return true
+		}
+		if retry == nil {
+			retry = time.NewTimer(reopenInterval)
+			defer retry.Stop()
+		} else {
+			retry.Reset(reopenInterval)
+		}
+		select {
+		case <-s.done:
+			return false
+		case <-sc.takenOver:
+			return false
+		case <-retry.C:
 		}
 	}
 }

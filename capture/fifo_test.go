@@ -1,0 +1,169 @@
+//go:build linux
+
+package capture
+
+import (
+	"io"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/sys/unix"
+
+	"flowzero/internal/pcapfile"
+)
+
+func fifoServerConfig(t *testing.T) ServerConfiguration {
+	t.Helper()
+	cfg := testServerConfig(t)
+	if err := syscall.Mkfifo(cfg.Output.Path, 0o600); err != nil {
+		t.Fatalf("mkfifo: %v", err)
+	}
+	return cfg
+}
+
+// stopWithin stops s and fails the test if that takes more than 5 s: a bound for a hang, not
+// a timing claim.
+func stopWithin(t *testing.T, s *Server) {
+	t.Helper()
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.Stop() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server did not stop within 5 s")
+	}
+}
+
+func waitingForReader(s *Server) bool { return testutil.ToFloat64(s.metrics.outputsWaiting) == 1 }
+
+// TestFIFONoReader streams to a FIFO that nobody opens: the server waits for a reader
+// without writing or acknowledging anything, and stops promptly.
+func TestFIFONoReader(t *testing.T) {
+	cfg := fifoServerConfig(t)
+	s := startServer(t, cfg)
+	acfg := testAgentConfig("lonely", s.Addr().String(), allCaptures(t))
+	acfg.DrainTimeout = 200 * time.Millisecond
+	a := startAgent(t, acfg)
+	eventually(t, "the output to wait for a reader", func() bool { return waitingForReader(s) })
+	stopWithin(t, s)
+	_ = a.Stop()
+	st, ss := a.Stats(), s.Stats("lonely")
+	if st.Sent != 0 || st.Captured == 0 || st.Captured != st.DroppedAgent || ss.Packets != 0 || ss.DropServer != 0 {
+		t.Fatalf("agent %+v, server %+v: want nothing written, acknowledged or dropped by the server", st, ss)
+	}
+}
+
+// TestFIFOReaderLeaves has a reader read the section header and leave while an agent
+// streams: the packets the server could not write count as server drops, the server waits
+// for a new reader, which gets the later packets, and everything adds up.
+func TestFIFOReaderLeaves(t *testing.T) {
+	files := allCaptures(t)
+	cfg := fifoServerConfig(t)
+	s := startServer(t, cfg)
+	first := make(chan error, 1)
+	go func() {
+		f, err := os.Open(cfg.Output.Path)
+		if err == nil {
+			_, err = io.ReadFull(f, make([]byte, 300))
+			f.Close()
+		}
+		first <- err
+	}()
+	acfg := testAgentConfig("feed", s.Addr().String(), files)
+	acfg.Replay.Loop = 1 << 20 // until stopped
+	acfg.FrameSize = 4096
+	a := startAgent(t, acfg)
+	if err := <-first; err != nil {
+		t.Fatalf("first reader: %v", err)
+	}
+	eventually(t, "server drops after the reader left", func() bool { return s.Stats("feed").DropServer > 0 })
+	eventually(t, "the output to wait for a new reader", func() bool { return waitingForReader(s) })
+	before := s.Stats("feed").Packets
+
+	type result struct {
+		frames map[string][]pcapfile.Frame
+		err    error
+	}
+	second := make(chan result, 1)
+	go func() {
+		f, err := os.Open(cfg.Output.Path)
+		if err != nil {
+			second <- result{err: err}
+			return
+		}
+		defer f.Close()
+		second <- result{frames: readPcapngFrom(t, f)}
+	}()
+	eventually(t, "packets for the new reader", func() bool { return s.Stats("feed").Packets > before+1000 })
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	stopWithin(t, s)
+	got := <-second
+	if got.err != nil {
+		t.Fatalf("second reader: %v", got.err)
+	}
+	st, ss := a.Stats(), s.Stats("feed")
+	t.Logf("agent %+v; server %+v; %d packets before the second reader", st, ss, before)
+	if st.Captured != st.Sent+st.DroppedAgent || st.Sent != ss.Packets+ss.DropServer {
+		t.Fatalf("agent %+v, server %+v: captured != sent + agent drops or sent != written + server drops", st, ss)
+	}
+	n := 0
+	for _, frames := range got.frames {
+		n += len(frames)
+	}
+	if uint64(n) != ss.Packets-before {
+		t.Fatalf("the second reader got %d packets, the server wrote %d after it came", n, ss.Packets-before)
+	}
+}
+
+// TestFIFOStalledReaderStop has a reader open the FIFO and never read: once the pipe is full,
+// the server's write waits, and Stop still returns, counting the packets it could not write
+// as server drops.
+func TestFIFOStalledReaderStop(t *testing.T) {
+	cfg := fifoServerConfig(t)
+	s := startServer(t, cfg)
+	opened := make(chan *os.File, 1)
+	go func() {
+		f, err := os.Open(cfg.Output.Path)
+		if err != nil {
+			t.Error(err)
+		}
+		opened <- f
+	}()
+	acfg := testAgentConfig("stuck", s.Addr().String(), allCaptures(t))
+	acfg.Replay.Loop = 1 << 20
+	acfg.FrameSize = 4096
+	acfg.DrainTimeout = 200 * time.Millisecond
+	a := startAgent(t, acfg)
+	r := <-opened
+	if r == nil {
+		t.FailNow()
+	}
+	defer r.Close()
+	// A second writer polls the pipe: not writable means no free slot, so the server's next
+	// write waits.
+	probe, err := unix.Open(cfg.Output.Path, unix.O_WRONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(probe)
+	eventually(t, "a full pipe", func() bool {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(probe), Events: unix.POLLOUT}}, 0)
+		return err == nil && n == 0
+	})
+	stopWithin(t, s)
+	_ = a.Stop()
+	st, ss := a.Stats(), s.Stats("stuck")
+	t.Logf("agent %+v; server %+v", st, ss)
+	// Every frame the agent counts as sent was acknowledged, so written or counted as dropped.
+	if ss.DropServer == 0 || st.Captured != st.Sent+st.DroppedAgent || st.Sent > ss.Packets+ss.DropServer {
+		t.Fatalf("agent %+v, server %+v: want the packets of the interrupted write counted as server drops", st, ss)
+	}
+}
