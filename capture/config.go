@@ -181,7 +181,9 @@ type ServerConfiguration struct {
 	// IdleTimeout closes an agent's connection after this long without a frame (agents send
 	// heartbeats).
 	IdleTimeout time.Duration `yaml:"idle-timeout"`
-	// MaxAgents bounds concurrent agent connections.
+	// MaxAgents bounds the agents connected at once. Another agent is answered "busy" and
+	// tries again with its reconnection backoff; an agent already connected may always
+	// replace its connection.
 	MaxAgents int `yaml:"max-agents"`
 }
 

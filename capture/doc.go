@@ -11,6 +11,10 @@
 // cost is a 24-byte header and a copy, the server's a bounds-checked header read and a copy
 // into a pcapng Enhanced Packet Block.
 //
+// Connections: with max-agents connected, another agent is answered busy and retries with its
+// reconnection backoff; an agent already connected may replace its connection (its old one
+// is usually a dead peer), and a wrong token or version is refused.
+//
 // Delivery: every frame has a sequence number and stays in the agent's bounded queue until
 // the server acknowledges it (once written to its output buffer). After a reconnect the
 // server's welcome says which frame it wrote last, and the agent resends the rest, so a server

@@ -46,6 +46,7 @@ type Server struct {
 	mu     sync.Mutex
 	agents map[string]*agentState
 	conns  map[*serverConn]struct{}
+	active int // agents with a connection past the handshake: at most MaxAgents
 
 	shared *outputFile // single-file mode
 }
@@ -287,6 +288,10 @@ func (s *Server) flushOutputs() {
 	}
 }
 
+// maxExtraHandshakes bounds the connections beyond max-agents that may be in their handshake
+// (to be answered busy, or to replace an agent's connection); more are closed at once.
+const maxExtraHandshakes = 64
+
 func (s *Server) acceptLoop() {
 	defer s.wg.Done()
 	backoff := 5 * time.Millisecond
@@ -308,9 +313,9 @@ func (s *Server) acceptLoop() {
 		}
 		sc := &serverConn{c: c, done: make(chan struct{}), takenOver: make(chan struct{})}
 		s.mu.Lock()
-		if len(s.conns) >= s.cfg.MaxAgents || s.stopping.Load() {
+		if len(s.conns) >= s.cfg.MaxAgents+maxExtraHandshakes || s.stopping.Load() {
 			s.mu.Unlock()
-			s.metrics.errors.WithLabelValues("too-many-agents").Inc()
+			s.metrics.errors.WithLabelValues("too-many-connections").Inc()
 			_ = c.Close()
 			continue
 		}
@@ -341,6 +346,7 @@ func (s *Server) serve(sc *serverConn) {
 		s.mu.Lock()
 		if st.conn == sc {
 			st.conn = nil
+			s.active--
 		}
 		s.mu.Unlock()
 	}()
@@ -354,7 +360,8 @@ func (s *Server) serve(sc *serverConn) {
 
 // handshake reads the Hello, authenticates the agent and answers. An agent name already
 // connected is taken over by the new connection (the old one is usually a dead peer whose
-// disconnection the server has not noticed yet).
+// disconnection the server has not noticed yet), even with max-agents connected; any other
+// agent is then answered busy and tries again later.
 func (s *Server) handshake(sc *serverConn) (*agentState, wire.Hello, error) {
 	_ = sc.c.SetDeadline(time.Now().Add(10 * time.Second))
 	h, err := wire.ReadHello(sc.c)
@@ -380,6 +387,12 @@ func (s *Server) handshake(sc *serverConn) (*agentState, wire.Hello, error) {
 	}
 	s.mu.Lock()
 	st := s.agents[h.AgentName]
+	if (st == nil || st.conn == nil) && s.active >= s.cfg.MaxAgents {
+		s.mu.Unlock()
+		s.metrics.errors.WithLabelValues("too-many-agents").Inc()
+		s.refuse(sc, wire.StatusBusy)
+		return nil, h, fmt.Errorf("agent %q: busy, max-agents (%d) connected", h.AgentName, s.cfg.MaxAgents)
+	}
 	if st == nil {
 		st = &agentState{name: h.AgentName, m: s.metrics.forAgent(h.AgentName), out: s.shared}
 		if st.out == nil {
@@ -388,6 +401,9 @@ func (s *Server) handshake(sc *serverConn) (*agentState, wire.Hello, error) {
 		s.agents[h.AgentName] = st
 	}
 	old := st.conn
+	if old == nil {
+		s.active++
+	}
 	st.conn = sc
 	st.connect++
 	if st.connect > 1 {

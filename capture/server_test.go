@@ -269,3 +269,44 @@ func TestOutputWriteErrorCounted(t *testing.T) {
 	// The output opened again: a new section with the second frame's packets.
 	compareFrames(t, readPcapngFrom(t, &out.b), map[string][]pcapfile.Frame{"full:eth0": pkts[3:]})
 }
+
+// TestMaxAgentsBusy connects a second agent to a server that takes one: it is answered busy
+// (counted) and retries until the first leaves, while the first agent may still replace its
+// own connection.
+func TestMaxAgentsBusy(t *testing.T) {
+	files := allCaptures(t)[:2]
+	cfg := testServerConfig(t)
+	cfg.MaxAgents = 1
+	s := startServer(t, cfg)
+	defer s.Stop()
+	first, wel := dialRaw(t, s.Addr().String(), "first", 1)
+	if wel.Status != wire.StatusOK {
+		t.Fatalf("first agent: %v", wel.Status)
+	}
+	a := startAgent(t, testAgentConfig("second", s.Addr().String(), files))
+	eventually(t, "a busy answer", func() bool {
+		var r errRefused
+		return errors.As(a.LastError(), &r) && r.status == wire.StatusBusy
+	})
+	if n := testutil.ToFloat64(s.metrics.errors.WithLabelValues("too-many-agents")); n < 1 {
+		t.Fatalf("too-many-agents errors %v", n)
+	}
+	// A reconnection of the connected agent is not refused.
+	again, wel := dialRaw(t, s.Addr().String(), "first", 1)
+	if wel.Status != wire.StatusOK {
+		t.Fatalf("first agent reconnecting: %v", wel.Status)
+	}
+	_ = first.conn.Close()
+	if s.Stats("second").Connections != 0 {
+		t.Fatal("the second agent connected while the first was")
+	}
+	_ = again.conn.Close()
+	stats := waitDone(t, a)
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	ss := s.Stats("second")
+	if stats.Sent != stats.Captured || stats.Connections != 1 || ss.Packets != stats.Sent {
+		t.Fatalf("second agent %+v, server %+v: want every packet sent once connected", stats, ss)
+	}
+}

@@ -36,7 +36,9 @@
 //	12  8    sequence number of the last frame the server wrote for this agent instance
 //	         (0: none); the agent resends only later frames after a reconnect
 //
-// The server closes the connection after a non-zero status. Then the agent sends frames:
+// The server closes the connection after a non-zero status. Busy (the server has as many
+// agents as it accepts) is temporary: the agent tries again with its reconnection backoff.
+// After status ok, the agent sends frames:
 //
 //	0   4    payload length on the wire (≤ MaxFramePayload)
 //	4   4    number of records
