@@ -219,6 +219,11 @@ type OutputConfiguration struct {
 	MaxFiles int `yaml:"max-files"`
 	// FlushInterval bounds how long written packets stay in memory buffers.
 	FlushInterval time.Duration `yaml:"flush-interval"`
+	// IdleClose, with PerAgent, closes the file of an agent disconnected this long and
+	// forgets its counters and metric series, which would otherwise stay until the server
+	// stops, one set per agent name ever seen. An agent that comes back appends a new pcapng
+	// section to its file (or starts the next one when the name holds a time). 0 keeps them.
+	IdleClose time.Duration `yaml:"idle-close"`
 }
 
 // DefaultServerConfiguration returns the server's defaults.
@@ -227,7 +232,7 @@ func DefaultServerConfiguration() ServerConfiguration {
 		Listen:      "127.0.0.1:4739",
 		IdleTimeout: 30 * time.Second,
 		MaxAgents:   1024,
-		Output:      OutputConfiguration{Path: "capture.pcapng", FlushInterval: 200 * time.Millisecond},
+		Output:      OutputConfiguration{Path: "capture.pcapng", FlushInterval: 200 * time.Millisecond, IdleClose: 5 * time.Minute},
 	}
 }
 
@@ -278,6 +283,9 @@ func (c *OutputConfiguration) validate() error {
 	}
 	if c.FlushInterval <= 0 {
 		return config.Errorf("flush-interval", "%v: want a positive duration", c.FlushInterval)
+	}
+	if c.IdleClose < 0 {
+		return config.Errorf("idle-close", "%v: want 0 or a positive duration", c.IdleClose)
 	}
 	return nil
 }

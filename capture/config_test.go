@@ -40,6 +40,7 @@ func TestConfigValidate(t *testing.T) {
 		{"reconnect-max", agent(func(c *AgentConfiguration) { c.ReconnectMax = time.Millisecond })},
 		{"output.path", server(func(c *ServerConfiguration) { c.Output.Path, c.Output.RotateSize = "-", 10 })},
 		{"output.max-files", server(func(c *ServerConfiguration) { c.Output.MaxFiles = 3 })},
+		{"output.idle-close", server(func(c *ServerConfiguration) { c.Output.IdleClose = -time.Second })},
 		{"tls.cert", server(func(c *ServerConfiguration) { c.TLS.Enable = true })},
 		{"tokens[1]", server(func(c *ServerConfiguration) { c.Tokens = []string{"a", ""} })},
 	}

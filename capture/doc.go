@@ -40,5 +40,9 @@
 // add up. A FIFO never blocks the server: it is opened with O_NONBLOCK and, while no reader
 // has opened it, the agents' frames wait unacknowledged (outputs_waiting is 1) and Stop still
 // returns at once; when the reader goes away, frames wait for the next one. At Stop, a reader
-// that stopped reading gets one second before what is left counts as server drops.
+// that stopped reading gets one second before what is left counts as server drops. A file
+// opened again after a write error keeps what it holds (up to the last whole block) and gets
+// a new section. With one file per agent, a disconnected agent's file is closed after
+// output.idle-close (5 minutes) and its counters and metric series are forgotten; an agent
+// that comes back appends a new section to its file.
 package capture

@@ -59,6 +59,14 @@ func (m *serverMetrics) forAgent(name string) agentMetrics {
 	}
 }
 
+// forget deletes the series of an agent name.
+func (m *serverMetrics) forget(name string) {
+	for _, v := range []*prometheus.CounterVec{m.packets, m.bytes, m.frames, m.reconnects} {
+		v.DeleteLabelValues(name)
+	}
+	m.drops.DeletePartialMatch(prometheus.Labels{"agent": name})
+}
+
 // agentSideMetrics are the agent's own metrics.
 type agentSideMetrics struct {
 	captured   prometheus.Counter

@@ -58,6 +58,11 @@ type pcapngOutput struct {
 
 	openErr error     // why the last open failed, returned until retryAt
 	retryAt time.Time // no new open attempt before then
+	good    int64     // file size up to the last block written whole
+
+	// appendSince, when set, makes the first file appended to rather than truncated if it was
+	// written since then: the server sets its start, for an agent back after idle-close.
+	appendSince time.Time
 
 	// pending counts the packets and bytes in epbs by interface id; pendingIDs lists the ids
 	// whose count is not zero, so that settling them costs nothing per idle interface.
@@ -144,6 +149,7 @@ func (o *pcapngOutput) Interface(agent string, in wire.Interface) (int, error) {
 			o.abandon(err)
 			return id, err
 		}
+		o.good = o.counter.n
 	}
 	return id, nil
 }
@@ -214,14 +220,20 @@ func (o *pcapngOutput) writeEPBs() error {
 	o.pendingIDs = o.pendingIDs[:0]
 	if err != nil {
 		o.abandon(err)
+		return err
 	}
-	return err
+	o.good = o.counter.n
+	return nil
 }
 
-// abandon reports a write error and closes the file.
+// abandon reports a write error and closes the file, cutting off a partly written block so
+// that a section appended when the file is opened again can be read.
 func (o *pcapngOutput) abandon(err error) {
 	if o.failed != nil {
 		o.failed(err)
+	}
+	if f, ok := o.file.(*os.File); ok && o.counter.n > o.good {
+		_ = f.Truncate(o.good) // fails harmlessly on a FIFO
 	}
 	o.closeFile()
 }
@@ -262,7 +274,8 @@ func (o *pcapngOutput) rotate() error {
 
 // openNext closes the current file and opens the next one.
 func (o *pcapngOutput) openNext(now time.Time) error {
-	if o.w != nil {
+	rotating := o.w != nil
+	if rotating {
 		if o.cfg.RotateInterval > 0 && now.Sub(o.opened) >= o.cfg.RotateInterval {
 			o.count = 0 // -G starts a new series of -C files
 		} else {
@@ -279,7 +292,11 @@ func (o *pcapngOutput) openNext(now time.Time) error {
 	case o.base == "-":
 		f = nopCloser{o.stdout}
 	default:
-		file, pollable, err := openOutputFile(name)
+		// A file opened again after a write error, or a first file written since appendSince,
+		// gets a new section appended: truncating it would lose packets counted as written.
+		reopen := len(o.files) > 0 && o.files[len(o.files)-1] == name
+		resume := len(o.files) == 0 && writtenSince(name, o.appendSince)
+		file, pollable, err := openOutputFile(name, !rotating && (reopen || resume))
 		if err != nil {
 			if o.failed != nil && !errors.Is(err, errNoReader) {
 				o.failed(err)
@@ -298,6 +315,12 @@ func (o *pcapngOutput) openNext(now time.Time) error {
 	}
 	o.file = f
 	o.counter = countingWriter{w: f}
+	if file, ok := f.(*os.File); ok {
+		if fi, err := file.Stat(); err == nil && fi.Mode().IsRegular() {
+			o.counter.n = fi.Size() // what an appended file already holds
+		}
+	}
+	o.good = o.counter.n
 	o.opened = now
 	w, err := pcapgo.NewNgWriterInterface(&o.counter, o.intfs[0], pcapgo.NgWriterOptions{
 		SectionInfo: pcapgo.NgSectionInfo{Hardware: runtime.GOARCH, OS: runtime.GOOS, Application: "flowzero capture server"},
@@ -316,9 +339,21 @@ func (o *pcapngOutput) openNext(now time.Time) error {
 		o.abandon(err)
 		return err
 	}
+	o.good = o.counter.n
 	o.w = w
 	o.dirty = true
 	return nil
+}
+
+// writtenSince reports whether name is a regular file modified at since or later, give or
+// take a second: file times may come from a clock that lags by a tick, and appending to a
+// file of the previous run loses nothing.
+func writtenSince(name string, since time.Time) bool {
+	if since.IsZero() {
+		return false
+	}
+	fi, err := os.Stat(name)
+	return err == nil && fi.Mode().IsRegular() && !fi.ModTime().Before(since.Add(-time.Second))
 }
 
 // fileName builds the name of the next file the way tcpdump does: strftime for -G, then the
@@ -387,8 +422,15 @@ func (o *pcapngOutput) closeFile() {
 // until one comes. Where Go's poller then waits on the descriptor (a FIFO on Linux: pollable),
 // the flag stays: a full pipe parks the writer, and a write deadline can cut a stalled reader
 // short. Elsewhere writes must block as they would without the flag, so it is cleared.
-func openOutputFile(name string) (f *os.File, pollable bool, err error) {
-	f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NONBLOCK, 0o644)
+// appendTo keeps what the file holds instead of truncating it.
+func openOutputFile(name string, appendTo bool) (f *os.File, pollable bool, err error) {
+	flags := os.O_WRONLY | os.O_CREATE | syscall.O_NONBLOCK
+	if appendTo {
+		flags |= os.O_APPEND
+	} else {
+		flags |= os.O_TRUNC
+	}
+	f, err = os.OpenFile(name, flags, 0o644)
 	if errors.Is(err, syscall.ENXIO) {
 		return nil, false, errNoReader
 	}

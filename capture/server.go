@@ -39,6 +39,7 @@ type Server struct {
 	tls     *tls.Config
 
 	ln       net.Listener
+	created  time.Time
 	stopping atomic.Bool
 	wg       sync.WaitGroup
 	done     chan struct{}
@@ -69,6 +70,7 @@ const outputWarnInterval = 10 * time.Second
 // counters.
 func (s *Server) newOutputFile(agent string) *outputFile {
 	o := &outputFile{w: newPcapngOutput(s.cfg.Output, agent, s.deps.Stdout)}
+	o.w.appendSince = s.created
 	o.w.settled = o.settled
 	o.w.failed = func(err error) {
 		s.metrics.errors.WithLabelValues("output").Inc()
@@ -100,6 +102,7 @@ type agentState struct {
 	m        agentMetrics
 	out      *outputFile
 	conn     *serverConn   // the active connection
+	gone     time.Time     // when conn became nil
 	connect  int           // connections so far
 	consumer AgentConsumer // deps.Packets' for this agent; called with out.mu held
 
@@ -150,7 +153,7 @@ func NewServer(r prometheus.Registerer, cfg ServerConfiguration, deps ServerDepe
 	s := &Server{
 		cfg: cfg, deps: deps, log: deps.Logger.With("component", "capture-server"),
 		metrics: newServerMetrics(r), tls: tlsConf, done: make(chan struct{}),
-		agents: map[string]*agentState{}, conns: map[*serverConn]struct{}{},
+		agents: map[string]*agentState{}, conns: map[*serverConn]struct{}{}, created: time.Now(),
 	}
 	if !cfg.Output.PerAgent {
 		s.shared = s.newOutputFile("")
@@ -276,6 +279,36 @@ func (s *Server) flushLoop() {
 		}
 		s.flushOutputs()
 		s.tickConsumers(false)
+		s.closeIdleAgents(time.Now())
+	}
+}
+
+// closeIdleAgents closes the file of every agent disconnected for output.idle-close and
+// forgets the agent (per-agent output only). The server's lock is held while a file closes,
+// so that an agent coming back cannot open it before (its buffer was flushed long ago).
+func (s *Server) closeIdleAgents(now time.Time) {
+	if !s.cfg.Output.PerAgent || s.cfg.Output.IdleClose <= 0 {
+		return
+	}
+	var idle []*agentState
+	s.mu.Lock()
+	for _, st := range s.agents {
+		if st.conn == nil && now.Sub(st.gone) >= s.cfg.Output.IdleClose {
+			idle = append(idle, st)
+		}
+	}
+	s.mu.Unlock()
+	for _, st := range idle {
+		st.out.mu.Lock()
+		s.mu.Lock()
+		if s.agents[st.name] == st && st.conn == nil { // it may have come back meanwhile
+			_ = st.out.w.Close()
+			delete(s.agents, st.name)
+			s.metrics.forget(st.name)
+			s.log.Info("closed the file of an agent gone idle", "agent", st.name)
+		}
+		s.mu.Unlock()
+		st.out.mu.Unlock()
 	}
 }
 
@@ -346,6 +379,7 @@ func (s *Server) serve(sc *serverConn) {
 		s.mu.Lock()
 		if st.conn == sc {
 			st.conn = nil
+			st.gone = time.Now()
 			s.active--
 		}
 		s.mu.Unlock()

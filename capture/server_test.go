@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -309,4 +310,57 @@ func TestMaxAgentsBusy(t *testing.T) {
 	if stats.Sent != stats.Captured || stats.Connections != 1 || ss.Packets != stats.Sent {
 		t.Fatalf("second agent %+v, server %+v: want every packet sent once connected", stats, ss)
 	}
+}
+
+// halfWriter writes half of what it is given, then fails, like a disk filling up.
+type halfWriter struct{ w io.Writer }
+
+func (h halfWriter) Write(p []byte) (int, error) {
+	n, _ := h.w.Write(p[:len(p)/2])
+	return n, errors.New("no space left on the test device")
+}
+
+// TestOutputReopenAppends fails a write of packet blocks halfway into a file: the cut block is
+// removed, the packets are reported lost, and the file opened again gets a new section after
+// the packets written before, which a reader sees whole.
+func TestOutputReopenAppends(t *testing.T) {
+	pkts := testFrames(t, 6)
+	path := filepath.Join(t.TempDir(), "out.pcapng")
+	o := newPcapngOutput(OutputConfiguration{Path: path}, "", nil)
+	var written, lost uint64
+	o.settled = func(_ int, c packetCount, ok bool) {
+		if ok {
+			written += c.packets
+		} else {
+			lost += c.packets
+		}
+	}
+	id, err := o.Interface("a", wire.Interface{Name: "eth0", LinkType: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(frames []pcapfile.Frame) {
+		for _, f := range frames {
+			if err := o.WritePacket(id, f.Time.UnixNano(), uint32(f.Length), f.Data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(pkts[:2])
+	if err := o.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	write(pkts[2:4])
+	o.counter.w = halfWriter{o.counter.w}
+	if err := o.Flush(); err == nil {
+		t.Fatal("the failing flush succeeded")
+	}
+	write(pkts[4:])
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if written != 4 || lost != 2 {
+		t.Fatalf("%d packets reported written and %d lost, want 4 and 2", written, lost)
+	}
+	compareFrames(t, readPcapng(t, path), map[string][]pcapfile.Frame{"a:eth0": append(pkts[:2:2], pkts[4:]...)})
 }
