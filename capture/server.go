@@ -516,6 +516,11 @@ func (s *Server) readFrames(sc *serverConn, st *agentState, h wire.Hello) error 
 			if s.stopping.Load() {
 				return s.finish(sc, st)
 			}
+			select {
+			case <-sc.takenOver: // closed by the new connection: not the agent's error
+				return errTakenOver
+			default:
+			}
 			if errors.Is(err, io.ErrUnexpectedEOF) {
 				s.metrics.errors.WithLabelValues("truncated-frame").Inc()
 			} else if !errors.Is(err, io.EOF) {

@@ -292,10 +292,16 @@ func TestMaxAgentsBusy(t *testing.T) {
 	if n := testutil.ToFloat64(s.metrics.errors.WithLabelValues("too-many-agents")); n < 1 {
 		t.Fatalf("too-many-agents errors %v", n)
 	}
-	// A reconnection of the connected agent is not refused.
+	// A reconnection of the connected agent is not refused, and the connection it replaces
+	// (ended before the welcome) is no stream error.
 	again, wel := dialRaw(t, s.Addr().String(), "first", 1)
 	if wel.Status != wire.StatusOK {
 		t.Fatalf("first agent reconnecting: %v", wel.Status)
+	}
+	for _, reason := range []string{"bad-frame", "truncated-frame"} {
+		if n := testutil.ToFloat64(s.metrics.errors.WithLabelValues(reason)); n != 0 {
+			t.Fatalf("%s errors %v after a takeover", reason, n)
+		}
 	}
 	_ = first.conn.Close()
 	if s.Stats("second").Connections != 0 {
