@@ -61,7 +61,8 @@ type pcapngOutput struct {
 	good    int64     // file size up to the last block written whole
 
 	// appendSince, when set, makes the first file appended to rather than truncated if it was
-	// written since then: the server sets its start, for an agent back after idle-close.
+	// written since then: the server sets its start on an agent's own output, for an agent
+	// back after idle-close.
 	appendSince time.Time
 
 	// pending counts the packets and bytes in epbs by interface id; pendingIDs lists the ids

@@ -70,7 +70,9 @@ const outputWarnInterval = 10 * time.Second
 // counters.
 func (s *Server) newOutputFile(agent string) *outputFile {
 	o := &outputFile{w: newPcapngOutput(s.cfg.Output, agent, s.deps.Stdout)}
-	o.w.appendSince = s.created
+	if agent != "" {
+		o.w.appendSince = s.created // the agent may be back after idle-close
+	}
 	o.w.settled = o.settled
 	o.w.failed = func(err error) {
 		s.metrics.errors.WithLabelValues("output").Inc()
@@ -699,9 +701,12 @@ func (s *Server) writeFrame(st *agentState, conn *connInterfaces, fh wire.FrameH
 	var dropped uint64
 	var p wire.Packet
 	for rest := payload; len(rest) > 0; {
-		// checkFrame has decoded every record: errors cannot happen here.
-		var rec wire.Record
-		rec, rest, _ = wire.NextRecord(rest)
+		// checkFrame has decoded every record: the errors below cannot happen.
+		rec, next, err := wire.NextRecord(rest)
+		if err != nil {
+			break
+		}
+		rest = next
 		switch rec.Type {
 		case wire.RecordPacket:
 			_ = rec.Packet(&p)
