@@ -514,6 +514,12 @@ func (s *Server) readFrames(sc *serverConn, st *agentState, h wire.Hello) error 
 		_ = sc.c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 		sc.mu.Unlock()
 		fh, payload, err := fr.ReadFrame()
+		var payloadErr error
+		if errors.Is(err, wire.ErrPayload) {
+			// Read whole, so the stream is still in step: the frame is dropped and
+			// acknowledged below, or the agent would send it again forever.
+			payloadErr, err = err, nil
+		}
 		if err != nil {
 			if s.stopping.Load() {
 				return s.finish(sc, st)
@@ -537,7 +543,7 @@ func (s *Server) readFrames(sc *serverConn, st *agentState, h wire.Hello) error 
 			return errTakenOver
 		}
 		st.out.mu.Lock()
-		err = s.writeFrame(st, &conn, fh, payload)
+		err = s.writeFrame(st, &conn, fh, payload, payloadErr)
 		seq := st.lastSeq
 		st.out.mu.Unlock()
 		if err != nil {
@@ -685,7 +691,7 @@ func checkFrame(fh wire.FrameHeader, payload []byte) (packets uint64, err error)
 // checkFrame refuses is not written at all: its packets count as server drops, and its
 // sequence number is acknowledged like a written frame's, since sending it again would only
 // fail again.
-func (s *Server) writeFrame(st *agentState, conn *connInterfaces, fh wire.FrameHeader, payload []byte) error {
+func (s *Server) writeFrame(st *agentState, conn *connInterfaces, fh wire.FrameHeader, payload []byte, payloadErr error) error {
 	if fh.Seq != 0 && fh.Seq <= st.lastSeq {
 		return nil
 	}
@@ -693,6 +699,12 @@ func (s *Server) writeFrame(st *agentState, conn *connInterfaces, fh wire.FrameH
 	st.stats.Frames++
 	if fh.Seq != 0 {
 		st.lastSeq = fh.Seq
+	}
+	if payloadErr != nil {
+		// Packets cannot be told from other records in a payload that cannot be read: every
+		// record the header announces counts as a dropped packet.
+		st.dropServer(uint64(fh.Records))
+		return payloadErr
 	}
 	if n, err := checkFrame(fh, payload); err != nil {
 		st.dropServer(n)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"path/filepath"
@@ -28,12 +29,18 @@ type rawAgent struct {
 // dialRaw connects as agent name (instance id) and returns the server's welcome.
 func dialRaw(t testing.TB, addr, name string, id uint64) (*rawAgent, wire.Welcome) {
 	t.Helper()
+	return dialRawCaps(t, addr, name, id, 0)
+}
+
+// dialRawCaps is dialRaw announcing the capabilities caps.
+func dialRawCaps(t testing.TB, addr, name string, id uint64, caps uint16) (*rawAgent, wire.Welcome) {
+	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	hello, err := wire.AppendHello(nil, &wire.Hello{Version: wire.Version, AgentID: id, AgentName: name})
+	hello, err := wire.AppendHello(nil, &wire.Hello{Version: wire.Version, AgentID: id, AgentName: name, Capabilities: caps})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +176,40 @@ func TestMalformedFrameRefusedWhole(t *testing.T) {
 		want = append(want, pkts[i])
 	}
 	compareFrames(t, readPcapng(t, cfg.Output.Path), map[string][]pcapfile.Frame{"raw:eth0": want})
+}
+
+// TestUndecompressableFrameDropped sends a frame marked zstd whose payload is not zstd, with
+// and without zstd negotiated: the frame is read whole, so the connection goes on; its records
+// count as server drops and it is acknowledged, so that the agent does not send it again.
+func TestUndecompressableFrameDropped(t *testing.T) {
+	pkts := testFrames(t, 2)
+	for _, caps := range []uint16{0, wire.CapZstd} {
+		t.Run(fmt.Sprintf("capabilities=%d", caps), func(t *testing.T) {
+			cfg := testServerConfig(t)
+			s := startServer(t, cfg)
+			defer s.Stop()
+			ra, _ := dialRawCaps(t, s.Addr().String(), "raw", 7, caps)
+			ra.send(1, interfaceRecord(t, 0, "eth0"), packetRecord(pkts[0]))
+			ra.waitAck(1)
+			garbage := []byte("not a zstd frame")
+			frame := make([]byte, wire.FrameHeaderLen, wire.FrameHeaderLen+len(garbage))
+			wire.PutFrameHeader(frame, &wire.FrameHeader{Length: uint32(len(garbage)), Records: 3, Seq: 2, RawLength: 100, Flags: wire.FlagZstd})
+			if _, err := ra.conn.Write(append(frame, garbage...)); err != nil {
+				t.Fatal(err)
+			}
+			ra.waitAck(2)
+			ra.send(3, packetRecord(pkts[1]))
+			ra.waitAck(3)
+			_ = ra.conn.Close()
+			if err := s.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			if st := s.Stats("raw"); st.Packets != 2 || st.DropServer != 3 || st.Frames != 3 {
+				t.Fatalf("server stats %+v, want 2 packets written and 3 dropped in 3 frames", st)
+			}
+			compareFrames(t, readPcapng(t, cfg.Output.Path), map[string][]pcapfile.Frame{"raw:eth0": pkts})
+		})
+	}
 }
 
 // TestCheckFrame counts the packet records of refused frames.

@@ -242,8 +242,13 @@ func NewFrameReader(r io.Reader, dec *Decompressor) *FrameReader {
 	return &FrameReader{r: r, dec: dec}
 }
 
-// ErrCompressed is returned for a compressed frame when no decompressor was given.
-var ErrCompressed = errors.New("wire: compressed frame without negotiated compression")
+// ErrPayload is wrapped by ReadFrame's error when a frame was read whole but its payload
+// cannot be decompressed. The stream is still in step: the next frame can be read.
+var ErrPayload = errors.New("wire: frame payload cannot be decompressed")
+
+// ErrCompressed is returned for a compressed frame when no decompressor was given. It wraps
+// ErrPayload.
+var ErrCompressed = fmt.Errorf("%w: compressed frame without negotiated compression", ErrPayload)
 
 // ReadFrame reads the next frame and returns its header and decompressed payload. A clean
 // end of stream between frames returns io.EOF; one inside a frame io.ErrUnexpectedEOF.
@@ -267,7 +272,7 @@ func (fr *FrameReader) ReadFrame() (FrameHeader, []byte, error) {
 	}
 	fr.raw, err = fr.dec.Decompress(fr.raw[:0], fr.buf, int(h.RawLength))
 	if err != nil {
-		return h, nil, err
+		return h, nil, fmt.Errorf("%w: %w", ErrPayload, err)
 	}
 	return h, fr.raw, nil
 }
