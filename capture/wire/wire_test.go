@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"flowzero/internal/pcapfile"
@@ -237,6 +238,76 @@ func TestZeroAlloc(t *testing.T) {
 	}
 }
 
+// A compressed frame announcing MaxFramePayload bytes over a small payload is refused before
+// the reader allocates that much: over a real zstd frame of one record (whose own header gives
+// its true size), and over bytes that are not zstd at all.
+func TestHugeRawLengthRefusedWithoutAllocating(t *testing.T) {
+	comp, err := NewCompressor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := NewDecompressor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	record := AppendHeartbeat(nil, &Heartbeat{Time: 1, Captured: 2})
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+	}{
+		{"zstd", comp.enc.EncodeAll(bytes.Repeat(record, 64), nil)},
+		{"garbage", bytes.Repeat([]byte{0x5a}, 64)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			frame := make([]byte, FrameHeaderLen, FrameHeaderLen+len(tc.payload))
+			PutFrameHeader(frame, &FrameHeader{Length: uint32(len(tc.payload)), Records: 64, Seq: 1, RawLength: MaxFramePayload, Flags: FlagZstd})
+			frame = append(frame, tc.payload...)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, _, err := NewFrameReader(bytes.NewReader(frame), dec).ReadFrame()
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, ErrPayload) {
+				t.Fatalf("got %v, want an ErrPayload", err)
+			}
+			if n := after.TotalAlloc - before.TotalAlloc; n >= MaxFramePayload/4 {
+				t.Fatalf("%d bytes allocated to refuse a %d-byte payload", n, len(tc.payload))
+			}
+		})
+	}
+}
+
+// smallSeeds are frames of a single record of each type, plain and compressed: mutations of
+// them exercise every record decoder quickly, where the real captures' frames are large.
+func smallSeeds(tb testing.TB, pkt Packet, c *Compressor) [][]byte {
+	tb.Helper()
+	intf, err := AppendInterface(nil, &Interface{Index: 3, LinkType: 1, SnapLength: 262144, Name: "eth0"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var seeds [][]byte
+	for _, rec := range [][]byte{
+		AppendPacket(nil, &pkt),
+		intf,
+		AppendHeartbeat(nil, &Heartbeat{Time: 1700000000000000000, Captured: 12}),
+		AppendDropReport(nil, &DropReport{Interface: 3, Kernel: 5, Agent: 7}),
+		AppendAck(nil, 9),
+	} {
+		for _, comp := range []*Compressor{nil, c} {
+			var fb FrameBuilder
+			fb.Reset(1)
+			fb.Buf = append(fb.Buf, rec...)
+			fb.Records = 1
+			frame, err := fb.Finish(comp)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			seeds = append(seeds, bytes.Clone(frame))
+		}
+	}
+	return seeds
+}
+
 // FuzzCaptureWireDecode feeds arbitrary frames to the stream decoder: every input must decode
 // or fail with an error, never panic or read out of bounds.
 func FuzzCaptureWireDecode(f *testing.F) {
@@ -249,6 +320,9 @@ func FuzzCaptureWireDecode(f *testing.F) {
 		end := min(i+16, len(pkts))
 		f.Add(buildFrame(f, pkts[i:end], nil))
 		f.Add(buildFrame(f, pkts[i:end], comp))
+	}
+	for _, s := range smallSeeds(f, pkts[0], comp) {
+		f.Add(s)
 	}
 	dec, err := NewDecompressor()
 	if err != nil {
@@ -291,7 +365,10 @@ func FuzzCaptureWireDecode(f *testing.F) {
 				case RecordDropReport:
 					_, _ = rec.DropReport()
 				case RecordAck:
-					_, _ = rec.Ack()
+					// An acknowledgement re-encodes to its record (but for extra body bytes).
+					if seq, err := rec.Ack(); err == nil && rec.Flags == 0 && !bytes.Equal(AppendAck(nil, seq)[RecordHeaderLen:], rec.Body[:8]) {
+						t.Fatalf("ack %d re-encodes differently from % x", seq, rec.Body[:8])
+					}
 				}
 			}
 		}
