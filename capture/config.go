@@ -185,6 +185,11 @@ type ServerConfiguration struct {
 	// tries again with its reconnection backoff; an agent already connected may always
 	// replace its connection.
 	MaxAgents int `yaml:"max-agents"`
+	// MaxInterfacesPerAgent bounds the capture interfaces an agent may announce (each one is
+	// a pcapng interface description kept until the output closes). Announcements beyond it
+	// are refused and counted (errors_total{reason="too-many-interfaces"}); packets on a
+	// refused interface are dropped and counted as server drops.
+	MaxInterfacesPerAgent int `yaml:"max-interfaces-per-agent"`
 }
 
 // TLSServerConfiguration configures the server's TLS.
@@ -232,7 +237,9 @@ func DefaultServerConfiguration() ServerConfiguration {
 		Listen:      "127.0.0.1:4739",
 		IdleTimeout: 30 * time.Second,
 		MaxAgents:   1024,
-		Output:      OutputConfiguration{Path: "capture.pcapng", FlushInterval: 200 * time.Millisecond, IdleClose: 5 * time.Minute},
+		// Far more than a capture host has, few enough to keep a file's header small.
+		MaxInterfacesPerAgent: 256,
+		Output:                OutputConfiguration{Path: "capture.pcapng", FlushInterval: 200 * time.Millisecond, IdleClose: 5 * time.Minute},
 	}
 }
 
@@ -257,6 +264,9 @@ func (c *ServerConfiguration) Validate() error {
 	}
 	if c.MaxAgents < 1 {
 		return config.Errorf("max-agents", "%d: want at least 1", c.MaxAgents)
+	}
+	if c.MaxInterfacesPerAgent < 1 {
+		return config.Errorf("max-interfaces-per-agent", "%d: want at least 1", c.MaxInterfacesPerAgent)
 	}
 	if err := c.Output.validate(); err != nil {
 		return config.Prefix("output", err)

@@ -42,6 +42,7 @@ func TestConfigValidate(t *testing.T) {
 		{"output.max-files", server(func(c *ServerConfiguration) { c.Output.MaxFiles = 3 })},
 		{"output.idle-close", server(func(c *ServerConfiguration) { c.Output.IdleClose = -time.Second })},
 		{"tls.cert", server(func(c *ServerConfiguration) { c.TLS.Enable = true })},
+		{"max-interfaces-per-agent", server(func(c *ServerConfiguration) { c.MaxInterfacesPerAgent = 0 })},
 		{"tokens[1]", server(func(c *ServerConfiguration) { c.Tokens = []string{"a", ""} })},
 	}
 	for _, tc := range cases {

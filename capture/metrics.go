@@ -15,13 +15,16 @@ type serverMetrics struct {
 	frames      *prometheus.CounterVec
 	connections prometheus.Gauge
 	errors      *prometheus.CounterVec
+	// tooManyInterfaces counts interface announcements refused by max-interfaces-per-agent
+	// (errors_total's handle, held: they come within frames).
+	tooManyInterfaces prometheus.Counter
 	// outputsWaiting counts FIFO outputs without a reader, whose agents' frames wait.
 	outputsWaiting prometheus.Gauge
 }
 
 func newServerMetrics(r prometheus.Registerer) *serverMetrics {
 	f := promauto.With(r)
-	return &serverMetrics{
+	m := &serverMetrics{
 		packets: f.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_capture_server_packets_total",
 			Help: "Packets written out to the output, per agent."}, []string{"agent"}),
 		bytes: f.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_capture_server_bytes_total",
@@ -39,6 +42,8 @@ func newServerMetrics(r prometheus.Registerer) *serverMetrics {
 		outputsWaiting: f.NewGauge(prometheus.GaugeOpts{Name: "flowzero_capture_server_outputs_waiting",
 			Help: "FIFO outputs that no reader has opened; their agents' frames wait."}),
 	}
+	m.tooManyInterfaces = m.errors.WithLabelValues("too-many-interfaces")
+	return m
 }
 
 // agentMetrics holds one agent's metric handles on the server.

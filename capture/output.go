@@ -119,13 +119,19 @@ func newPcapngOutput(cfg OutputConfiguration, agent string, stdout io.Writer) *p
 	return &pcapngOutput{cfg: cfg, base: base, stdout: stdout, now: time.Now, ids: map[intfKey]int{}}
 }
 
+// interfaceID returns the pcapng interface id of an agent's interface if it has one.
+func (o *pcapngOutput) interfaceID(agent string, in wire.Interface) (int, bool) {
+	id, ok := o.ids[intfKey{agent, in.Name, in.LinkType}]
+	return id, ok
+}
+
 // Interface returns the pcapng interface id of an agent's interface, adding its description
 // block to the current file the first time.
 func (o *pcapngOutput) Interface(agent string, in wire.Interface) (int, error) {
-	key := intfKey{agent, in.Name, in.LinkType}
-	if id, ok := o.ids[key]; ok {
+	if id, ok := o.interfaceID(agent, in); ok {
 		return id, nil
 	}
+	key := intfKey{agent, in.Name, in.LinkType}
 	intf := pcapgo.NgInterface{
 		Name:                agent + ":" + in.Name,
 		OS:                  runtime.GOOS,

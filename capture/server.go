@@ -113,6 +113,7 @@ type agentState struct {
 	lastSeq            uint64
 	lastKernel, lastAg uint64
 	stats              ServerAgentStats
+	interfaces         int // pcapng interfaces of the agent in its output
 }
 
 // ServerAgentStats are the server's counters for one agent name.
@@ -629,9 +630,15 @@ func (s *Server) finish(sc *serverConn, st *agentState) error {
 type connInterfaces struct {
 	small [64]int32 // index+1 → id+1 for the common small indexes
 	large map[uint32]int
+	n     int // indexes mapped
+	// refusedLogged is set once an interface beyond max-interfaces-per-agent was logged.
+	refusedLogged bool
 }
 
 func (c *connInterfaces) set(index uint32, id int) {
+	if _, ok := c.get(index); !ok {
+		c.n++
+	}
 	if index < uint32(len(c.small)) {
 		c.small[index] = int32(id + 1)
 		return
@@ -736,9 +743,25 @@ func (s *Server) writeFrame(st *agentState, conn *connInterfaces, fh wire.FrameH
 			}
 		case wire.RecordInterface:
 			in, _ := rec.Interface()
-			// A write error is counted by the output; the interface keeps its id and the next
-			// file describes it.
-			id, _ := st.out.w.Interface(st.name, in)
+			id, known := st.out.w.interfaceID(st.name, in)
+			_, mapped := conn.get(in.Index)
+			// Interfaces new to the output, and indexes new to the connection (they could all
+			// name one interface), are bounded alike.
+			if (!known && st.interfaces >= s.cfg.MaxInterfacesPerAgent) || (!mapped && conn.n >= s.cfg.MaxInterfacesPerAgent) {
+				s.metrics.tooManyInterfaces.Inc()
+				if !conn.refusedLogged {
+					conn.refusedLogged = true
+					s.log.Warn("agent announced more interfaces than max-interfaces-per-agent: the others are refused and their packets dropped",
+						"agent", st.name, "max-interfaces-per-agent", s.cfg.MaxInterfacesPerAgent, "interface", in.Name)
+				}
+				continue
+			}
+			if !known {
+				// A write error is counted by the output; the interface keeps its id and the
+				// next file describes it.
+				id, _ = st.out.w.Interface(st.name, in)
+				st.interfaces++
+			}
 			st.out.setOwner(id, st)
 			conn.set(in.Index, id)
 		case wire.RecordDropReport:
