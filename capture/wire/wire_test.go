@@ -58,17 +58,24 @@ func buildFrame(tb testing.TB, pkts []Packet, c *Compressor) []byte {
 	return bytes.Clone(frame)
 }
 
-func TestRoundTrip(t *testing.T) {
-	pkts := realPackets(t)
+// newCodec returns a compressor and a decompressor closed at the end of the test.
+func newCodec(tb testing.TB) (*Compressor, *Decompressor) {
+	tb.Helper()
 	comp, err := NewCompressor()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	dec, err := NewDecompressor()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer dec.Close()
+	tb.Cleanup(dec.Close)
+	return comp, dec
+}
+
+func TestRoundTrip(t *testing.T) {
+	pkts := realPackets(t)
+	comp, dec := newCodec(t)
 	for _, tc := range []struct {
 		name string
 		c    *Compressor
@@ -242,15 +249,7 @@ func TestZeroAlloc(t *testing.T) {
 // the reader allocates that much: over a real zstd frame of one record (whose own header gives
 // its true size), and over bytes that are not zstd at all.
 func TestHugeRawLengthRefusedWithoutAllocating(t *testing.T) {
-	comp, err := NewCompressor()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec, err := NewDecompressor()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dec.Close()
+	comp, dec := newCodec(t)
 	record := AppendHeartbeat(nil, &Heartbeat{Time: 1, Captured: 2})
 	for _, tc := range []struct {
 		name    string
