@@ -86,6 +86,9 @@ type Collector struct {
 	pollDone chan struct{}
 	stopping atomic.Bool
 	logLimit *lograte.Keyed[logKey]
+	// notAllowedLog is one limiter for every refused source: a key per source would let a
+	// flood from many addresses log without limit.
+	notAllowedLog *lograte.Limiter
 
 	http *httpServer
 }
@@ -110,11 +113,12 @@ func New(cfg Configuration, deps Dependencies) (*Collector, error) {
 		deps.Registry = prometheus.NewRegistry()
 	}
 	c := &Collector{
-		cfg:      cfg,
-		deps:     deps,
-		log:      deps.Logger,
-		pool:     output.NewBatchPool(cfg.BatchSize+cfg.BatchSize/4, 256),
-		logLimit: lograte.NewKeyed[logKey](3, 30*time.Second, 10000),
+		cfg:           cfg,
+		deps:          deps,
+		log:           deps.Logger,
+		pool:          output.NewBatchPool(cfg.BatchSize+cfg.BatchSize/4, 256),
+		logLimit:      lograte.NewKeyed[logKey](3, 30*time.Second, 10000),
+		notAllowedLog: lograte.New(3, 30*time.Second),
 	}
 	for _, s := range deps.Sinks {
 		if ks, ok := s.(interface{ KeyedByExporter() bool }); ok && ks.KeyedByExporter() {

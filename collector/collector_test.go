@@ -1,10 +1,12 @@
 package collector
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -267,5 +269,110 @@ func TestProcUDPDrops(t *testing.T) {
 		strings.Repeat("x", 1000), strings.Repeat("x", 1000), strings.Repeat("x", 1000), strings.Repeat("x", 1000))
 	if d, ok := procUDPDrops()[ino]; !ok || d == 0 {
 		t.Fatalf("drops for inode %d: %d %v", ino, d, ok)
+	}
+}
+
+// logCounter counts log records by message.
+type logCounter struct {
+	mu   sync.Mutex
+	msgs map[string]int
+}
+
+func (l *logCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logCounter) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logCounter) WithGroup(string) slog.Handler            { return l }
+func (l *logCounter) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.msgs == nil {
+		l.msgs = map[string]int{}
+	}
+	l.msgs[r.Message]++
+	return nil
+}
+
+func (l *logCounter) count(msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.msgs[msg]
+}
+
+// newSocketlessWorker returns a collector that is not started and one of its workers, to
+// call handle directly with any source address.
+func newSocketlessWorker(t *testing.T, mutate func(*Configuration)) (*Collector, *worker, *logCounter) {
+	t.Helper()
+	s, err := schema.New(schema.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfiguration()
+	cfg.Listeners = nil
+	cfg.HTTP.Listen = ""
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	logs := &logCounter{}
+	c, err := New(cfg, Dependencies{Schema: s, Decoders: map[string]Decoder{}, Sinks: []output.Sink{&memSink{}},
+		Registry: prometheus.NewRegistry(), Logger: slog.New(logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorker(c, 0, "netflow/test", "0", nil, fakeDecoder{}, "netflow")
+	w.now = time.Now()
+	return c, w, logs
+}
+
+// TestCollectorRefusedSourcesLeaveNoState: a flood from more sources than the exporter
+// table holds, all outside the allow-list, creates no exporter entry, metric series or worker
+// state, is counted in one counter and logged a bounded number of times; the allowed
+// exporter still gets its own entry with its own counts.
+func TestCollectorRefusedSourcesLeaveNoState(t *testing.T) {
+	c, w, logs := newSocketlessWorker(t, func(cfg *Configuration) {
+		cfg.Exporters.Allow = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	})
+	const refused = maxExporters + 600
+	base := netip.MustParseAddr("10.0.0.0").As4()
+	for i := range refused {
+		a := base
+		binary.BigEndian.PutUint32(a[:], binary.BigEndian.Uint32(base[:])+uint32(i))
+		w.handle([]byte("1:80"), netip.AddrPortFrom(netip.AddrFrom4(a), 2055))
+	}
+	allowed := netip.MustParseAddrPort("127.0.0.1:2055")
+	w.handle([]byte("3:53"), allowed)
+	w.handle([]byte("2:53"), allowed)
+
+	if got := testutil.ToFloat64(c.metrics.dropped.WithLabelValues("exporter", "not-allowed")); got != refused {
+		t.Errorf("not-allowed drops %v, want %d", got, refused)
+	}
+	if exps := c.Exporters(); len(exps) != 1 {
+		t.Errorf("%d exporters in the API, want 1", len(exps))
+	} else if e := exps[0]; e.Address != allowed.Addr() || e.Datagrams != 2 || e.Flows != 5 || !e.Allowed {
+		t.Errorf("exporter %+v, want 127.0.0.1 allowed with 2 datagrams and 5 flows", e)
+	}
+	if n := c.exporterCount.Load(); n != 1 {
+		t.Errorf("exporter count %d, want 1", n)
+	}
+	if n := testutil.CollectAndCount(c.metrics.flows); n != 1 {
+		t.Errorf("%d flowzero_collector_flows_total series, want 1", n)
+	}
+	if len(w.exporters) != 1 {
+		t.Errorf("worker holds %d exporters, want 1", len(w.exporters))
+	}
+	if n := logs.count("datagrams from exporters outside the allow-list dropped"); n < 1 || n > 3 {
+		t.Errorf("%d warnings for the refused sources, want 1 to 3 (one rate limit for all)", n)
+	}
+
+	// A reload that leaves the exporter out refuses it too, without counting it as its own.
+	cfg := c.cfg
+	cfg.Exporters.Allow = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+	if _, err := c.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	w.handle([]byte("1:53"), allowed)
+	if got := testutil.ToFloat64(c.metrics.dropped.WithLabelValues("exporter", "not-allowed")); got != refused+1 {
+		t.Errorf("not-allowed drops %v after the reload, want %d", got, refused+1)
+	}
+	if exps := c.Exporters(); len(exps) != 1 || exps[0].Datagrams != 2 || exps[0].Allowed {
+		t.Errorf("%d exporters after the reload, want 127.0.0.1 refused, still 2 datagrams", len(exps))
 	}
 }

@@ -145,12 +145,12 @@ func (w *worker) countKernelDrops(v uint32) {
 // handle runs one datagram through the pipeline.
 func (w *worker) handle(payload []byte, from netip.AddrPort) {
 	e := w.exporter(from)
-	e.info.datagrams.Add(1)
-	e.info.lastSeen.Store(w.now.UnixNano())
-	if !e.allowed {
+	if e == nil {
 		w.notAllowed.Inc()
 		return
 	}
+	e.info.datagrams.Add(1)
+	e.info.lastSeen.Store(w.now.UnixNano())
 	w.cur = e
 	w.emitted = 0
 	err := w.dec.Decode(payload, from, w.now, w.fm, w.emitFn)
@@ -178,11 +178,30 @@ func (w *worker) handle(payload []byte, from netip.AddrPort) {
 	}
 }
 
-// exporter returns the worker's state for an exporter, creating it on first sight and
-// re-checking the allow-list after a reload.
+// exporter returns the worker's state for an exporter the allow-list admits, creating it on
+// first sight and re-checking the allow-list after a reload, or nil for a refused one. The
+// allow-list is checked before anything is created: refused sources (spoofed ones included)
+// get no state, API entry or metric series, so they cannot fill the exporter table.
 func (w *worker) exporter(from netip.AddrPort) *workerExporter {
 	pol := w.c.policy.Load()
 	e, ok := w.exporters[from]
+	if ok && e.generation == pol.generation {
+		if !e.allowed {
+			return nil
+		}
+		return e
+	}
+	if !pol.allowed(from.Addr()) {
+		if ok {
+			// Allowed before the reload: keep its state (a batch may be pending) but refuse it.
+			e.generation, e.allowed = pol.generation, false
+		}
+		if logIt, suppressed := w.c.notAllowedLog.Allow(w.now); logIt {
+			w.c.log.Warn("datagrams from exporters outside the allow-list dropped", "exporter", from.String(),
+				"suppressed", suppressed)
+		}
+		return nil
+	}
 	if !ok {
 		if len(w.exporters) >= 4*maxExporters {
 			// Bound the map against spoofed sources: forget idle sessions (their state is
@@ -203,15 +222,7 @@ func (w *worker) exporter(from netip.AddrPort) *workerExporter {
 		}
 		w.exporters[from] = e
 	}
-	if e.generation != pol.generation {
-		e.generation = pol.generation
-		e.allowed = pol.allowed(from.Addr())
-		if !e.allowed {
-			if ok, _ := w.c.logLimit.Allow(logKey{from.Addr(), "not-allowed"}, w.now); ok {
-				w.c.log.Warn("datagram from an exporter outside the allow-list dropped", "exporter", from.String())
-			}
-		}
-	}
+	e.generation, e.allowed = pol.generation, true
 	return e
 }
 
