@@ -89,6 +89,7 @@ type Collector struct {
 	// notAllowedLog is one limiter for every refused source: a key per source would let a
 	// flood from many addresses log without limit.
 	notAllowedLog *lograte.Limiter
+	readErrLog    *lograte.Limiter
 
 	http *httpServer
 }
@@ -119,6 +120,7 @@ func New(cfg Configuration, deps Dependencies) (*Collector, error) {
 		pool:          output.NewBatchPool(cfg.BatchSize+cfg.BatchSize/4, 256),
 		logLimit:      lograte.NewKeyed[logKey](3, 30*time.Second, 10000),
 		notAllowedLog: lograte.New(3, 30*time.Second),
+		readErrLog:    lograte.New(3, 30*time.Second),
 	}
 	for _, s := range deps.Sinks {
 		if ks, ok := s.(interface{ KeyedByExporter() bool }); ok && ks.KeyedByExporter() {

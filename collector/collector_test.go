@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -374,5 +375,20 @@ func TestCollectorRefusedSourcesLeaveNoState(t *testing.T) {
 	}
 	if exps := c.Exporters(); len(exps) != 1 || exps[0].Datagrams != 2 || exps[0].Allowed {
 		t.Errorf("%d exporters after the reload, want 127.0.0.1 refused, still 2 datagrams", len(exps))
+	}
+}
+
+// TestCollectorReadErrors: every failed socket read is counted, and logged at most three
+// times per 30 seconds however often it repeats.
+func TestCollectorReadErrors(t *testing.T) {
+	c, w, logs := newSocketlessWorker(t, nil)
+	for range 1000 {
+		w.readFailed(syscall.ENOBUFS)
+	}
+	if got := testutil.ToFloat64(c.metrics.readErrors.WithLabelValues("netflow/test", "0")); got != 1000 {
+		t.Errorf("read errors %v, want 1000", got)
+	}
+	if n := logs.count("UDP read error"); n < 1 || n > 3 {
+		t.Errorf("%d read error lines logged, want 1 to 3", n)
 	}
 }

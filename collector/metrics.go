@@ -6,6 +6,7 @@ type metrics struct {
 	datagrams   *prometheus.CounterVec // listener, socket
 	bytes       *prometheus.CounterVec
 	kernelDrops *prometheus.CounterVec
+	readErrors  *prometheus.CounterVec // listener, socket
 	rcvbuf      *prometheus.GaugeVec
 	flows       *prometheus.CounterVec // exporter
 	dropped     *prometheus.CounterVec // stage, reason
@@ -24,6 +25,9 @@ func newMetrics(r prometheus.Registerer, c *Collector) *metrics {
 			[]string{"listener", "socket"}),
 		kernelDrops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flowzero_collector_kernel_drops_total", Help: "Datagrams the kernel dropped because the socket buffer was full (SO_RXQ_OVFL)."},
+			[]string{"listener", "socket"}),
+		readErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowzero_collector_read_errors_total", Help: "Socket reads that failed (other than at shutdown), per listener and socket."},
 			[]string{"listener", "socket"}),
 		rcvbuf: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flowzero_collector_receive_buffer_bytes", Help: "Socket receive buffer granted by the kernel."},
@@ -44,7 +48,7 @@ func newMetrics(r prometheus.Registerer, c *Collector) *metrics {
 			func() float64 { return float64(c.exporterCount.Load()) }),
 	}
 	if r != nil {
-		r.MustRegister(m.datagrams, m.bytes, m.kernelDrops, m.rcvbuf, m.flows, m.dropped,
+		r.MustRegister(m.datagrams, m.bytes, m.kernelDrops, m.readErrors, m.rcvbuf, m.flows, m.dropped,
 			m.decodeErrs, m.batches, m.exporters)
 	}
 	return m

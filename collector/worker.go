@@ -18,6 +18,7 @@ import (
 type worker struct {
 	c        *Collector
 	listener int
+	name     string // listener name, protocol/address
 	protocol string
 	conn     *net.UDPConn
 	dec      Decoder
@@ -39,6 +40,7 @@ type worker struct {
 	datagrams   prometheus.Counter
 	bytes       prometheus.Counter
 	kernelDrops prometheus.Counter
+	readErrs    prometheus.Counter
 	decodeErrs  prometheus.Counter
 	notAllowed  prometheus.Counter
 	rateLimited prometheus.Counter
@@ -68,6 +70,7 @@ func newWorker(c *Collector, listener int, name, socket string, conn *net.UDPCon
 	w := &worker{
 		c:           c,
 		listener:    listener,
+		name:        name,
 		protocol:    protocol,
 		conn:        conn,
 		dec:         dec,
@@ -76,6 +79,7 @@ func newWorker(c *Collector, listener int, name, socket string, conn *net.UDPCon
 		datagrams:   c.metrics.datagrams.WithLabelValues(name, socket),
 		bytes:       c.metrics.bytes.WithLabelValues(name, socket),
 		kernelDrops: c.metrics.kernelDrops.WithLabelValues(name, socket),
+		readErrs:    c.metrics.readErrors.WithLabelValues(name, socket),
 		decodeErrs:  c.metrics.decodeErrs.WithLabelValues(protocol),
 		notAllowed:  c.metrics.dropped.WithLabelValues("exporter", "not-allowed"),
 		rateLimited: c.metrics.dropped.WithLabelValues("exporter", "rate-limited"),
@@ -115,7 +119,7 @@ func (w *worker) run() {
 				w.flushAll()
 				return
 			}
-			w.c.log.Warn("UDP read error", "error", err)
+			w.readFailed(err)
 			continue
 		}
 		if v, ok := rxqOverflow(oob[:oobn]); ok {
@@ -124,6 +128,15 @@ func (w *worker) run() {
 		w.datagrams.Inc()
 		w.bytes.Add(float64(n))
 		w.handle(buf[:n], netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
+	}
+}
+
+// readFailed counts a failed socket read and logs it, rate-limited: an error that repeats
+// comes back at every turn of the read loop.
+func (w *worker) readFailed(err error) {
+	w.readErrs.Inc()
+	if ok, suppressed := w.c.readErrLog.Allow(w.now); ok {
+		w.c.log.Warn("UDP read error", "listener", w.name, "error", err, "suppressed", suppressed)
 	}
 }
 
