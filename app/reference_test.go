@@ -27,7 +27,9 @@ func reference(t *testing.T) string {
 			"default below when absent. Unknown keys are errors that name the key and its line.\n"+
 			"`flowzero collect --check --config FILE` validates a file without starting.\n"+
 			"SIGHUP or `POST /api/v0/reload` re-reads the file and applies `collector.exporters` and\n"+
-			"`collector.batch-interval` at once; other changes are reported as needing a restart.\n\n"+
+			"`collector.batch-interval` at once; other changes are reported as needing a restart.\n"+
+			"The reload request must carry the header `X-Flowzero-Request: 1`, which no web page can\n"+
+			"send cross-site (`curl -X POST -H 'X-Flowzero-Request: 1' http://127.0.0.1:8080/api/v0/reload`).\n\n"+
 			"This page is generated from the code (`UPDATE=1 go test ./app -run TestConfigurationReference`).",
 		entries)
 }

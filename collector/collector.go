@@ -24,6 +24,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"flowzero/internal/httpserver"
 	"flowzero/internal/lograte"
 	"flowzero/output"
 	"flowzero/schema"
@@ -57,8 +58,8 @@ type Dependencies struct {
 	// Handlers are extra HTTP handlers mounted on the collector's server, by pattern (for
 	// example "POST /api/v0/rib/lookup").
 	Handlers map[string]http.Handler
-	// Reload, when set, is called by POST /api/v0/reload (and by the command on SIGHUP); it
-	// returns what it applied and what needs a restart.
+	// Reload, when set, is called by POST /api/v0/reload with RequestHeader (and by the
+	// command on SIGHUP); it returns what it applied and what needs a restart.
 	Reload func() (string, error)
 	// ExporterDetails, when set, adds decoder state (templates, sampling rates) for an exporter
 	// to /api/v0/exporters.
@@ -91,7 +92,8 @@ type Collector struct {
 	notAllowedLog *lograte.Limiter
 	readErrLog    *lograte.Limiter
 
-	http *httpServer
+	http         *httpServer
+	httpTimeouts httpserver.Timeouts
 }
 
 // New checks the configuration and prepares the collector; Start binds the sockets.
@@ -121,6 +123,7 @@ func New(cfg Configuration, deps Dependencies) (*Collector, error) {
 		logLimit:      lograte.NewKeyed[logKey](3, 30*time.Second, 10000),
 		notAllowedLog: lograte.New(3, 30*time.Second),
 		readErrLog:    lograte.New(3, 30*time.Second),
+		httpTimeouts:  httpserver.DefaultTimeouts,
 	}
 	for _, s := range deps.Sinks {
 		if ks, ok := s.(interface{ KeyedByExporter() bool }); ok && ks.KeyedByExporter() {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,6 +84,14 @@ func (m *memSink) Send(b *output.Batch) bool {
 
 func newTestCollector(t *testing.T, mutate func(*Configuration)) (*Collector, *memSink, *schema.Schema) {
 	t.Helper()
+	return startTestCollector(t, mutate, nil, nil)
+}
+
+// startTestCollector is newTestCollector with the dependencies changed by mutateDeps and
+// the collector by beforeStart (both may be nil).
+func startTestCollector(t *testing.T, mutate func(*Configuration), mutateDeps func(*Dependencies),
+	beforeStart func(*Collector)) (*Collector, *memSink, *schema.Schema) {
+	t.Helper()
 	s, err := schema.New(schema.DefaultConfiguration())
 	if err != nil {
 		t.Fatal(err)
@@ -95,14 +104,21 @@ func newTestCollector(t *testing.T, mutate func(*Configuration)) (*Collector, *m
 		mutate(&cfg)
 	}
 	sink := &memSink{}
-	c, err := New(cfg, Dependencies{
+	deps := Dependencies{
 		Schema:   s,
 		Decoders: map[string]Decoder{"netflow": fakeDecoder{}},
 		Sinks:    []output.Sink{sink},
 		Registry: prometheus.NewRegistry(),
-	})
+	}
+	if mutateDeps != nil {
+		mutateDeps(&deps)
+	}
+	c, err := New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if beforeStart != nil {
+		beforeStart(c)
 	}
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
@@ -390,5 +406,93 @@ func TestCollectorReadErrors(t *testing.T) {
 	}
 	if n := logs.count("UDP read error"); n < 1 || n > 3 {
 		t.Errorf("%d read error lines logged, want 1 to 3", n)
+	}
+}
+
+// TestCollectorReloadNeedsRequestHeader: a reload without X-Flowzero-Request (what a web
+// page can send cross-site without a preflight) is refused and counted.
+func TestCollectorReloadNeedsRequestHeader(t *testing.T) {
+	reloads := 0
+	c, _, _ := startTestCollector(t, nil, func(d *Dependencies) {
+		d.Reload = func() (string, error) { reloads++; return "reloaded", nil }
+	}, nil)
+	defer c.Stop()
+	url := "http://" + c.HTTPAddr() + "/api/v0/reload"
+	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded"} {
+		resp, err := http.Post(url, ct, strings.NewReader("x=1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("reload as %s without %s: status %d, want 403", ct, RequestHeader, resp.StatusCode)
+		}
+	}
+	if reloads != 0 {
+		t.Fatalf("%d reloads from requests without %s", reloads, RequestHeader)
+	}
+	req, _ := http.NewRequest("POST", url, nil)
+	req.Header.Set(RequestHeader, "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "reloaded\n" || reloads != 1 {
+		t.Fatalf("reload with %s: %d %q, %d reloads", RequestHeader, resp.StatusCode, body, reloads)
+	}
+	if got := testutil.ToFloat64(c.metrics.httpRejected.WithLabelValues("no-request-header")); got != 2 {
+		t.Errorf("refused reloads counted %v, want 2", got)
+	}
+}
+
+// TestCollectorHTTPGuards: the collector's server is built by httpserver.New: a slow body
+// is cut at the read timeout, and a Host that is not loopback is refused (the server is
+// bound to 127.0.0.1).
+func TestCollectorHTTPGuards(t *testing.T) {
+	bodyErr := make(chan error, 1)
+	c, _, _ := startTestCollector(t, nil, func(d *Dependencies) {
+		d.Handlers = map[string]http.Handler{"POST /api/v0/test": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, err := io.ReadAll(r.Body)
+			bodyErr <- err
+		})}
+	}, func(c *Collector) {
+		c.httpTimeouts.Read = 300 * time.Millisecond
+	})
+	defer c.Stop()
+
+	req, _ := http.NewRequest("GET", "http://"+c.HTTPAddr()+"/healthz", nil)
+	req.Host = "attacker.example:8080"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || testutil.ToFloat64(c.metrics.httpRejected.WithLabelValues("host")) != 1 {
+		t.Errorf("Host attacker.example: status %d, want 403 and counted", resp.StatusCode)
+	}
+
+	conn, err := net.Dial("tcp", c.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "POST /api/v0/test HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n")
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	giveUp := time.After(10 * time.Second)
+	for {
+		select {
+		case err := <-bodyErr:
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("reading the slow body: %v, want a deadline error", err)
+			}
+			return
+		case <-giveUp:
+			t.Fatal("the slow body is still being read after 10 s")
+		case <-tick.C:
+			conn.Write([]byte{'x'})
+		}
 	}
 }

@@ -41,6 +41,8 @@ type ListenerConfiguration struct {
 // HTTPConfiguration of the HTTP server.
 type HTTPConfiguration struct {
 	// Listen is the address of the HTTP server; loopback by default. Empty disables it.
+	// Bound to loopback, the server only answers requests addressed to localhost or a
+	// loopback address (a DNS name re-pointed at 127.0.0.1 by a web page is refused).
 	Listen string `yaml:"listen"`
 	// Pprof enables /debug/pprof.
 	Pprof bool `yaml:"pprof"`
@@ -49,7 +51,8 @@ type HTTPConfiguration struct {
 // ExporterPolicy restricts exporters.
 type ExporterPolicy struct {
 	// Allow lists the prefixes exporters may send from; empty allows everyone. Datagrams
-	// from elsewhere are counted (unknown exporters) and dropped.
+	// from elsewhere are dropped and counted in one counter (dropped_total, reason
+	// not-allowed), with no per-exporter entry or metric.
 	Allow []netip.Prefix `yaml:"allow"`
 	// RateLimit is the most flows per second accepted from one exporter; 0 disables it. As in
 	// Akvorado, flows beyond it are dropped and the sampling rate of the flows kept is raised

@@ -12,7 +12,15 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"flowzero/internal/httpserver"
 )
+
+// RequestHeader must be present (any value; "1" by convention) on requests that change
+// state, such as POST /api/v0/reload. A browser sends a custom header cross-site only after
+// a CORS preflight, which this server never grants, so a web page the operator opens cannot
+// trigger a reload.
+const RequestHeader = "X-Flowzero-Request"
 
 type httpServer struct {
 	srv  *http.Server
@@ -28,7 +36,12 @@ func (c *Collector) startHTTP() (*httpServer, error) {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /api/v0/exporters", c.handleExporters)
-	mux.HandleFunc("POST /api/v0/reload", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("POST /api/v0/reload", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(RequestHeader) == "" {
+			c.metrics.httpRejected.WithLabelValues("no-request-header").Inc()
+			http.Error(w, "send the header "+RequestHeader+": 1 with this request", http.StatusForbidden)
+			return
+		}
 		if c.deps.Reload == nil {
 			http.Error(w, "reload is not available", http.StatusNotImplemented)
 			return
@@ -56,7 +69,7 @@ func (c *Collector) startHTTP() (*httpServer, error) {
 		return nil, err
 	}
 	h := &httpServer{
-		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+		srv:  httpserver.New(ln, mux, c.httpTimeouts, c.metrics.httpRejected.WithLabelValues("host")),
 		addr: ln.Addr().String(),
 		done: make(chan struct{}),
 	}

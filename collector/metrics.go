@@ -12,7 +12,10 @@ type metrics struct {
 	dropped     *prometheus.CounterVec // stage, reason
 	decodeErrs  *prometheus.CounterVec // protocol
 	batches     prometheus.Counter
-	exporters   prometheus.GaugeFunc
+	// httpRejected counts API requests refused by reason: host (a Host header that is
+	// not loopback while bound to loopback), no-request-header.
+	httpRejected *prometheus.CounterVec
+	exporters    prometheus.GaugeFunc
 }
 
 func newMetrics(r prometheus.Registerer, c *Collector) *metrics {
@@ -43,13 +46,16 @@ func newMetrics(r prometheus.Registerer, c *Collector) *metrics {
 			[]string{"protocol"}),
 		batches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "flowzero_collector_batches_total", Help: "Batches handed to the sinks."}),
+		httpRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowzero_collector_http_rejected_total", Help: "HTTP requests refused, by reason (host: not addressed as localhost while bound to loopback; no-request-header: a state-changing request without X-Flowzero-Request)."},
+			[]string{"reason"}),
 		exporters: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "flowzero_collector_exporters", Help: "Exporters seen since start."},
 			func() float64 { return float64(c.exporterCount.Load()) }),
 	}
 	if r != nil {
 		r.MustRegister(m.datagrams, m.bytes, m.kernelDrops, m.readErrors, m.rcvbuf, m.flows, m.dropped,
-			m.decodeErrs, m.batches, m.exporters)
+			m.decodeErrs, m.batches, m.httpRejected, m.exporters)
 	}
 	return m
 }

@@ -21,6 +21,7 @@ import (
 
 	"flowzero/capture"
 	"flowzero/internal/config"
+	"flowzero/internal/httpserver"
 )
 
 func init() {
@@ -121,10 +122,17 @@ func splitList(s string) []string {
 	return out
 }
 
-// serveMetrics exposes a registry on addr (nothing when addr is empty).
-func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func(), error) {
+// serveMetrics exposes a registry on addr (nothing when addr is empty), with the project's
+// HTTP timeouts and guards.
+func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger, t httpserver.Timeouts) (func(), error) {
 	if addr == "" {
 		return func() {}, nil
+	}
+	badHost := prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_metrics_http_rejected_total",
+		Help:        "Requests refused, by reason (host: not addressed as localhost while bound to loopback).",
+		ConstLabels: prometheus.Labels{"reason": "host"}})
+	if err := reg.Register(badHost); err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -132,7 +140,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (func
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := httpserver.New(ln, mux, t, badHost)
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("metrics", "address", ln.Addr().String())
 	return func() { _ = srv.Close() }, nil
@@ -199,7 +207,7 @@ func runCaptureAgent(args []string, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	reg := prometheus.NewRegistry()
-	stopMetrics, err := serveMetrics(*metrics, reg, log)
+	stopMetrics, err := serveMetrics(*metrics, reg, log, httpserver.DefaultTimeouts)
 	if err != nil {
 		return err
 	}
@@ -273,7 +281,7 @@ func runCaptureServer(args []string, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	reg := prometheus.NewRegistry()
-	stopMetrics, err := serveMetrics(*metrics, reg, log)
+	stopMetrics, err := serveMetrics(*metrics, reg, log, httpserver.DefaultTimeouts)
 	if err != nil {
 		return err
 	}

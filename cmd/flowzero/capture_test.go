@@ -6,12 +6,18 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"flowzero/internal/httpserver"
 	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
 )
@@ -145,6 +151,70 @@ func TestCaptureAgentServer(t *testing.T) {
 	for i := range want {
 		if !bytes.Equal(got[i].Data, want[i].Data) || !got[i].Time.Equal(want[i].Time) || got[i].Length != want[i].Length {
 			t.Fatalf("packet %d differs from the capture's", i)
+		}
+	}
+}
+
+// TestServeMetricsGuards: the capture commands' metrics endpoint is built by
+// httpserver.New: a Host that is not loopback is refused and counted, and a slow body is cut
+// at the read timeout.
+func TestServeMetricsGuards(t *testing.T) {
+	var logBuf bytes.Buffer
+	reg := prometheus.NewRegistry()
+	stop, err := serveMetrics("127.0.0.1:0", reg, slog.New(slog.NewTextHandler(&logBuf, nil)),
+		httpserver.Timeouts{ReadHeader: time.Second, Read: 300 * time.Millisecond, Idle: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	m := regexp.MustCompile(`address=(\S+)`).FindStringSubmatch(logBuf.String())
+	if m == nil {
+		t.Fatalf("no address logged: %s", logBuf.String())
+	}
+	addr := m[1]
+
+	get := func(host string) (int, string) {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, _ := get("attacker.example:9101"); code != http.StatusForbidden {
+		t.Errorf("Host attacker.example: status %d, want 403", code)
+	}
+	if code, body := get("localhost:9101"); code != 200 || !strings.Contains(body, `flowzero_metrics_http_rejected_total{reason="host"} 1`) {
+		t.Errorf("Host localhost: status %d, want 200 and one refusal counted:\n%s", code, body)
+	}
+
+	// The handler reads no body: the server drains it after answering, until the read
+	// timeout closes the connection.
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "POST /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n")
+	closed := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, conn) // the answer, then EOF when the server closes
+		close(closed)
+	}()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	giveUp := time.After(10 * time.Second)
+	for {
+		select {
+		case <-closed:
+			return
+		case <-giveUp:
+			t.Fatal("the connection sending a slow body is still open after 10 s")
+		case <-tick.C:
+			conn.Write([]byte{'x'})
 		}
 	}
 }
