@@ -36,7 +36,8 @@ type Configuration struct {
 
 // SASLConfiguration holds SASL credentials.
 type SASLConfiguration struct {
-	// Mechanism is empty (no SASL), plain, scram-sha-256 or scram-sha-512.
+	// Mechanism is empty (no SASL), plain (only with tls: it sends the password as is),
+	// scram-sha-256 or scram-sha-512.
 	Mechanism string `yaml:"mechanism"`
 	// Username to authenticate as.
 	Username string `yaml:"username"`
@@ -90,6 +91,10 @@ func (c *Configuration) Validate() error {
 	case "plain", "scram-sha-256", "scram-sha-512":
 		if c.SASL.Username == "" {
 			return config.Errorf("sasl.username", "required with mechanism %s", c.SASL.Mechanism)
+		}
+		if c.SASL.Mechanism == "plain" && !c.TLS {
+			// SCRAM proves the password without sending it; PLAIN sends it as is.
+			return config.Errorf("sasl.mechanism", "plain sends the password in clear: set tls: true, or use scram-sha-256 or scram-sha-512")
 		}
 	default:
 		return config.Errorf("sasl.mechanism", "must be plain, scram-sha-256 or scram-sha-512, not %q", c.SASL.Mechanism)

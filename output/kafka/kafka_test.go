@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,5 +115,31 @@ func TestConfigErrors(t *testing.T) {
 	c.Key = "hash"
 	if err := c.Validate(); err == nil || err.Error() != `key: must be exporter or random, not "hash"` {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestConfigSASLPlainNeedsTLS: SASL PLAIN would send the password in clear without TLS;
+// SCRAM never sends it and is allowed either way.
+func TestConfigSASLPlainNeedsTLS(t *testing.T) {
+	for _, tc := range []struct {
+		mechanism string
+		tls       bool
+		err       string
+	}{
+		{"plain", false, "sasl.mechanism: plain sends the password in clear: set tls: true, or use scram-sha-256 or scram-sha-512"},
+		{"plain", true, ""},
+		{"scram-sha-256", false, ""},
+		{"scram-sha-512", false, ""},
+	} {
+		c := DefaultConfiguration()
+		c.TLS = tc.tls
+		c.SASL = SASLConfiguration{Mechanism: tc.mechanism, Username: "flowzero", Password: "secret"}
+		err := c.Validate()
+		if got := fmt.Sprint(err); (tc.err == "" && err != nil) || (tc.err != "" && got != tc.err) {
+			t.Errorf("%s with tls %v: got %v, want %q", tc.mechanism, tc.tls, err, tc.err)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("the error shows the password: %v", err)
+		}
 	}
 }
