@@ -21,6 +21,7 @@ import (
 	"flowzero/decoder/sflow"
 	"flowzero/demo"
 	"flowzero/enrich"
+	"flowzero/internal/lograte"
 	"flowzero/output"
 	"flowzero/output/file"
 	"flowzero/output/jsonl"
@@ -82,6 +83,14 @@ func New(cfg Configuration, log *slog.Logger) (*App, error) {
 		return nil, fmt.Errorf("netflow: %w", err)
 	}
 	a.netflow = nf
+	// A failing periodic save (full disk, unwritable directory) is retried at every tick
+	// while templates change: say so, but not at every tick.
+	saveLog := lograte.New(1, 10*time.Minute)
+	nf.OnSaveError(func(err error) {
+		if ok, suppressed := saveLog.Allow(time.Now()); ok {
+			log.Warn("cannot save the NetFlow templates file; retrying", "error", err, "suppressed", suppressed)
+		}
+	})
 	sf, err := sflow.New(a.registry, cfg.SFlow, s)
 	if err != nil {
 		return nil, fmt.Errorf("sflow: %w", err)

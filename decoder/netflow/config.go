@@ -62,7 +62,8 @@ type Configuration struct {
 	// PendingMaxAge drops pending data sets older than this when their template arrives.
 	PendingMaxAge time.Duration `yaml:"pending-max-age"`
 	// TemplatesFile, when set, is where templates and sampling rates are saved (on Stop
-	// and every TemplatesSaveInterval when they changed) and loaded from at Start.
+	// and every TemplatesSaveInterval when they changed; a failed save is counted, logged
+	// and retried) and loaded from at Start.
 	TemplatesFile string `yaml:"templates-file"`
 	// TemplatesSaveInterval is how often changed templates are saved.
 	TemplatesSaveInterval time.Duration `yaml:"templates-save-interval"`

@@ -195,6 +195,49 @@ func TestTemplatesFile(t *testing.T) {
 	}
 }
 
+// TestTemplatesFileSaveErrors: a periodic save that fails is counted, reported to the
+// component running the decoder, and tried again at the next tick; Stop returns the error.
+func TestTemplatesFileSaveErrors(t *testing.T) {
+	s := allColumns(t)
+	cfg := DefaultConfiguration()
+	cfg.TemplatesFile = filepath.Join(t.TempDir(), "missing", "templates.json")
+	cfg.TemplatesSaveInterval = 10 * time.Millisecond
+	d, _ := newTestDecoder(t, cfg, s)
+	reported := make(chan error, 100)
+	d.OnSaveError(func(err error) {
+		select {
+		case reported <- err:
+		default:
+		}
+	})
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	decodeFiles(t, d, s, "template.pcap")
+	for deadline := time.Now().Add(10 * time.Second); testutil.ToFloat64(d.metrics.saveErrors) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v failed saves counted after 10 s, want at least 2 (a failed save is retried)",
+				testutil.ToFloat64(d.metrics.saveErrors))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case err := <-reported:
+		if !strings.Contains(err.Error(), "saving templates") {
+			t.Errorf("reported %v, want the save error", err)
+		}
+	default:
+		t.Error("the failed saves were not reported")
+	}
+	before := testutil.ToFloat64(d.metrics.saveErrors)
+	if err := d.Stop(); err == nil {
+		t.Error("Stop saved into a missing directory")
+	}
+	if got := testutil.ToFloat64(d.metrics.saveErrors); got <= before {
+		t.Errorf("the failed save at Stop is not counted (%v then %v)", before, got)
+	}
+}
+
 // TestSamplingRateConfig: per-exporter default and override.
 func TestSamplingRateConfig(t *testing.T) {
 	s := allColumns(t)

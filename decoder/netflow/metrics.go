@@ -68,6 +68,7 @@ type metrics struct {
 	samplers        *prometheus.CounterVec
 	sessions        prometheus.Gauge
 	sessionsDropped prometheus.Counter
+	saveErrors      prometheus.Counter
 }
 
 type exporterMetrics struct {
@@ -113,11 +114,15 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 			Namespace: "flowzero", Subsystem: "netflow", Name: "exporter_sessions_dropped_total",
 			Help: "Datagrams dropped because max-exporters sessions already exist.",
 		}),
+		saveErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "flowzero", Subsystem: "netflow", Name: "templates_save_errors_total",
+			Help: "Failed saves of the templates file (retried while templates change, and at stop).",
+		}),
 	}
 	if r == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.packets, m.flows, m.errors, m.templates, m.pending, m.samplers, m.sessions, m.sessionsDropped} {
+	for _, c := range []prometheus.Collector{m.packets, m.flows, m.errors, m.templates, m.pending, m.samplers, m.sessions, m.sessionsDropped, m.saveErrors} {
 		if err := r.Register(c); err != nil {
 			return nil, err
 		}

@@ -46,6 +46,15 @@ type persistSampler struct {
 type persistState struct {
 	stop chan struct{}
 	done sync.WaitGroup
+	// onError is told of each failed periodic save, for the component running the decoder
+	// to log (decoders do not log).
+	onError func(error)
+}
+
+// OnSaveError sets a function told of each failed periodic save of the templates file
+// (failures are also counted); call it before Start.
+func (d *Decoder) OnSaveError(fn func(error)) {
+	d.persist.onError = fn
 }
 
 // Start loads the templates file, when configured, and saves it periodically while
@@ -68,8 +77,12 @@ func (d *Decoder) Start() error {
 			case <-d.persist.stop:
 				return
 			case <-t.C:
-				if d.dirty() {
-					_ = d.SaveTemplates(d.cfg.TemplatesFile) // retried at the next tick and at Stop
+				if !d.dirty() {
+					continue
+				}
+				// A failed save is retried at the next tick and at Stop.
+				if err := d.SaveTemplates(d.cfg.TemplatesFile); err != nil && d.persist.onError != nil {
+					d.persist.onError(err)
 				}
 			}
 		}
@@ -103,11 +116,28 @@ func (d *Decoder) dirty() bool {
 }
 
 // SaveTemplates writes every session's templates and learned sampling rates to path
-// (atomically: a temporary file renamed over it).
+// (atomically: a temporary file renamed over it). A failure is counted, and the sessions
+// stay marked as changed so that the next periodic save tries again.
 func (d *Decoder) SaveTemplates(path string) error {
+	saved, err := d.saveTemplates(path)
+	if err != nil {
+		d.metrics.saveErrors.Inc()
+		for _, e := range saved {
+			e.mu.Lock()
+			e.dirty = true
+			e.mu.Unlock()
+		}
+	}
+	return err
+}
+
+// saveTemplates writes the file and returns the sessions it marked as saved.
+func (d *Decoder) saveTemplates(path string) ([]*exporter, error) {
 	out := persistFile{Format: persistFormat, Saved: time.Now().UTC()}
+	var saved []*exporter
 	d.mu.RLock()
 	for ap, e := range d.exporters {
+		saved = append(saved, e)
 		e.mu.Lock()
 		s := persistSession{Exporter: ap.String()}
 		for k, t := range e.templates {
@@ -135,26 +165,26 @@ func (d *Decoder) SaveTemplates(path string) error {
 	sort.Slice(out.Sessions, func(i, j int) bool { return out.Sessions[i].Exporter < out.Sessions[j].Exporter })
 	data, err := json.MarshalIndent(out, "", " ")
 	if err != nil {
-		return err
+		return saved, err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".netflow-templates-*")
 	if err != nil {
-		return fmt.Errorf("netflow: saving templates: %w", err)
+		return saved, fmt.Errorf("netflow: saving templates: %w", err)
 	}
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
-		return fmt.Errorf("netflow: saving templates: %w", err)
+		return saved, fmt.Errorf("netflow: saving templates: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("netflow: saving templates: %w", err)
+		return saved, fmt.Errorf("netflow: saving templates: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("netflow: saving templates: %w", err)
+		return saved, fmt.Errorf("netflow: saving templates: %w", err)
 	}
-	return nil
+	return saved, nil
 }
 
 // LoadTemplates reads a file written by SaveTemplates. Each template record goes through the
