@@ -52,7 +52,9 @@ type Configuration struct {
 	MaxTemplatesPerExporter int `yaml:"max-templates-per-exporter"`
 	// MaxFieldsPerTemplate bounds the number of fields of one template.
 	MaxFieldsPerTemplate int `yaml:"max-fields-per-template"`
-	// MaxSamplersPerExporter bounds the sampler rates learned from options records.
+	// MaxSamplersPerExporter bounds, per session, the sampling rates (per domain and
+	// sampler) and the system init times (per domain) learned from options records; the
+	// ones beyond are dropped and counted (errors_total, reason too-many-samplers).
 	MaxSamplersPerExporter int `yaml:"max-samplers-per-exporter"`
 	// PendingSets is how many data sets received before their template are kept per
 	// session, to be decoded when the template arrives; 0 disables the feature.

@@ -528,8 +528,13 @@ func (x *ipfixBuilder) u32(v ...uint32) *ipfixBuilder {
 
 // datagram wraps sets into an IPFIX message of domain 7, export time 1700000000.
 func ipfixDatagram(sets ...[]byte) []byte {
+	return ipfixDomainDatagram(7, sets...)
+}
+
+// ipfixDomainDatagram wraps sets into an IPFIX message of a domain, export time 1700000000.
+func ipfixDomainDatagram(domain uint32, sets ...[]byte) []byte {
 	x := &ipfixBuilder{}
-	x.u16(10, 0).u32(1700000000, 1, 7)
+	x.u16(10, 0).u32(1700000000, 1, domain)
 	for _, s := range sets {
 		x.u8(s...)
 	}
@@ -592,5 +597,54 @@ func TestVariableLengthAndEnterprise(t *testing.T) {
 	})
 	if !errors.Is(err, ErrTruncatedRecord) || len(got) != 1 {
 		t.Errorf("cut record: %v, %d flows; want ErrTruncatedRecord after 1 flow", err, len(got))
+	}
+}
+
+// TestSamplersPerExporterBound: beyond max-samplers-per-exporter, new sampling rates and
+// system init times are dropped and counted; the ones already known still change.
+func TestSamplersPerExporterBound(t *testing.T) {
+	// RFC 7011 §3.4.2.2 options template 400: scope observationDomainId, then samplerId,
+	// samplingInterval and systemInitTimeMilliseconds.
+	tpl := (&ipfixBuilder{}).u16(400, 4, 1).u16(149, 4).u16(48, 4).u16(34, 4).u16(160, 8).b
+	record := func(domain, sampler, rate uint32, sysInit uint64) []byte {
+		x := (&ipfixBuilder{}).u32(domain, sampler, rate)
+		x.b = binary.BigEndian.AppendUint64(x.b, sysInit)
+		return x.b
+	}
+	s := allColumns(t)
+	cfg := DefaultConfiguration()
+	cfg.MaxSamplersPerExporter = 1
+	d, _ := newTestDecoder(t, cfg, s)
+	fm := s.NewFlowMessage()
+	for _, pkt := range [][]byte{
+		ipfixDomainDatagram(1, ipfixSet(ipfixOptionsSetID, tpl), ipfixSet(400, record(1, 1, 100, 1000))), // stored
+		ipfixDomainDatagram(1, ipfixSet(400, record(1, 2, 200, 1000))),                                   // sampler 2: dropped
+		ipfixDomainDatagram(2, ipfixSet(ipfixOptionsSetID, tpl), ipfixSet(400, record(2, 1, 300, 2000))), // domain 2: both dropped
+		ipfixDomainDatagram(1, ipfixSet(400, record(1, 1, 150, 1500))),                                   // known: updated
+	} {
+		if err := d.Decode(Packet{Payload: pkt, Exporter: testExporter, TimeReceived: testTime}, fm, func(*schema.FlowMessage) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := session(t, d)
+	if len(e.samplers) != 1 || e.samplers[samplerKey{10, 1, 1}] != 150 {
+		t.Errorf("samplers %v, want only domain 1 sampler 1 at 150", e.samplers)
+	}
+	if len(e.sysInit) != 1 || e.sysInit[1] != 1500 {
+		t.Errorf("system init times %v, want only domain 1 at 1500", e.sysInit)
+	}
+	if got := testutil.ToFloat64(e.m.errors[reasonTooManySamplers]); got != 3 {
+		t.Errorf("too-many-samplers: %v, want 3", got)
+	}
+
+	// The same bound applies to the rates read from a templates file.
+	d2, _ := newTestDecoder(t, cfg, s)
+	file := `{"format": "` + persistFormat + `", "sessions": [{"exporter": "` + testExporter.String() + `", "samplers": [
+		{"version": 10, "domain": 1, "sampler": 1, "rate": 100}, {"version": 10, "domain": 1, "sampler": 2, "rate": 200}]}]}`
+	if err := d2.loadTemplates([]byte(file), "test.json"); err != nil {
+		t.Fatal(err)
+	}
+	if e := session(t, d2); len(e.samplers) != 1 || testutil.ToFloat64(e.m.errors[reasonTooManySamplers]) != 1 {
+		t.Errorf("loaded samplers %v, %v dropped; want 1 and 1", e.samplers, testutil.ToFloat64(e.m.errors[reasonTooManySamplers]))
 	}
 }

@@ -21,6 +21,7 @@ const (
 	reasonPendingFull
 	reasonPendingExpired
 	reasonDataLink
+	reasonTooManySamplers // counted, not returned: the record itself is fine
 	reasonCount
 )
 
@@ -37,6 +38,7 @@ var reasonNames = [reasonCount]string{
 	reasonPendingFull:      "pending-full",
 	reasonPendingExpired:   "pending-expired",
 	reasonDataLink:         "datalink-section",
+	reasonTooManySamplers:  "too-many-samplers",
 }
 
 const (

@@ -236,8 +236,14 @@ func (d *Decoder) loadTemplates(data []byte, path string) error {
 			_ = c.templateSet(setID, rec, t.Options) // errors are counted
 		}
 		for _, sm := range s.Samplers {
-			if len(e.samplers) < d.cfg.MaxSamplersPerExporter && sm.Rate != 0 {
-				e.samplers[samplerKey{sm.Version, sm.Domain, sm.Sampler}] = sm.Rate
+			if sm.Rate == 0 {
+				continue
+			}
+			k := samplerKey{sm.Version, sm.Domain, sm.Sampler}
+			if _, ok := e.samplers[k]; ok || len(e.samplers) < d.cfg.MaxSamplersPerExporter {
+				e.samplers[k] = sm.Rate
+			} else {
+				e.m.errors[reasonTooManySamplers].Inc()
 			}
 		}
 		e.dirty = false

@@ -445,11 +445,19 @@ func (c *decodeContext) optionsRecord(t *template, rec []byte) (int, reason) {
 				c.rateCache.valid = false
 				e.dirty = true
 				e.m.samplers.Inc()
+			} else {
+				e.m.errors[reasonTooManySamplers].Inc()
 			}
 		}
 	}
-	if sysInit != 0 && e.sysInit[c.domain] != sysInit && len(e.sysInit) < c.d.cfg.MaxSamplersPerExporter {
-		e.sysInit[c.domain] = sysInit
+	if sysInit != 0 {
+		if old, ok := e.sysInit[c.domain]; !ok || old != sysInit {
+			if ok || len(e.sysInit) < c.d.cfg.MaxSamplersPerExporter {
+				e.sysInit[c.domain] = sysInit
+			} else {
+				e.m.errors[reasonTooManySamplers].Inc()
+			}
+		}
 	}
 	return off, reasonNone
 }
