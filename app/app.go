@@ -166,6 +166,10 @@ func (a *App) Start() error {
 	if err := a.routing.Start(); err != nil {
 		return fmt.Errorf("routing: %w", err)
 	}
+	lookup, err := ribhttp.New(a.registry, a.routing.RIB)
+	if err != nil {
+		return err
+	}
 	c, err := collector.New(a.cfg.Collector, collector.Dependencies{
 		Schema: a.schema,
 		Decoders: map[string]collector.Decoder{
@@ -177,7 +181,7 @@ func (a *App) Start() error {
 		Registry: a.registry,
 		Logger:   a.log,
 		Reload:   a.Reload,
-		Handlers: map[string]http.Handler{"POST " + ribhttp.Path: ribhttp.New(a.routing.RIB)},
+		Handlers: map[string]http.Handler{"POST " + ribhttp.Path: lookup},
 		ExporterDetails: func(addr netip.Addr) any {
 			return collector.MergeExporterDetails(addr, map[string]collector.DetailsSource{"netflow": a.netflow, "sflow": a.sflow})
 		},

@@ -136,7 +136,11 @@ func BenchmarkRIBLookupAPI(b *testing.B) {
 	f := load(b)
 	for _, n := range []int{1, 20, 1000} {
 		b.Run(fmt.Sprintf("flowzero-http-%d", n), func(b *testing.B) {
-			srv := httptest.NewServer(ribhttp.New(f.table))
+			h, err := ribhttp.New(nil, f.table)
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv := httptest.NewServer(h)
 			defer srv.Close()
 			client := srv.Client()
 			var body bytes.Buffer

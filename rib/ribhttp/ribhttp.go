@@ -25,6 +25,8 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"flowzero/rib"
 	"flowzero/rib/bgp"
 	"flowzero/rib/bmp"
@@ -41,13 +43,41 @@ const (
 
 // Handler answers batch lookups on a RIB.
 type Handler struct {
-	table *rib.RIB
-	bufs  sync.Pool
+	table    *rib.RIB
+	bufs     sync.Pool
+	rejected [rejectCount]prometheus.Counter
 }
 
-// New returns a handler reading table.
-func New(table *rib.RIB) *Handler {
-	return &Handler{table: table, bufs: sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}}
+// reject is why a request was refused, a label value of flowzero_rib_lookup_rejected_total.
+type reject uint8
+
+const (
+	rejectMethod           reject = iota // 405
+	rejectReadBody                       // 400: the body could not be read (client gone, read timeout)
+	rejectBodyTooLarge                   // 413
+	rejectInvalidJSON                    // 400
+	rejectTooManyAddresses               // 413
+	rejectCount
+)
+
+var rejectNames = [rejectCount]string{"method", "read-body", "body-too-large", "invalid-json", "too-many-addresses"}
+
+// New returns a handler reading table, its metrics registered on r (nil: not registered).
+func New(r prometheus.Registerer, table *rib.RIB) (*Handler, error) {
+	h := &Handler{table: table, bufs: sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}}
+	rejected := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "flowzero_rib_lookup_rejected_total",
+		Help: "RIB lookup requests refused, by reason (method, read-body, body-too-large, invalid-json, too-many-addresses).",
+	}, []string{"reason"})
+	for i := range h.rejected {
+		h.rejected[i] = rejected.WithLabelValues(rejectNames[i])
+	}
+	if r != nil {
+		if err := r.Register(rejected); err != nil {
+			return nil, fmt.Errorf("ribhttp: %w", err)
+		}
+	}
+	return h, nil
 }
 
 // Register mounts the handler on mux at Path, for POST only.
@@ -94,17 +124,17 @@ type Peer struct {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		httpError(w, http.StatusMethodNotAllowed, "use POST with {\"addresses\": [...]}")
+		h.refuse(w, rejectMethod, http.StatusMethodNotAllowed, "use POST with {\"addresses\": [...]}")
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", maxBody))
+			h.refuse(w, rejectBodyTooLarge, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", maxBody))
 			return
 		}
-		httpError(w, http.StatusBadRequest, "reading body: "+err.Error())
+		h.refuse(w, rejectReadBody, http.StatusBadRequest, "reading body: "+err.Error())
 		return
 	}
 	addresses, ok := parseRequest(body)
@@ -113,13 +143,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// the standard decoder, which also explains what is wrong.
 		var req Request
 		if err := json.Unmarshal(body, &req); err != nil {
-			httpError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+			h.refuse(w, rejectInvalidJSON, http.StatusBadRequest, "invalid JSON body: "+err.Error())
 			return
 		}
 		addresses = req.Addresses
 	}
 	if len(addresses) > MaxAddresses {
-		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d addresses, at most %d per request", len(addresses), MaxAddresses))
+		h.refuse(w, rejectTooManyAddresses, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d addresses, at most %d per request", len(addresses), MaxAddresses))
 		return
 	}
 	bp := h.bufs.Get().(*[]byte)
@@ -133,7 +163,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func httpError(w http.ResponseWriter, code int, msg string) {
+// refuse counts a refused request and answers it with code and a JSON error.
+func (h *Handler) refuse(w http.ResponseWriter, why reject, code int, msg string) {
+	h.rejected[why].Inc()
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	b, _ := json.Marshal(map[string]string{"error": msg})

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"flowzero/enrich"
 	"flowzero/internal/pcapfile"
@@ -81,7 +82,7 @@ func post(t *testing.T, h http.Handler, method, body string) (*httptest.Response
 func TestLookup(t *testing.T) {
 	table := loadRIB(t)
 	mux := http.NewServeMux()
-	New(table).Register(mux)
+	newHandler(t, table).Register(mux)
 
 	rec, resp := post(t, mux, http.MethodPost,
 		`{"addresses": ["198.51.100.200", "2001:db8:1::1", "12.231.178.10", "::ffff:192.0.2.4", "10.255.255.1", "bogus\"x"]}`)
@@ -174,7 +175,7 @@ func dump(r Result) string {
 // (JSON decoding, lookups, encoding) and reports lookups per second.
 func BenchmarkHTTPLookup(b *testing.B) {
 	table := loadRIB(b)
-	h := New(table)
+	h := newHandler(b, table)
 	var addrs []string
 	for p := range table.All() {
 		addrs = append(addrs, p.Addr().Next().String())
@@ -218,7 +219,7 @@ func TestParseRequest(t *testing.T) {
 			t.Errorf("parseRequest(%q) = %q, %v", tc.body, got, ok)
 		}
 		// Whatever the path, the handler answers for the same addresses.
-		rec, resp := post(t, New(rib.NewTable(rib.DefaultConfiguration())), http.MethodPost, tc.body)
+		rec, resp := post(t, newHandler(t, rib.NewTable(rib.DefaultConfiguration())), http.MethodPost, tc.body)
 		if rec.Code != http.StatusOK || len(resp.Results) != len(tc.want) {
 			t.Errorf("%q: status %d, %d results", tc.body, rec.Code, len(resp.Results))
 		}
@@ -251,4 +252,64 @@ func FuzzRIBLookupRequest(f *testing.F) {
 			t.Fatalf("fast path read %q, encoding/json %q", got, req.Addresses)
 		}
 	})
+}
+
+// newHandler returns a handler whose metrics are not registered.
+func newHandler(tb testing.TB, table *rib.RIB) *Handler {
+	tb.Helper()
+	h, err := New(nil, table)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}
+
+// failingReader fails like a client that goes away in the middle of its body.
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
+
+// TestRejectedCounted: each refused request is counted under its reason, one fixed series
+// per reason; answered requests are not.
+func TestRejectedCounted(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h, err := New(reg, rib.NewTable(rib.DefaultConfiguration()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tooMany := `{"addresses":[` + strings.Repeat(`"1.1.1.1",`, MaxAddresses) + `"1.1.1.1"]}`
+	const answered = rejectCount
+	var want [rejectCount]float64
+	for _, tc := range []struct {
+		method string
+		body   io.Reader
+		code   int
+		reason reject
+	}{
+		{http.MethodGet, nil, http.StatusMethodNotAllowed, rejectMethod},
+		{http.MethodPost, failingReader{}, http.StatusBadRequest, rejectReadBody},
+		{http.MethodPost, bytes.NewReader(make([]byte, maxBody+1)), http.StatusRequestEntityTooLarge, rejectBodyTooLarge},
+		{http.MethodPost, strings.NewReader(`not json`), http.StatusBadRequest, rejectInvalidJSON},
+		{http.MethodPost, strings.NewReader(`{"addresses": [1, 2]}`), http.StatusBadRequest, rejectInvalidJSON},
+		{http.MethodPost, strings.NewReader(tooMany), http.StatusRequestEntityTooLarge, rejectTooManyAddresses},
+		{http.MethodPost, strings.NewReader(`{"addresses": ["192.0.2.1"]}`), http.StatusOK, answered},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(tc.method, Path, tc.body))
+		if rec.Code != tc.code {
+			t.Errorf("%s request: status %d, want %d", tc.method, rec.Code, tc.code)
+		}
+		if tc.reason != answered {
+			want[tc.reason]++
+		}
+		for r := range want {
+			if got := testutil.ToFloat64(h.rejected[r]); got != want[r] {
+				t.Errorf("after a %d answer: %s counted %v, want %v", rec.Code, rejectNames[r], got, want[r])
+			}
+		}
+	}
+	name := "flowzero_rib_lookup_rejected_total"
+	if n, err := testutil.GatherAndCount(reg, name); err != nil || n != int(rejectCount) {
+		t.Errorf("%d series of %s (%v), want one per reason", n, name, err)
+	}
 }
