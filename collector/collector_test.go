@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"flowzero/internal/httpserver/httpservertest"
 	"flowzero/output"
 	"flowzero/schema"
 )
@@ -451,11 +452,12 @@ func TestCollectorReloadNeedsRequestHeader(t *testing.T) {
 // is cut at the read timeout, and a Host that is not loopback is refused (the server is
 // bound to 127.0.0.1).
 func TestCollectorHTTPGuards(t *testing.T) {
-	bodyErr := make(chan error, 1)
+	var bodyErr error
+	done := make(chan struct{})
 	c, _, _ := startTestCollector(t, nil, func(d *Dependencies) {
 		d.Handlers = map[string]http.Handler{"POST /api/v0/test": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, err := io.ReadAll(r.Body)
-			bodyErr <- err
+			_, bodyErr = io.ReadAll(r.Body)
+			close(done)
 		})}
 	}, func(c *Collector) {
 		c.httpTimeouts.Read = 300 * time.Millisecond
@@ -478,21 +480,8 @@ func TestCollectorHTTPGuards(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	io.WriteString(conn, "POST /api/v0/test HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n")
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	giveUp := time.After(10 * time.Second)
-	for {
-		select {
-		case err := <-bodyErr:
-			if !errors.Is(err, os.ErrDeadlineExceeded) {
-				t.Fatalf("reading the slow body: %v, want a deadline error", err)
-			}
-			return
-		case <-giveUp:
-			t.Fatal("the slow body is still being read after 10 s")
-		case <-tick.C:
-			conn.Write([]byte{'x'})
-		}
+	httpservertest.DribbleBody(t, conn, "/api/v0/test", done)
+	if !errors.Is(bodyErr, os.ErrDeadlineExceeded) {
+		t.Fatalf("reading the slow body: %v, want a deadline error", bodyErr)
 	}
 }

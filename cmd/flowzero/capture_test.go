@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flowzero/internal/httpserver"
+	"flowzero/internal/httpserver/httpservertest"
 	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
 )
@@ -198,23 +199,10 @@ func TestServeMetricsGuards(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	io.WriteString(conn, "POST /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n")
 	closed := make(chan struct{})
 	go func() {
 		io.Copy(io.Discard, conn) // the answer, then EOF when the server closes
 		close(closed)
 	}()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	giveUp := time.After(10 * time.Second)
-	for {
-		select {
-		case <-closed:
-			return
-		case <-giveUp:
-			t.Fatal("the connection sending a slow body is still open after 10 s")
-		case <-tick.C:
-			conn.Write([]byte{'x'})
-		}
-	}
+	httpservertest.DribbleBody(t, conn, "/metrics", closed)
 }

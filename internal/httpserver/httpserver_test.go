@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"flowzero/internal/httpserver/httpservertest"
 )
 
 // serve runs New on a loopback listener until the test ends and returns its address.
@@ -45,35 +47,20 @@ func TestDefaultTimeouts(t *testing.T) {
 // TestSlowBodyIsCut: a body sent one byte at a time no longer holds the connection past
 // the read timeout.
 func TestSlowBodyIsCut(t *testing.T) {
-	bodyErr := make(chan error, 1)
+	var bodyErr error
+	done := make(chan struct{})
 	addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, err := io.ReadAll(r.Body)
-		bodyErr <- err
+		_, bodyErr = io.ReadAll(r.Body)
+		close(done)
 	}), Timeouts{ReadHeader: time.Second, Read: 300 * time.Millisecond, Idle: time.Second}, nil)
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := io.WriteString(conn, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	// 1000 bytes at one per 20 ms would take 20 s; the server must give up well before.
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	giveUp := time.After(10 * time.Second)
-	for {
-		select {
-		case err := <-bodyErr:
-			if !errors.Is(err, os.ErrDeadlineExceeded) {
-				t.Fatalf("reading the slow body: %v, want a deadline error", err)
-			}
-			return
-		case <-giveUp:
-			t.Fatal("the slow body is still being read after 10 s")
-		case <-tick.C:
-			conn.Write([]byte{'x'}) // fails once the server has closed; the handler reports it
-		}
+	httpservertest.DribbleBody(t, conn, "/", done)
+	if !errors.Is(bodyErr, os.ErrDeadlineExceeded) {
+		t.Fatalf("reading the slow body: %v, want a deadline error", bodyErr)
 	}
 }
 
