@@ -226,7 +226,8 @@ type OutputConfiguration struct {
 	FlushInterval time.Duration `yaml:"flush-interval"`
 	// IdleClose, with PerAgent, closes the file of an agent disconnected this long and
 	// forgets its counters and metric series, which would otherwise stay until the server
-	// stops, one set per agent name ever seen. An agent that comes back appends a new pcapng
+	// stops, one set per agent name ever seen; flows from its packets are exported and its
+	// flow table dropped. An agent that comes back appends a new pcapng
 	// section to its file (or starts the next one when the name holds a time). 0 keeps them.
 	IdleClose time.Duration `yaml:"idle-close"`
 }

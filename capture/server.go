@@ -301,6 +301,7 @@ func (s *Server) closeIdleAgents(now time.Time) {
 		}
 	}
 	s.mu.Unlock()
+	forgotten := false
 	for _, st := range idle {
 		st.out.mu.Lock()
 		s.mu.Lock()
@@ -308,10 +309,19 @@ func (s *Server) closeIdleAgents(now time.Time) {
 			_ = st.out.w.Close()
 			delete(s.agents, st.name)
 			s.metrics.forget(st.name)
+			// Under s.mu too: an agent of that name coming back must get a fresh consumer,
+			// not the one being forgotten.
+			if st.consumer != nil {
+				s.deps.Packets.Forget(st.name)
+				forgotten = true
+			}
 			s.log.Info("closed the file of an agent gone idle", "agent", st.name)
 		}
 		s.mu.Unlock()
 		st.out.mu.Unlock()
+	}
+	if forgotten {
+		s.deps.Packets.Flush()
 	}
 }
 

@@ -410,6 +410,20 @@ func (a *Aggregator) ForAgent(name string) capture.AgentConsumer {
 	return t
 }
 
+// Forget exports the flows of an agent the server forgot (output.idle-close), so that none is
+// lost, then drops its flow table and metric series (capture.PacketConsumer).
+func (a *Aggregator) Forget(name string) {
+	a.mu.Lock()
+	t := a.tables[name]
+	delete(a.tables, name)
+	a.mu.Unlock()
+	if t == nil {
+		return
+	}
+	t.expire(true)
+	a.metrics.forget(name)
+}
+
 // Flush calls the flush function given to New.
 func (a *Aggregator) Flush() {
 	if a.flush != nil {
@@ -446,6 +460,12 @@ func newMetrics(r prometheus.Registerer) *metrics {
 			Help: "Packets not counted in a flow (not-ip) or flows exported early (table-full) or without their header columns (parse-error), per agent."},
 			[]string{"agent", "reason"}),
 	}
+}
+
+// forget deletes an agent's series.
+func (m *metrics) forget(name string) {
+	m.flows.DeleteLabelValues(name)
+	m.skipped.DeletePartialMatch(prometheus.Labels{"agent": name})
 }
 
 func (m *metrics) forAgent(name string) agentMetrics {

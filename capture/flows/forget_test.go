@@ -1,0 +1,143 @@
+package flows
+
+import (
+	"net/netip"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"flowzero/capture"
+	"flowzero/internal/pcapfile"
+	"flowzero/schema"
+)
+
+// TestAggregatorForget forgets one of two agents: its flows are exported (none lost), its
+// table and metric series are gone, the other agent's flows stay in its table.
+func TestAggregatorForget(t *testing.T) {
+	sch, err := schema.New(schema.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := &flowCollector{s: sch}
+	cfg := DefaultConfiguration()
+	cfg.ActiveTimeout, cfg.IdleTimeout = 1000*time.Hour, 1000*time.Hour
+	agg, err := New(prometheus.NewRegistry(), cfg, sch, fc.emit, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames, err := pcapfile.ReadFrames(filepath.Join(allCapturesRoot(t), "bmp", "bmp-reach.pcap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, kept := agg.ForAgent("gone"), agg.ForAgent("kept")
+	gone.Connected(netip.MustParseAddr("192.0.2.1"))
+	var packets uint64
+	for _, fr := range frames {
+		if fr.LinkType != layers.LinkTypeEthernet {
+			continue
+		}
+		gone.Packet(0, uint16(fr.LinkType), fr.Time.UnixNano(), uint32(fr.Length), fr.Data)
+		kept.Packet(0, uint16(fr.LinkType), fr.Time.UnixNano(), uint32(fr.Length), fr.Data)
+		packets++
+	}
+	keptFlows := len(kept.(*flowTable).index)
+	if packets == 0 || keptFlows == 0 || len(fc.flows(t)) != 0 {
+		t.Fatalf("%d packets, %d flows, %d exported before Forget", packets, keptFlows, len(fc.flows(t)))
+	}
+
+	agg.Forget("gone")
+	var sum uint64
+	for _, f := range fc.flows(t) {
+		if f["ExporterName"] != "gone" {
+			t.Fatalf("flow of another agent exported: %v", f)
+		}
+		sum += f["Packets"].(uint64)
+	}
+	if sum != packets {
+		t.Fatalf("the forgotten agent's flows hold %d packets, want %d", sum, packets)
+	}
+	agg.mu.Lock()
+	_, stillThere := agg.tables["gone"]
+	agg.mu.Unlock()
+	if stillThere {
+		t.Fatal("the forgotten agent's table is kept")
+	}
+	if n := len(kept.(*flowTable).index); n != keptFlows {
+		t.Fatalf("the other agent has %d flows left, want %d", n, keptFlows)
+	}
+	if n := testutil.CollectAndCount(agg.metrics.flows); n != 1 {
+		t.Fatalf("%d flow series, want the other agent's only", n)
+	}
+	if agg.ForAgent("gone") == gone {
+		t.Fatal("an agent coming back gets the forgotten table")
+	}
+	agg.Forget("never-seen") // no table: nothing to do
+}
+
+// TestIdleCloseForgetsFlows has an agent replay and leave a server with output.idle-close:
+// when the server forgets it, its flows reach the emitter without waiting for Stop.
+func TestIdleCloseForgetsFlows(t *testing.T) {
+	files := allCaptures(t)[:1]
+	sch, err := schema.New(schema.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := &flowCollector{s: sch}
+	fcfg := DefaultConfiguration()
+	fcfg.ActiveTimeout, fcfg.IdleTimeout = 1000*time.Hour, 1000*time.Hour
+	agg, err := New(prometheus.NewRegistry(), fcfg, sch, fc.emit, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := capture.DefaultServerConfiguration()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Output.Path = filepath.Join(t.TempDir(), "capture.pcapng")
+	cfg.Output.PerAgent = true
+	cfg.Output.IdleClose = 50 * time.Millisecond
+	cfg.Output.FlushInterval = 20 * time.Millisecond
+	s, err := capture.NewServer(prometheus.NewRegistry(), cfg, capture.ServerDependencies{Logger: quiet, Packets: agg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	acfg := capture.DefaultAgentConfiguration()
+	acfg.Name, acfg.Server, acfg.Replay.Files = "idleagent", s.Addr().String(), files
+	a, err := capture.NewAgent(nil, acfg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-a.Done()
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		agg.mu.Lock()
+		_, present := agg.tables["idleagent"]
+		agg.mu.Unlock()
+		if !present && len(fc.flows(t)) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent's table present %v, %d flows exported: not forgotten", present, len(fc.flows(t)))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var packets uint64
+	for _, f := range fc.flows(t) {
+		packets += f["Packets"].(uint64)
+	}
+	if st := s.Stats("idleagent"); packets == 0 || st.Packets != 0 {
+		t.Fatalf("%d packets in flows; server stats %+v after forgetting", packets, st)
+	}
+}
