@@ -134,8 +134,8 @@ func newFlowTable(cfg Configuration, parser *packet.Parser, s *schema.Schema, em
 func (t *flowTable) Connected(remote netip.Addr) { t.exporter = remote }
 
 // Packet accounts one packet (capture.AgentConsumer).
-func (t *flowTable) Packet(iface uint32, linkType uint16, ts int64, _ uint32, data []byte) {
-	t.add(iface, linkType, ts, data)
+func (t *flowTable) Packet(iface uint32, linkType uint16, ts int64, length uint32, data []byte) {
+	t.add(iface, linkType, ts, int(length), data)
 }
 
 // Tick exports the flows of an agent gone quiet, or all of them at stop.
@@ -147,10 +147,10 @@ func (t *flowTable) Tick(now time.Time, stop bool) {
 	t.expireQuiet(now)
 }
 
-// add accounts one packet.
-func (t *flowTable) add(iface uint32, linkType uint16, ts int64, data []byte) {
+// add accounts one packet of the given original length.
+func (t *flowTable) add(iface uint32, linkType uint16, ts int64, length int, data []byte) {
 	t.lastWall = time.Time{} // set by the next Tick
-	key, l3, flags, ok := extractFlowKey(data, linkType)
+	key, l3, flags, ok := extractFlowKey(data, linkType, length)
 	if !ok {
 		t.stats.NotIP++
 		t.m.notIP.Inc()
@@ -265,7 +265,15 @@ func (t *flowTable) export(e *flowEntry) {
 // VLAN tags and MPLS labels, or raw IP, IPv6 extension headers walked. Tunnels are not followed here (the
 // flow key is the outer packet's); decoder/packet applies the configured decapsulation at
 // export.
-func extractFlowKey(data []byte, linkType uint16) (k flowKey, l3 int, flags uint16, ok bool) {
+//
+// length is the packet's original length. A length field of 0 in the IP header is what Linux
+// leaves in packets larger than 64 KiB (TSO, GSO, BIG TCP) that a capture sees before
+// segmentation: IPv4 total length 0 (tcpdump prints "[was 0, presumed TSO]"), IPv6 payload
+// length 0 with a hop-by-hop jumbo payload option (RFC 2675), or, since Linux 7.0, without
+// one. The L3 length of such a packet is then its original length minus the link header.
+func extractFlowKey(data []byte, linkType uint16, length int) (k flowKey, l3 int, flags uint16, ok bool) {
+	// The original length from the IP header on: the captured bytes may be fewer.
+	wireLen, orig := max(length, len(data)), data
 	switch layers.LinkType(linkType) {
 	case layers.LinkTypeEthernet:
 		if len(data) < 14 {
@@ -305,6 +313,7 @@ func extractFlowKey(data []byte, linkType uint16) (k flowKey, l3 int, flags uint
 	if len(data) < 1 {
 		return k, 0, 0, false
 	}
+	wireLen -= len(orig) - len(data) // the link header
 	var transport []byte
 	switch data[0] >> 4 {
 	case 4: // RFC 791 §3.1
@@ -316,6 +325,9 @@ func extractFlowKey(data []byte, linkType uint16) (k flowKey, l3 int, flags uint
 		k.dst = netip.AddrFrom4([4]byte(data[16:20]))
 		k.proto = data[9]
 		l3 = int(binary.BigEndian.Uint16(data[2:4]))
+		if l3 == 0 { // RFC 791 forbids it: a packet not yet segmented
+			l3 = wireLen
+		}
 		if binary.BigEndian.Uint16(data[6:8])&0x1fff == 0 && ihl >= 20 && len(data) >= ihl {
 			transport = data[ihl:]
 		}
@@ -327,6 +339,11 @@ func extractFlowKey(data []byte, linkType uint16) (k flowKey, l3 int, flags uint
 		k.dst = netip.AddrFrom16([16]byte(data[24:40]))
 		k.proto = data[6]
 		l3 = int(binary.BigEndian.Uint16(data[4:6])) + 40
+		if l3 == 40 && (k.proto == 0 || wireLen > 0xffff+40) {
+			// A jumbogram (hop-by-hop first) or a packet not yet segmented: a real empty
+			// payload cannot be told from Ethernet padding otherwise.
+			l3 = wireLen
+		}
 		transport = data[40:]
 		// Extension headers (RFC 8200 §4), a bounded walk: each is at least 8 bytes.
 	walk:

@@ -195,10 +195,10 @@ func TestFlowTimeouts(t *testing.T) {
 	for _, path := range allCaptures(t) {
 		frames, _ := pcapfile.ReadFrames(path)
 		for _, fr := range frames {
-			if _, _, _, ok := extractFlowKey(fr.Data, 1); ok && fr.LinkType == layers.LinkTypeEthernet {
+			if _, _, _, ok := extractFlowKey(fr.Data, 1, len(fr.Data)); ok && fr.LinkType == layers.LinkTypeEthernet {
 				if a == nil {
 					a = fr.Data
-				} else if k, _, _, _ := extractFlowKey(fr.Data, 1); b == nil && k != mustKey(t, a) {
+				} else if k, _, _, _ := extractFlowKey(fr.Data, 1, len(fr.Data)); b == nil && k != mustKey(t, a) {
 					b = fr.Data
 				}
 			}
@@ -207,10 +207,10 @@ func TestFlowTimeouts(t *testing.T) {
 	sec := int64(time.Second)
 	base := time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC).UnixNano()
 	for i := range 3 {
-		table.add(0, 1, base+int64(i)*sec, a) // a at 0, 1, 2 s
+		table.add(0, 1, base+int64(i)*sec, len(a), a) // a at 0, 1, 2 s
 	}
 	for i := range 90 {
-		table.add(0, 1, base+int64(20+i)*sec, b) // b every second from 20 s to 109 s
+		table.add(0, 1, base+int64(20+i)*sec, len(b), b) // b every second from 20 s to 109 s
 	}
 	table.expire(true)
 	flows := fc.flows(t)
@@ -244,7 +244,7 @@ func TestFlowTimeouts(t *testing.T) {
 }
 
 func mustKey(t testing.TB, data []byte) flowKey {
-	k, _, _, ok := extractFlowKey(data, 1)
+	k, _, _, ok := extractFlowKey(data, 1, len(data))
 	if !ok {
 		t.Fatal("not IP")
 	}
@@ -261,11 +261,11 @@ func TestFlowTableZeroAlloc(t *testing.T) {
 	}
 	ts := time.Now().UnixNano()
 	for _, fr := range frames {
-		table.add(0, 1, ts, fr.Data)
+		table.add(0, 1, ts, fr.Length, fr.Data)
 	}
 	allocs := testing.AllocsPerRun(100, func() {
 		for _, fr := range frames {
-			table.add(0, 1, ts, fr.Data)
+			table.add(0, 1, ts, fr.Length, fr.Data)
 		}
 	})
 	if allocs != 0 {
@@ -366,7 +366,7 @@ func BenchmarkFlowTableAdd(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		table.add(0, 1, ts, frames[i%len(frames)])
+		table.add(0, 1, ts, len(frames[i%len(frames)]), frames[i%len(frames)])
 		i++
 	}
 }
