@@ -15,9 +15,7 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/prometheus/client_golang/prometheus"
 
-	"flowzero/capture"
 	"flowzero/decoder/packet"
 	"flowzero/decoder/packet/flowtest"
 	"flowzero/internal/pcapfile"
@@ -66,40 +64,10 @@ func flowID(iface uint64, src, dst netip.Addr, proto, sport, dport uint64) strin
 // per interface and 5-tuple, whose counters match what gopacket counts in the files.
 func TestFlowsFromCaptures(t *testing.T) {
 	files := allCaptures(t)
-	sch, err := schema.New(schema.DefaultConfiguration())
-	if err != nil {
-		t.Fatal(err)
-	}
-	fc := &flowCollector{s: sch}
-	fcfg := DefaultConfiguration()
-	fcfg.ActiveTimeout, fcfg.IdleTimeout = 1000*time.Hour, 1000*time.Hour
-	agg, err := New(prometheus.NewRegistry(), fcfg, sch, fc.emit, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := capture.DefaultServerConfiguration()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Output.Path = filepath.Join(t.TempDir(), "capture.pcapng")
-	s, err := capture.NewServer(prometheus.NewRegistry(), cfg, capture.ServerDependencies{Logger: quiet, Packets: agg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	acfg := capture.DefaultAgentConfiguration()
-	acfg.Name, acfg.Server, acfg.Replay.Files = "flowagent", s.Addr().String(), files
-	a, err := capture.NewAgent(nil, acfg, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	<-a.Done()
-	if err := a.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	agg, fc := newLongAggregator(t)
+	sch := fc.s
+	s := startFlowServer(t, agg, nil)
+	replayAgent(t, s, "flowagent", files)
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -180,14 +148,7 @@ func TestFlowsFromCaptures(t *testing.T) {
 // TestFlowTimeouts drives a flow table with packet times: idle flows leave after the idle
 // timeout, long ones are cut every active timeout.
 func TestFlowTimeouts(t *testing.T) {
-	sch, err := schema.New(schema.DefaultConfiguration())
-	if err != nil {
-		t.Fatal(err)
-	}
-	parser, err := packet.New(packet.DefaultConfiguration())
-	if err != nil {
-		t.Fatal(err)
-	}
+	sch, parser := testSchemaParser(t)
 	fc := &flowCollector{s: sch}
 	table := newFlowTable(DefaultConfiguration(), parser, sch, fc.emit, "t")
 	// Real frames: two different flows from the captures.

@@ -18,17 +18,7 @@ import (
 // TestAggregatorForget forgets one of two agents: its flows are exported (none lost), its
 // table and metric series are gone, the other agent's flows stay in its table.
 func TestAggregatorForget(t *testing.T) {
-	sch, err := schema.New(schema.DefaultConfiguration())
-	if err != nil {
-		t.Fatal(err)
-	}
-	fc := &flowCollector{s: sch}
-	cfg := DefaultConfiguration()
-	cfg.ActiveTimeout, cfg.IdleTimeout = 1000*time.Hour, 1000*time.Hour
-	agg, err := New(prometheus.NewRegistry(), cfg, sch, fc.emit, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	agg, fc := newLongAggregator(t)
 	frames, err := pcapfile.ReadFrames(filepath.Join(allCapturesRoot(t), "bmp", "bmp-reach.pcap"))
 	if err != nil {
 		t.Fatal(err)
@@ -81,45 +71,14 @@ func TestAggregatorForget(t *testing.T) {
 // TestIdleCloseForgetsFlows has an agent replay and leave a server with output.idle-close:
 // when the server forgets it, its flows reach the emitter without waiting for Stop.
 func TestIdleCloseForgetsFlows(t *testing.T) {
-	files := allCaptures(t)[:1]
-	sch, err := schema.New(schema.DefaultConfiguration())
-	if err != nil {
-		t.Fatal(err)
-	}
-	fc := &flowCollector{s: sch}
-	fcfg := DefaultConfiguration()
-	fcfg.ActiveTimeout, fcfg.IdleTimeout = 1000*time.Hour, 1000*time.Hour
-	agg, err := New(prometheus.NewRegistry(), fcfg, sch, fc.emit, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := capture.DefaultServerConfiguration()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Output.Path = filepath.Join(t.TempDir(), "capture.pcapng")
-	cfg.Output.PerAgent = true
-	cfg.Output.IdleClose = 50 * time.Millisecond
-	cfg.Output.FlushInterval = 20 * time.Millisecond
-	s, err := capture.NewServer(prometheus.NewRegistry(), cfg, capture.ServerDependencies{Logger: quiet, Packets: agg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
+	agg, fc := newLongAggregator(t)
+	s := startFlowServer(t, agg, func(cfg *capture.ServerConfiguration) {
+		cfg.Output.PerAgent = true
+		cfg.Output.IdleClose = 50 * time.Millisecond
+		cfg.Output.FlushInterval = 20 * time.Millisecond
+	})
 	defer s.Stop()
-	acfg := capture.DefaultAgentConfiguration()
-	acfg.Name, acfg.Server, acfg.Replay.Files = "idleagent", s.Addr().String(), files
-	a, err := capture.NewAgent(nil, acfg, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	<-a.Done()
-	if err := a.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	replayAgent(t, s, "idleagent", allCaptures(t)[:1])
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		agg.mu.Lock()
@@ -139,5 +98,60 @@ func TestIdleCloseForgetsFlows(t *testing.T) {
 	}
 	if st := s.Stats("idleagent"); packets == 0 || st.Packets != 0 {
 		t.Fatalf("%d packets in flows; server stats %+v after forgetting", packets, st)
+	}
+}
+
+// newLongAggregator returns an aggregator whose flows only leave at Stop or Forget.
+func newLongAggregator(t *testing.T) (*Aggregator, *flowCollector) {
+	t.Helper()
+	sch, err := schema.New(schema.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := &flowCollector{s: sch}
+	cfg := DefaultConfiguration()
+	cfg.ActiveTimeout, cfg.IdleTimeout = 1000*time.Hour, 1000*time.Hour
+	agg, err := New(prometheus.NewRegistry(), cfg, sch, fc.emit, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return agg, fc
+}
+
+// startFlowServer starts a capture server on loopback feeding agg; edit adjusts its
+// configuration.
+func startFlowServer(t *testing.T, agg *Aggregator, edit func(*capture.ServerConfiguration)) *capture.Server {
+	t.Helper()
+	cfg := capture.DefaultServerConfiguration()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Output.Path = filepath.Join(t.TempDir(), "capture.pcapng")
+	if edit != nil {
+		edit(&cfg)
+	}
+	s, err := capture.NewServer(prometheus.NewRegistry(), cfg, capture.ServerDependencies{Logger: quiet, Packets: agg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// replayAgent has an agent named name replay files to s and waits for it to finish.
+func replayAgent(t *testing.T, s *capture.Server, name string, files []string) {
+	t.Helper()
+	acfg := capture.DefaultAgentConfiguration()
+	acfg.Name, acfg.Server, acfg.Replay.Files = name, s.Addr().String(), files
+	a, err := capture.NewAgent(nil, acfg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-a.Done()
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
 	}
 }
