@@ -42,7 +42,9 @@ type packetReader interface {
 	ReadPacketData() ([]byte, gopacket.CaptureInfo, error)
 }
 
-// ReadFrames reads every frame of a pcap or pcapng file (detected by its magic number).
+// ReadFrames reads every frame of a pcap or pcapng file (detected by its magic number). A
+// frame whose captured length is over its original length is an error. On error, the frames
+// read before it are returned with it.
 func ReadFrames(path string) ([]Frame, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -91,6 +93,12 @@ func readFrames(r io.Reader, name string) ([]Frame, error) {
 		}
 		if err != nil {
 			return frames, fmt.Errorf("%s: packet %d: %w", name, len(frames)+1, err)
+		}
+		if ci.CaptureLength > ci.Length {
+			// pcapgo lets it through; a capture never holds more than was on the wire, and
+			// replay and the flow counters trust Length.
+			return frames, fmt.Errorf("%s: packet %d: captured length %d over original length %d: corrupt file",
+				name, len(frames)+1, ci.CaptureLength, ci.Length)
 		}
 		frames = append(frames, Frame{
 			Time:      ci.Timestamp,
