@@ -210,21 +210,32 @@ func (s *Sink) openFile() error {
 		s.bw.Reset(f)
 	}
 	s.out = s.bw
-	switch s.cfg.Compression {
-	case "zstd":
-		zw, err := zstd.NewWriter(s.bw, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
-		if err != nil {
-			return err
-		}
-		s.comp, s.out = zw, zw
-	case "gzip":
-		gw := gzip.NewWriter(s.bw)
-		s.comp, s.out = gw, gw
+	comp, err := newCompressor(s.bw, s.cfg.Compression)
+	if err != nil {
+		return err
+	}
+	if comp != nil {
+		s.comp, s.out = comp, comp
 	}
 	s.metrics.rotations.Inc()
 	s.log.Info("archive file started", "path", path)
 	s.prune()
 	return nil
+}
+
+// newCompressor returns the compression layer of an archive over w, nil for "none".
+func newCompressor(w io.Writer, compression string) (io.WriteCloser, error) {
+	switch compression {
+	case "zstd":
+		zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			return nil, err // not a nil *Encoder in a non-nil interface
+		}
+		return zw, nil
+	case "gzip":
+		return gzip.NewWriter(w), nil
+	}
+	return nil, nil
 }
 
 func (s *Sink) flush() {

@@ -32,23 +32,32 @@ func Open(path string) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{f: f}
-	head := bufio.NewReaderSize(f, 64<<10)
+	r, err := newReader(f, path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.f = f
+	return r, nil
+}
+
+// newReader reads an archive from in, detecting its compression; name prefixes its errors.
+func newReader(in io.Reader, name string) (*Reader, error) {
+	r := &Reader{}
+	head := bufio.NewReaderSize(in, 64<<10)
 	magic, _ := head.Peek(4)
 	switch {
 	case bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
 		zr, err := zstd.NewReader(head, zstd.WithDecoderConcurrency(1))
 		if err != nil {
-			f.Close()
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		r.zr = zr
 		r.br = bufio.NewReaderSize(zr, 64<<10)
 	case len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
 		gr, err := gzip.NewReader(head)
 		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		r.br = bufio.NewReaderSize(gr, 64<<10)
 	default:
@@ -88,6 +97,9 @@ func (r *Reader) Next() ([]byte, error) {
 func (r *Reader) Close() error {
 	if r.zr != nil {
 		r.zr.Close()
+	}
+	if r.f == nil {
+		return nil
 	}
 	return r.f.Close()
 }
