@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,5 +177,41 @@ func TestReaderCorrupt(t *testing.T) {
 	if _, err := New(nil, nil, Configuration{Directory: "x", QueueSize: 1, Compression: "lzma"}); err == nil ||
 		err.Error() != `compression: must be none, zstd or gzip, not "lzma"` {
 		t.Fatalf("bad compression error: %v", err)
+	}
+}
+
+// TestOpenChecksCompressionOfName checks that an archive named .zst or .gz must start with
+// that compression's magic number, while a name without either suffix is detected.
+func TestOpenChecksCompressionOfName(t *testing.T) {
+	dir := t.TempDir()
+	plain := []byte{3, 'a', 'b', 'c', 1, 'd'} // two length-delimited messages
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"flows.pb.zst", false},
+		{"flows.pb.gz", false},
+		{"flows.pb", true},
+	} {
+		p := filepath.Join(dir, tc.name)
+		if err := os.WriteFile(p, plain, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Open(p)
+		if (err == nil) != tc.ok {
+			t.Fatalf("%s holding plain messages: error %v, want ok %v", tc.name, err, tc.ok)
+		}
+		if err != nil {
+			if !strings.Contains(err.Error(), "magic number") {
+				t.Errorf("%s: error %q does not say why", tc.name, err)
+			}
+			continue
+		}
+		for _, want := range []string{"abc", "d"} {
+			if m, err := r.Next(); err != nil || string(m) != want {
+				t.Fatalf("%s: message %q, %v; want %q", tc.name, m, err, want)
+			}
+		}
+		r.Close()
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -41,20 +42,31 @@ func Open(path string) (*Reader, error) {
 	return r, nil
 }
 
-// newReader reads an archive from in, detecting its compression; name prefixes its errors.
+// newReader reads an archive from in, detecting its compression; name prefixes its errors. A
+// name ending in .zst or .gz (as the sink names its files) must hold that compression: read
+// as plain length-delimited messages, a damaged magic number could otherwise end cleanly
+// with garbage.
 func newReader(in io.Reader, name string) (*Reader, error) {
 	r := &Reader{}
 	head := bufio.NewReaderSize(in, 64<<10)
 	magic, _ := head.Peek(4)
+	isZstd := bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd})
+	isGzip := len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b
 	switch {
-	case bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+	case strings.HasSuffix(name, ".zst") && !isZstd:
+		return nil, fmt.Errorf("%s: no zstd magic number at the start: corrupt archive", name)
+	case strings.HasSuffix(name, ".gz") && !isGzip:
+		return nil, fmt.Errorf("%s: no gzip magic number at the start: corrupt archive", name)
+	}
+	switch {
+	case isZstd:
 		zr, err := zstd.NewReader(head, zstd.WithDecoderConcurrency(1))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		r.zr = zr
 		r.br = bufio.NewReaderSize(zr, 64<<10)
-	case len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
+	case isGzip:
 		gr, err := gzip.NewReader(head)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
