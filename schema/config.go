@@ -1,11 +1,7 @@
 package schema
 
 import (
-	"errors"
 	"fmt"
-	"os"
-
-	"gopkg.in/yaml.v3"
 
 	"flowzero/internal/config"
 )
@@ -92,53 +88,4 @@ func (c Configuration) resolve() (columnBitset, error) {
 		}
 	}
 	return enabled, nil
-}
-
-// LoadFile reads the schema section (the top-level "schema:" key) of a flowzero YAML
-// configuration file, starting from DefaultConfiguration; other top-level keys are left to
-// their own components. The section is decoded strictly: unknown keys and column names are
-// errors naming the key. An empty path returns the defaults.
-func LoadFile(path string) (Configuration, error) {
-	cfg := DefaultConfiguration()
-	if path == "" {
-		return cfg, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return cfg, fmt.Errorf("configuration: %w", err)
-	}
-	if err := decodeSection(data, &cfg); err != nil {
-		return cfg, fmt.Errorf("%s: %w", path, err)
-	}
-	return cfg, nil
-}
-
-// decodeSection decodes the "schema" key of a YAML document into cfg.
-func decodeSection(data []byte, cfg *Configuration) error {
-	var top map[string]yaml.Node
-	if err := yaml.Unmarshal(data, &top); err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
-	node, ok := top["schema"]
-	if !ok {
-		return config.Decode(nil, cfg)
-	}
-	section, err := yaml.Marshal(&node)
-	if err != nil {
-		return fmt.Errorf("configuration: schema: %w", err)
-	}
-	return config.Prefix("schema", unwrapConfig(config.Decode(section, cfg)))
-}
-
-// unwrapConfig removes the "configuration: " wrapping of config.Decode so that Prefix can
-// put the section name in front of the key.
-func unwrapConfig(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ke *config.KeyError
-	if errors.As(err, &ke) {
-		return ke
-	}
-	return err
 }

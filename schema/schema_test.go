@@ -2,8 +2,6 @@ package schema
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -148,39 +146,6 @@ func TestHash(t *testing.T) {
 			t.Errorf("hash %q for two different sets of columns", h)
 		}
 		seen[h] = true
-	}
-}
-
-func TestLoadFile(t *testing.T) {
-	dir := t.TempDir()
-	good := filepath.Join(dir, "good.yaml")
-	os.WriteFile(good, []byte("collector:\n  listen: 0.0.0.0:2055\nschema:\n  enabled: [SrcMAC, DstMAC]\n  disabled: [SrcGeoCity]\n"), 0o644)
-	cfg, err := LoadFile(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !s.Enabled(ColumnSrcMAC) || !s.Enabled(ColumnDstMAC) || s.Enabled(ColumnSrcGeoCity) {
-		t.Fatalf("LoadFile: %+v", cfg)
-	}
-
-	bad := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(bad, []byte("schema:\n  enabled: [SrcMAC, Foo]\n"), 0o644)
-	if _, err := LoadFile(bad); err == nil || !strings.Contains(err.Error(), `schema.enabled[1]: unknown column "Foo"`) {
-		t.Fatalf("LoadFile(bad): %v", err)
-	}
-	typo := filepath.Join(dir, "typo.yaml")
-	os.WriteFile(typo, []byte("schema:\n  enable: [SrcMAC]\n"), 0o644)
-	if _, err := LoadFile(typo); err == nil || !strings.Contains(err.Error(), `unknown key "enable"`) {
-		t.Fatalf("LoadFile(typo): %v", err)
-	}
-	none := filepath.Join(dir, "none.yaml")
-	os.WriteFile(none, []byte("other: 1\n"), 0o644)
-	if cfg, err := LoadFile(none); err != nil || len(cfg.Enabled)+len(cfg.Disabled) != 0 {
-		t.Fatalf("LoadFile(none): %+v, %v", cfg, err)
 	}
 }
 

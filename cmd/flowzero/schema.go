@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"flowzero/app"
 	"flowzero/schema"
 )
 
@@ -14,7 +15,7 @@ func init() {
 
 func runSchema(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("schema", stderr)
-	configFile := fs.String("config", "", "YAML configuration `file` (its top-level schema: key is used)")
+	configFile := fs.String("config", "", "the collector's YAML configuration `file` (its schema: section is used)")
 	table := fs.String("table", "flows", "table `name` for sql")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: flowzero schema [--config FILE] proto|sql|columns\n\n"+
@@ -41,11 +42,13 @@ func runSchema(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	cfg, err := schema.LoadFile(*configFile)
+	// The collector's file, read and checked as the collector reads it, so that the schema
+	// printed is the one its flows are written with.
+	acfg, err := app.Load(*configFile)
 	if err != nil {
 		return err
 	}
-	s, err := schema.New(cfg)
+	s, err := schema.New(acfg.Schema)
 	if err != nil {
 		return fmt.Errorf("configuration: schema.%w", err)
 	}
