@@ -28,7 +28,7 @@ include $(sort $(wildcard mk/*.mk))
 ## build: bin/flowzero; with the embedded engine (-tags chdb) once libchdb is cached (make
 ## build-chdb fetches it), so that make run keeps a binary that make build-chdb made.
 build:
-	$(GO) build $(if $(wildcard $(CACHE)/chdb/VERSION),-tags chdb) -o $(BIN)/flowzero ./cmd/flowzero
+	$(GO) build $(if $(wildcard $(CHDB_DIR)/VERSION),-tags chdb) -o $(BIN)/flowzero ./cmd/flowzero
 
 ## help: this list: the targets above, then each area's from mk/*.mk.
 help:

@@ -32,11 +32,12 @@ while IFS= read -r file; do
         echo "fuzz: $name hit the deadline race twice, no failing input: counted as a flake"
         break
       fi
-      echo "FAIL: fuzz ./$dir $name"; tail -30 "$log"
+      echo "FAIL: fuzz ./$dir $name (whole log: $log)"; tail -30 "$log"
       fail=1
+      log= # kept for the whole story
       break
     done
-    rm -f "$log"
+    [ -z "$log" ] || rm -f "$log"
   done
 done < <(git ls-files --cached --others --exclude-standard -- '*_test.go' | grep -v '^bench/' | xargs grep -l '^func Fuzz' 2>/dev/null | sort)
 echo "fuzz: $count targets run"

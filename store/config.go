@@ -292,7 +292,12 @@ func parseHTTPURL(raw string) (*url.URL, error) {
 	if err != nil {
 		return nil, errors.New("cannot be parsed as a URL (not quoted: it may hold a password)")
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if u.Host == "" {
+		// Without a host, user:password@ is left in the opaque part or the path, where
+		// Redacted does not hide it.
+		return nil, errors.New("not an http(s) URL with a host (not quoted: it may hold a password)")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, fmt.Errorf("%q is not an http(s) URL", u.Redacted())
 	}
 	return u, nil

@@ -33,6 +33,8 @@ func TestURLErrorsHideSecrets(t *testing.T) {
 		"ftp://flowzero:" + secret + "@ch.example:8123",     // wrong scheme
 		"http://flowzero:" + secret + "%zz@ch.example:8123", // does not parse
 		"https://flowzero:" + secret + "@ch.example:8443",   // credentials in the URL
+		"http:/flowzero:" + secret + "@ch.example:8123",     // one slash: no host, the rest is a path
+		"flowzero:" + secret + "@ch.example:8123",           // no scheme: an opaque URL
 	}
 	for _, u := range urls {
 		for key, set := range map[string]func(*Configuration){

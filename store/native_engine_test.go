@@ -499,11 +499,16 @@ func TestSinkPreAggregateInsertFails(t *testing.T) {
 
 // TestSinkPreAggregateWithoutFlush checks that the summed groups are inserted with no Flush:
 // once pre-aggregate-interval has passed on the wall clock (no new batch comes to trigger
-// it), and at once when their flows span more than the interval (a replay, or a batch
-// holding more than the interval's traffic: testFlows span 395 s).
+// it: one flow, whose span is 0, so only the timer can insert it), and at once when their
+// flows span more than the interval (a replay, or a batch holding more than the interval's
+// traffic: testFlows span 395 s).
 func TestSinkPreAggregateWithoutFlush(t *testing.T) {
 	for name, interval := range map[string]time.Duration{"timer": 300 * time.Millisecond, "span": time.Minute} {
 		t.Run(name, func(t *testing.T) {
+			flows := testFlows
+			if name == "timer" {
+				flows = testFlows[:1]
+			}
 			cfg := testConfig(t, t.TempDir())
 			cfg.Embedded.PreAggregateInterval = interval
 			s := mustSchema(t, schema.DefaultConfiguration())
@@ -511,7 +516,7 @@ func TestSinkPreAggregateWithoutFlush(t *testing.T) {
 			c := sink.Conn()
 			fm := s.NewFlowMessage()
 			var want uint64
-			for _, f := range testFlows {
+			for _, f := range flows {
 				sink.Write(f.encode(fm))
 				want += f.bytes
 			}
@@ -524,10 +529,11 @@ func TestSinkPreAggregateWithoutFlush(t *testing.T) {
 }
 
 // TestSinkPreAggregateBounded checks that pending groups taking aggMaxBytes of memory are
-// inserted however far the interval: with the bound at 1 byte every batch's groups go in
-// with it; with no bound, none before the Flush.
+// inserted however far the interval: with the bound just above the empty table's slots, every
+// batch's groups go in with it (only their own bytes reach the bound); with no bound, none
+// before the Flush.
 func TestSinkPreAggregateBounded(t *testing.T) {
-	for name, bound := range map[string]int{"bounded": 1, "unbounded": math.MaxInt} {
+	for name, bound := range map[string]int{"bounded": aggMinSlots*8 + 1, "unbounded": math.MaxInt} {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig(t, t.TempDir())
 			cfg.Embedded.PreAggregateInterval = time.Hour
@@ -552,7 +558,7 @@ func TestSinkPreAggregateBounded(t *testing.T) {
 				sink.Write(f.encode(fm))
 				total += f.bytes
 			}
-			if bound == 1 {
+			if bound != math.MaxInt {
 				waitFor(t, func() bool { return query(t, c, "SELECT sum(Bytes) FROM flowzero.flows_1m") == fmt.Sprint(total) })
 			} else {
 				// The groups would go in right after the flows.
@@ -642,6 +648,7 @@ func TestSinkPreAggregateFlowsInsertFails(t *testing.T) {
 // or dropped as malformed, although the rest of the batch cannot be cut into messages.
 func TestSinkCountsFramingError(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
+	cfg.Embedded.FlushInterval = time.Hour // one batch, cut by the Flush
 	s := mustSchema(t, schema.DefaultConfiguration())
 	sink := startSink(t, cfg, s)
 	fm := s.NewFlowMessage()

@@ -282,7 +282,9 @@ func (s *Sink) insertLoop() {
 			continue
 		case b = <-s.queue:
 			if b == nil {
-				// Closed by Stop, after a Flush: nothing is pending.
+				// Closed by Stop, after a Flush; a batch written between the two may still
+				// have left groups pending.
+				s.insertGroups()
 				return
 			}
 		}
@@ -380,9 +382,9 @@ func (e *aggregateInsertError) Unwrap() error { return e.err }
 // whole batch for one of them).
 //
 // With pre-aggregation, the encoder also sums the batch into the pending groups, which are
-// inserted into the finest resolution's table (whose insert feeds the coarser views) once
-// PreAggregateInterval has passed since their first flow, at a Flush, or before the
-// interned values they are keyed by must be forgotten (insertGroups). The flows go first
+// inserted into the finest resolution's table (whose insert feeds the coarser views) when
+// groupsDue says so, at a Flush, or before the interned values they are keyed by must be
+// forgotten (insertGroups). The flows go first
 // because they are the raw data every other table derives from. A failed flows INSERT is
 // returned (its flows counted as dropped) and the pending groups, which hold the batch too,
 // are dropped and counted as not aggregated: the aggregated tables may lack flows that the
