@@ -306,6 +306,11 @@ func (s *Server) closeIdleAgents(now time.Time) {
 		st.out.mu.Lock()
 		s.mu.Lock()
 		if s.agents[st.name] == st && st.conn == nil { // it may have come back meanwhile
+			if st.out.noReader {
+				// Its frames no longer wait for a FIFO reader.
+				st.out.noReader = false
+				s.metrics.outputsWaiting.Dec()
+			}
 			_ = st.out.w.Close()
 			delete(s.agents, st.name)
 			s.metrics.forget(st.name)
@@ -372,6 +377,18 @@ func (s *Server) acceptLoop() {
 	}
 }
 
+// release ends sc as st's connection, unless a newer one took over: the agent is gone from
+// then on (closeIdleAgents counts from st.gone) and its max-agents slot is free.
+func (s *Server) release(st *agentState, sc *serverConn) {
+	s.mu.Lock()
+	if st.conn == sc {
+		st.conn = nil
+		st.gone = time.Now()
+		s.active--
+	}
+	s.mu.Unlock()
+}
+
 func (s *Server) serve(sc *serverConn) {
 	defer s.wg.Done()
 	defer func() {
@@ -388,15 +405,7 @@ func (s *Server) serve(sc *serverConn) {
 	}
 	s.metrics.connections.Inc()
 	defer s.metrics.connections.Dec()
-	defer func() {
-		s.mu.Lock()
-		if st.conn == sc {
-			st.conn = nil
-			st.gone = time.Now()
-			s.active--
-		}
-		s.mu.Unlock()
-	}()
+	defer s.release(st, sc)
 	err = s.readFrames(sc, st, hello)
 	switch {
 	case err == nil, errors.Is(err, io.EOF):
@@ -478,6 +487,8 @@ func (s *Server) handshake(sc *serverConn) (*agentState, wire.Hello, error) {
 	wel := wire.Welcome{Version: wire.Version, Capabilities: h.Capabilities & wire.CapZstd, LastSeq: st.lastSeq}
 	st.out.mu.Unlock()
 	if _, err := sc.c.Write(wire.AppendWelcome(nil, &wel)); err != nil {
+		// The agent holds its max-agents slot since st.conn was set: give it back.
+		s.release(st, sc)
 		return nil, h, err
 	}
 	_ = sc.c.SetDeadline(time.Time{})

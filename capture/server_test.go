@@ -315,6 +315,36 @@ func TestOutputWriteErrorCounted(t *testing.T) {
 // TestMaxAgentsBusy connects a second agent to a server that takes one: it is answered busy
 // (counted) and retries until the first leaves, while the first agent may still replace its
 // own connection.
+// TestWelcomeWriteFailedFreesSlot checks that an agent whose connection fails while the
+// welcome is written does not keep its max-agents slot: an agent of another name gets in.
+func TestWelcomeWriteFailedFreesSlot(t *testing.T) {
+	cfg := testServerConfig(t)
+	cfg.MaxAgents = 1
+	s := startServer(t, cfg)
+	defer s.Stop()
+	// net.Pipe is synchronous: the hello is written once the server has read it all, and the
+	// welcome's write then fails on the closed pipe.
+	client, server := net.Pipe()
+	sc := &serverConn{c: server, done: make(chan struct{}), takenOver: make(chan struct{})}
+	s.mu.Lock()
+	s.conns[sc] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go s.serve(sc)
+	hello, err := wire.AppendHello(nil, &wire.Hello{Version: wire.Version, AgentID: 1, AgentName: "vanished"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Write(hello); err != nil {
+		t.Fatal(err)
+	}
+	_ = client.Close()
+	<-sc.done
+	if _, wel := dialRaw(t, s.Addr().String(), "other", 2); wel.Status != wire.StatusOK {
+		t.Fatalf("another agent after a failed welcome: %v, want ok", wel.Status)
+	}
+}
+
 func TestMaxAgentsBusy(t *testing.T) {
 	files := allCaptures(t)[:2]
 	cfg := testServerConfig(t)

@@ -257,6 +257,10 @@ func TestHugeRawLengthRefusedWithoutAllocating(t *testing.T) {
 	}{
 		{"zstd", comp.enc.EncodeAll(bytes.Repeat(record, 64), nil)},
 		{"garbage", bytes.Repeat([]byte{0x5a}, 64)},
+		// A valid zstd frame that states no content size (RFC 8878 3.1.1.1.1: descriptor 0,
+		// then a window descriptor) holding one RLE block of 100 bytes: only the bound on
+		// what its 10 bytes can decompress to refuses it before allocating.
+		{"zstd-no-content-size", []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x00, 0x23, 0x03, 0x00, 0x5a}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			frame := make([]byte, FrameHeaderLen, FrameHeaderLen+len(tc.payload))

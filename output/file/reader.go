@@ -43,9 +43,9 @@ func Open(path string) (*Reader, error) {
 }
 
 // newReader reads an archive from in, detecting its compression; name prefixes its errors. A
-// name ending in .zst or .gz (as the sink names its files) must hold that compression: read
-// as plain length-delimited messages, a damaged magic number could otherwise end cleanly
-// with garbage.
+// name ending in .zst or .gz (as the sink names its files) must hold that compression unless
+// it is empty: read as plain length-delimited messages, a damaged magic number could
+// otherwise end cleanly with garbage.
 func newReader(in io.Reader, name string) (*Reader, error) {
 	r := &Reader{}
 	head := bufio.NewReaderSize(in, 64<<10)
@@ -53,6 +53,8 @@ func newReader(in io.Reader, name string) (*Reader, error) {
 	isZstd := bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd})
 	isGzip := len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b
 	switch {
+	case len(magic) == 0:
+		// An empty file is an empty archive: the sink's file before its first flush.
 	case strings.HasSuffix(name, ".zst") && !isZstd:
 		return nil, fmt.Errorf("%s: no zstd magic number at the start: corrupt archive", name)
 	case strings.HasSuffix(name, ".gz") && !isGzip:
