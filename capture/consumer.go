@@ -13,9 +13,10 @@ type PacketConsumer interface {
 	// Flush is called after every output flush and at Stop, after Expire.
 	Flush()
 	// Forget is called when the server forgets an agent (output.idle-close), with the
-	// agent's output lock held, so never during a call to the agent's AgentConsumer: the
-	// consumer hands on what it still holds for the agent, then drops its state. An agent
-	// coming back later gets a new AgentConsumer from ForAgent. Flush follows.
+	// agent's output lock and the server's lock held, so never during a call to the agent's
+	// AgentConsumer, and it must not call back into the Server: the consumer hands on what it
+	// still holds for the agent, then drops its state. An agent coming back later gets a new
+	// AgentConsumer from ForAgent. Flush follows.
 	Forget(name string)
 }
 
