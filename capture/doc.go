@@ -41,8 +41,9 @@
 // has opened it, the agents' frames wait unacknowledged (outputs_waiting is 1) and Stop still
 // returns at once; when the reader goes away, frames wait for the next one. Meanwhile the
 // server reads nothing from the agents: their writes time out after three heartbeats and they
-// reconnect, so reconnects_total grows every ~15 s until a reader comes, with nothing lost
-// (the agent keeps unacknowledged frames in its bounded buffer). At Stop, a reader
+// reconnect, so reconnects_total grows every ~15 s until a reader comes; the agent keeps its
+// unacknowledged frames, and counts as agent drops what its bounded buffer cannot hold. At
+// Stop, a reader
 // that stopped reading gets one second before what is left counts as server drops. A file
 // opened again after a write error keeps what it holds (up to the last whole block) and gets
 // a new section. With one file per agent, a disconnected agent's file is closed after
