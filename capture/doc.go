@@ -47,5 +47,6 @@
 // drops. A file opened again after a write error keeps what it holds (up to the last whole
 // block) and gets a new section. With one file per agent, a disconnected agent's file is
 // closed after output.idle-close (5 minutes) and its counters and metric series are
-// forgotten; an agent that comes back appends a new section to its file.
+// forgotten; an agent that comes back appends a new section to its file: with rotation, to
+// the last file of its series, which goes on from there as if the file had stayed open.
 package capture

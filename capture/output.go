@@ -44,11 +44,9 @@ type pcapngOutput struct {
 	file    io.WriteCloser
 	counter countingWriter
 	w       *pcapgo.NgWriter
-	opened  time.Time
-	count   int      // tcpdump's file counter (-C)
-	files   []string // names created, oldest first (-W)
-	dirty   bool     // unflushed writes
-	epbs    []byte   // packet blocks not yet written to file
+	fileSeries
+	dirty bool   // unflushed writes
+	epbs  []byte // packet blocks not yet written to file
 
 	// pipe is file when its writes take deadlines (a FIFO), for interruptWrites; interruptAt
 	// is the deadline interruptWrites set (Unix ns, 0 for none), which files opened later get
@@ -60,11 +58,6 @@ type pcapngOutput struct {
 	retryAt time.Time // no new open attempt before then
 	good    int64     // file size up to the last block written whole
 
-	// appendSince, when set, makes the first file appended to rather than truncated if it was
-	// written since then: the server sets its start on an agent's own output, for an agent
-	// back after idle-close.
-	appendSince time.Time
-
 	// pending counts the packets and bytes in epbs by interface id; pendingIDs lists the ids
 	// whose count is not zero, so that settling them costs nothing per idle interface.
 	pending    []packetCount
@@ -75,6 +68,16 @@ type pcapngOutput struct {
 	// methods that write (under the caller's lock) and may be nil.
 	settled func(id int, c packetCount, written bool)
 	failed  func(err error)
+}
+
+// fileSeries is where an output stands in its series of files. The server keeps it when it
+// closes the output of an agent gone idle and gives it to the agent's next output, which goes
+// on like this one would have: it appends to the last file, then rotates to the next name,
+// never truncating a file of the series that -W does not reuse.
+type fileSeries struct {
+	opened time.Time // when the last file was opened
+	count  int       // tcpdump's file counter (-C)
+	files  []string  // names created, oldest first (-W); only the last without MaxFiles
 }
 
 // packetCount counts packets and their captured bytes.
@@ -282,6 +285,9 @@ func (o *pcapngOutput) rotate() error {
 // openNext closes the current file and opens the next one.
 func (o *pcapngOutput) openNext(now time.Time) error {
 	rotating := o.w != nil
+	if !rotating && o.cfg.RotateInterval > 0 && !o.opened.IsZero() && now.Sub(o.opened) >= o.cfg.RotateInterval {
+		o.count = 0 // a series resumed after -G would have rotated starts a new one, as a rotation does
+	}
 	if rotating {
 		if o.cfg.RotateInterval > 0 && now.Sub(o.opened) >= o.cfg.RotateInterval {
 			o.count = 0 // -G starts a new series of -C files
@@ -299,11 +305,10 @@ func (o *pcapngOutput) openNext(now time.Time) error {
 	case o.base == "-":
 		f = nopCloser{o.stdout}
 	default:
-		// A file opened again after a write error, or a first file written since appendSince,
+		// A file opened again (after a write error, or by a series resumed after idle-close)
 		// gets a new section appended: truncating it would lose packets counted as written.
 		reopen := len(o.files) > 0 && o.files[len(o.files)-1] == name
-		resume := len(o.files) == 0 && writtenSince(name, o.appendSince)
-		file, pollable, err := openOutputFile(name, !rotating && (reopen || resume))
+		file, pollable, err := openOutputFile(name, !rotating && reopen)
 		if err != nil {
 			if o.failed != nil && !errors.Is(err, errNoReader) {
 				o.failed(err)
@@ -352,17 +357,6 @@ func (o *pcapngOutput) openNext(now time.Time) error {
 	return nil
 }
 
-// writtenSince reports whether name is a regular file modified at since or later, give or
-// take a second: file times may come from a clock that lags by a tick, and appending to a
-// file of the previous run loses nothing.
-func writtenSince(name string, since time.Time) bool {
-	if since.IsZero() {
-		return false
-	}
-	fi, err := os.Stat(name)
-	return err == nil && fi.Mode().IsRegular() && !fi.ModTime().Before(since.Add(-time.Second))
-}
-
 // fileName builds the name of the next file the way tcpdump does: strftime for -G, then the
 // file counter for -C, zero-padded to the width of -W.
 func (o *pcapngOutput) fileName(now time.Time) string {
@@ -380,7 +374,9 @@ func (o *pcapngOutput) fileName(now time.Time) string {
 	return name
 }
 
-// remember records a created file and removes the oldest beyond MaxFiles.
+// remember records a created file and removes the oldest beyond MaxFiles. Without MaxFiles
+// only the last name is kept: it is the only one read (to append to it when it is opened
+// again), and the series of an agent gone idle stays small.
 func (o *pcapngOutput) remember(name string) {
 	for i, n := range o.files {
 		if n == name {
@@ -389,6 +385,9 @@ func (o *pcapngOutput) remember(name string) {
 		}
 	}
 	o.files = append(o.files, name)
+	if o.cfg.MaxFiles == 0 {
+		o.files = o.files[len(o.files)-1:]
+	}
 	for o.cfg.MaxFiles > 0 && len(o.files) > o.cfg.MaxFiles {
 		_ = os.Remove(o.files[0])
 		o.files = o.files[1:]

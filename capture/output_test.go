@@ -228,3 +228,106 @@ func TestTshark(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleCloseResumesRotation has an agent replay twice with output.per-agent, rotation by
+// size and idle-close between: the second session continues the first one's series of files
+// after its last file, so every packet counted as written is on disk and no file of the first
+// session is truncated or written again.
+func TestIdleCloseResumesRotation(t *testing.T) {
+	files := allCaptures(t)
+	cfg := testServerConfig(t)
+	cfg.Output.PerAgent = true
+	cfg.Output.RotateSize = 3000
+	cfg.Output.IdleClose = time.Hour // the test closes idle agents itself
+	s := startServer(t, cfg)
+	defer s.Stop()
+	base := filepath.Join(filepath.Dir(cfg.Output.Path), "capture-back.pcapng")
+	want := expectedFrames(t, "back", files)
+	packets := 0
+	for _, frames := range want {
+		packets += len(frames)
+	}
+	// series reads the agent's files in tcpdump -C order: base, base1, base2...
+	series := func() [][]byte {
+		var out [][]byte
+		for i := 0; ; i++ {
+			name := base
+			if i > 0 {
+				name += strconv.Itoa(i)
+			}
+			b, err := os.ReadFile(name)
+			if os.IsNotExist(err) {
+				return out
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, b)
+		}
+	}
+	session := func(files []string) {
+		waitDone(t, startAgent(t, testAgentConfig("back", s.Addr().String(), files)))
+		eventually(t, "the packets counted as written", func() bool { return s.Stats("back").Packets == uint64(packets) })
+		eventually(t, "the idle agent to be forgotten", func() bool {
+			s.closeIdleAgents(time.Now().Add(2 * cfg.Output.IdleClose))
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.agents["back"] == nil
+		})
+	}
+
+	session(files)
+	first := series()
+	if len(first) < 3 {
+		t.Fatalf("the first session wrote %d files, want a rotated series", len(first))
+	}
+	// In the other order, so that a file written again by the second session differs.
+	reversed := slices.Clone(files)
+	slices.Reverse(reversed)
+	session(reversed)
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	second := series()
+	for i, b := range first {
+		if i >= len(second) || !bytes.HasPrefix(second[i], b) {
+			t.Errorf("file %d of the first session was removed or written again", i)
+			break
+		}
+	}
+	got := map[string][]pcapfile.Frame{}
+	for _, b := range second {
+		merge(got, readPcapngFrom(t, bytes.NewReader(b)))
+	}
+	compareFrames(t, got, repeatFrames(want, 2))
+}
+
+// TestResumedSeriesRing resumes a -C -W ring (one packet a file) in a new output: the ring
+// goes on from its last file, which gets a new section, instead of starting again at file 0.
+func TestResumedSeriesRing(t *testing.T) {
+	pkts := testFrames(t, 4)
+	path := filepath.Join(t.TempDir(), "ring.pcapng")
+	cfg := OutputConfiguration{Path: path, RotateSize: 1, MaxFiles: 3}
+	write := func(o *pcapngOutput, frames []pcapfile.Frame) {
+		id, err := o.Interface("a", wire.Interface{Name: "eth0", LinkType: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range frames {
+			if err := o.WritePacket(id, f.Time.UnixNano(), uint32(f.Length), f.Data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := o.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := newPcapngOutput(cfg, "", nil)
+	write(first, pkts[:2])
+	resumed := newPcapngOutput(cfg, "", nil)
+	resumed.fileSeries = first.fileSeries
+	write(resumed, pkts[2:])
+	for i, want := range [][]pcapfile.Frame{pkts[:1], pkts[1:3], pkts[3:]} {
+		compareFrames(t, readPcapng(t, path+strconv.Itoa(i)), map[string][]pcapfile.Frame{"a:eth0": want})
+	}
+}

@@ -39,7 +39,6 @@ type Server struct {
 	tls     *tls.Config
 
 	ln       net.Listener
-	created  time.Time
 	stopping atomic.Bool
 	wg       sync.WaitGroup
 	done     chan struct{}
@@ -47,6 +46,9 @@ type Server struct {
 	mu     sync.Mutex
 	agents map[string]*agentState
 	conns  map[*serverConn]struct{}
+	// series are the file series of the agents whose output closed at idle-close, for their
+	// next output (per-agent output only): one small entry per agent name forgotten.
+	series map[string]fileSeries
 	active int // agents with a connection past the handshake: at most MaxAgents
 
 	shared *outputFile // single-file mode
@@ -67,11 +69,12 @@ type outputFile struct {
 const outputWarnInterval = 10 * time.Second
 
 // newOutputFile returns the output of agent ("" for the shared one) wired to the server's
-// counters.
+// counters; called with s.mu held.
 func (s *Server) newOutputFile(agent string) *outputFile {
 	o := &outputFile{w: newPcapngOutput(s.cfg.Output, agent, s.deps.Stdout)}
-	if agent != "" {
-		o.w.appendSince = s.created // the agent may be back after idle-close
+	if fs, ok := s.series[agent]; ok {
+		o.w.fileSeries = fs // the agent is back after idle-close
+		delete(s.series, agent)
 	}
 	o.w.settled = o.settled
 	o.w.failed = func(err error) {
@@ -156,7 +159,8 @@ func NewServer(r prometheus.Registerer, cfg ServerConfiguration, deps ServerDepe
 	s := &Server{
 		cfg: cfg, deps: deps, log: deps.Logger.With("component", "capture-server"),
 		metrics: newServerMetrics(r), tls: tlsConf, done: make(chan struct{}),
-		agents: map[string]*agentState{}, conns: map[*serverConn]struct{}{}, created: time.Now(),
+		agents: map[string]*agentState{}, conns: map[*serverConn]struct{}{},
+		series: map[string]fileSeries{},
 	}
 	if !cfg.Output.PerAgent {
 		s.shared = s.newOutputFile("")
@@ -312,6 +316,7 @@ func (s *Server) closeIdleAgents(now time.Time) {
 				s.metrics.outputsWaiting.Dec()
 			}
 			_ = st.out.w.Close()
+			s.series[st.name] = st.out.w.fileSeries
 			delete(s.agents, st.name)
 			s.metrics.forget(st.name)
 			// Under s.mu too: an agent of that name coming back must get a fresh consumer,
