@@ -331,3 +331,37 @@ func TestResumedSeriesRing(t *testing.T) {
 		compareFrames(t, readPcapng(t, path+strconv.Itoa(i)), map[string][]pcapfile.Frame{"a:eth0": want})
 	}
 }
+
+// TestResumedSeriesAfterInterval resumes a -G -C series once its interval has passed: the new
+// file starts a new -C series (no counter in its name), as a rotation would have.
+func TestResumedSeriesAfterInterval(t *testing.T) {
+	dir := t.TempDir()
+	cfg := OutputConfiguration{Path: filepath.Join(dir, "cap-%H%M.pcapng"), RotateSize: 1, RotateInterval: time.Minute}
+	now := time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)
+	write := func(o *pcapngOutput, packets int) {
+		o.now = func() time.Time { return now }
+		id, err := o.Interface("a", wire.Interface{Name: "eth0", LinkType: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range packets {
+			if err := o.WritePacket(id, now.UnixNano(), 4, []byte{1, 2, 3, 4}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := o.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := newPcapngOutput(cfg, "", nil)
+	write(first, 2)
+	now = now.Add(2 * time.Minute)
+	resumed := newPcapngOutput(cfg, "", nil)
+	resumed.fileSeries = first.fileSeries
+	write(resumed, 1)
+	names, _ := filepath.Glob(filepath.Join(dir, "*"))
+	want := []string{filepath.Join(dir, "cap-0600.pcapng"), filepath.Join(dir, "cap-0600.pcapng1"), filepath.Join(dir, "cap-0602.pcapng")}
+	if !slices.Equal(names, want) {
+		t.Fatalf("files %v, want %v", names, want)
+	}
+}
