@@ -34,9 +34,12 @@
 // Connections: a source outside Configuration.AllowedRouters, or beyond MaxSessions, is
 // closed at accept and counted in refused_connections_total (reason label only: the address
 // goes to the rate-limited log, never to a label). A new connection must deliver its
-// initiation message within InitiationTimeout; after it, a session is closed only after
-// IdleTimeout without a byte (long: a router whose routes do not change is silent), while TCP
-// keepalives find dead routers within minutes. A message larger than Reader's buffer is
+// initiation message within InitiationTimeout. Until it is accepted the connection has no
+// per-router series and no "session up" log line: one that ends before is counted in
+// uninitiated_connections_total or session_timeouts_total by reason only and named in the
+// rate-limited log, so hosts that connect and leave add no series. After it, a session is
+// closed only after IdleTimeout without a byte (long: a router whose routes do not change is
+// silent), while TCP keepalives find dead routers within minutes. A message larger than Reader's buffer is
 // copied into a buffer that grows as its bytes arrive, so a header announcing 1 MiB costs
 // nothing until the megabyte comes.
 //

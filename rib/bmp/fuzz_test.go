@@ -30,7 +30,11 @@ func newOfflineSession(tb testing.TB, tweak func(*Configuration)) (*session, *ri
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return newSession(srv, nil, netip.MustParseAddrPort("192.0.2.254:40000")), table
+	c := newSession(srv, nil, netip.MustParseAddrPort("192.0.2.254:40000"))
+	// As initiated already, so that messages handled without run (or after a stream that
+	// run refused) find the router's metrics.
+	c.metrics = srv.metrics.forRouter(c.routerStr)
+	return c, table
 }
 
 // FuzzBMPMessage feeds arbitrary streams to a BMP session: framing, per-peer headers, peer

@@ -9,7 +9,8 @@ import (
 )
 
 // metrics are the BMP listener's Prometheus collectors. Handles are resolved once per router
-// (connection) and per peer and kept in their state, never looked up per message.
+// (session, from its initiation message on) and per peer and kept in their state, never
+// looked up per message.
 type metrics struct {
 	opened         *prometheus.CounterVec
 	closed         *prometheus.CounterVec
@@ -25,12 +26,16 @@ type metrics struct {
 	ignoredNLRI    *prometheus.CounterVec
 	ignoredUpdates *prometheus.CounterVec
 	removedPeers   *prometheus.CounterVec
-	// Connections refused and sessions closed for silence carry no router label: their
-	// source addresses are whatever reaches the port, so only the log names them.
-	refusedNotAllowed  prometheus.Counter
-	refusedMaxSessions prometheus.Counter
-	initiationTimeouts prometheus.Counter
-	idleTimeouts       prometheus.Counter
+	// Connections refused, ended before their initiation message or closed for silence
+	// carry no router label: their source addresses are whatever reaches the port, so only
+	// the rate-limited log names them.
+	refusedNotAllowed        prometheus.Counter
+	refusedMaxSessions       prometheus.Counter
+	uninitiatedClosed        prometheus.Counter
+	uninitiatedBroken        prometheus.Counter
+	uninitiatedNotInitiation prometheus.Counter
+	initiationTimeouts       prometheus.Counter
+	idleTimeouts             prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, table *rib.RIB) (*metrics, error) {
@@ -42,8 +47,8 @@ func newMetrics(reg prometheus.Registerer, table *rib.RIB) (*metrics, error) {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help}, labels)
 	}
 	m := &metrics{
-		opened:   counter("opened_connections_total", "BMP connections accepted.", "router"),
-		closed:   counter("closed_connections_total", "BMP connections closed.", "router"),
+		opened:   counter("opened_connections_total", "BMP sessions opened: connections whose initiation message was accepted.", "router"),
+		closed:   counter("closed_connections_total", "BMP sessions closed after their initiation message.", "router"),
 		messages: counter("received_messages_total", "BMP messages received by type.", "router", "type"),
 		errors:   counter("errors_total", "Malformed BMP messages and broken sessions, by reason.", "router", "reason"),
 		peers:    gauge("peers", "BGP peers currently known (stale ones included until removed).", "router"),
@@ -62,10 +67,14 @@ func newMetrics(reg prometheus.Registerer, table *rib.RIB) (*metrics, error) {
 	refused := counter("refused_connections_total", "Connections closed at accept, by reason (not-allowed, max-sessions).", "reason")
 	m.refusedNotAllowed = refused.WithLabelValues("not-allowed")
 	m.refusedMaxSessions = refused.WithLabelValues("max-sessions")
+	uninitiated := counter("uninitiated_connections_total", "Connections that ended before their initiation message, by reason (closed, broken, not-initiation); those that timed out are in session_timeouts_total.", "reason")
+	m.uninitiatedClosed = uninitiated.WithLabelValues("closed")
+	m.uninitiatedBroken = uninitiated.WithLabelValues("broken")
+	m.uninitiatedNotInitiation = uninitiated.WithLabelValues("not-initiation")
 	timeouts := counter("session_timeouts_total", "Sessions closed because the router sent nothing in time: no initiation message within initiation-timeout, or nothing within idle-timeout.", "phase")
 	m.initiationTimeouts = timeouts.WithLabelValues("initiation")
 	m.idleTimeouts = timeouts.WithLabelValues("idle")
-	for _, c := range []prometheus.Collector{refused, timeouts, m.opened, m.closed, m.messages, m.errors, m.peers, m.routes,
+	for _, c := range []prometheus.Collector{refused, uninitiated, timeouts, m.opened, m.closed, m.messages, m.errors, m.peers, m.routes,
 		m.announced, m.withdrawn, m.endOfRIB, m.adjRIBIn, m.rejected, m.ignoredNLRI, m.ignoredUpdates, m.removedPeers} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -34,7 +34,7 @@ type Server struct {
 	stopping bool
 	wg       sync.WaitGroup
 
-	connLog *lograte.Keyed[string] // refused and timed-out connections, by reason
+	connLog *lograte.Keyed[string] // refused, timed-out and uninitiated connections, by reason
 }
 
 // New returns a BMP server writing routes to table. Metrics are registered on reg. The
@@ -149,8 +149,6 @@ func (s *Server) acceptLoop(l net.Listener) {
 			conn.Close()
 			return
 		}
-		// Checked before the session exists, so that a refused connection creates no
-		// per-router metrics.
 		if limit := s.cfg.MaxSessions; limit > 0 && len(s.conns) >= limit {
 			s.mu.Unlock()
 			s.metrics.refusedMaxSessions.Inc()
@@ -172,6 +170,11 @@ func (s *Server) acceptLoop(l net.Listener) {
 // warnConn logs a refused or timed-out connection, at most 3 lines per reason every 30 s: a
 // connection flood must not flood the log as well.
 func (s *Server) warnConn(reason, msg string, args ...any) {
+	s.logConn(slog.LevelWarn, reason, msg, args...)
+}
+
+// logConn is warnConn at any level.
+func (s *Server) logConn(level slog.Level, reason, msg string, args ...any) {
 	ok, suppressed := s.connLog.Allow(reason, time.Now())
 	if !ok {
 		return
@@ -179,7 +182,7 @@ func (s *Server) warnConn(reason, msg string, args ...any) {
 	if suppressed > 0 {
 		args = append(args, "suppressed", suppressed)
 	}
-	s.log.Warn(msg, args...)
+	s.log.Log(context.Background(), level, msg, args...)
 }
 
 func (s *Server) allowed(a netip.Addr) bool {
@@ -293,6 +296,8 @@ type session struct {
 	conn      net.Conn
 	router    netip.AddrPort
 	routerStr string
+	// metrics are the router's series, nil until its initiation message is accepted: any
+	// host reaching the port can connect, and only a BMP speaker gets its address in labels.
 	metrics   *routerMetrics
 	sysName   string
 	peers     map[peerKey]*peer
@@ -309,7 +314,6 @@ func newSession(s *Server, conn net.Conn, router netip.AddrPort) *session {
 		conn:      conn,
 		router:    router,
 		routerStr: rs,
-		metrics:   s.metrics.forRouter(rs),
 		peers:     make(map[peerKey]*peer),
 	}
 }
@@ -318,14 +322,17 @@ func (c *session) serve() {
 	defer c.srv.wg.Done()
 	defer func() {
 		c.conn.Close()
-		c.metrics.closed.Inc()
+		if c.metrics != nil {
+			c.metrics.closed.Inc()
+		}
 		c.srv.sessionClosed(c)
 	}()
-	c.srv.log.Info("BMP session up", "router", c.router.String())
 	// One deadline for the whole initiation message, so trickling bytes does not extend it.
 	c.conn.SetReadDeadline(time.Now().Add(c.srv.cfg.InitiationTimeout))
 	c.run(&deadlineReader{conn: c.conn, idle: c.srv.cfg.IdleTimeout})
-	c.srv.log.Info("BMP session down", "router", c.router.String(), "sysname", c.sysName)
+	if c.metrics != nil {
+		c.srv.log.Info("BMP session down", "router", c.router.String(), "sysname", c.sysName)
+	}
 }
 
 // run reads and applies messages from r until the stream ends, breaks or terminates.
@@ -334,25 +341,38 @@ func (c *session) run(rd io.Reader) {
 	first := true
 	for {
 		h, msg, err := r.Next()
-		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				c.timedOut(first)
-			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				c.fail("read", err)
-			}
-			break
-		}
-		// RFC 7854 §4.3: the initiation message is the first one a router sends.
-		if first && h.Type != MsgInitiation {
-			c.metrics.message(h.Type)
-			c.fail("first message not initiation", fmt.Errorf("got %s", h.Type))
-			break
+		switch {
+		case err == nil:
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			c.timedOut(first)
+			return
+		case errors.Is(err, net.ErrClosed): // Stop
+			return
+		case first && errors.Is(err, io.EOF):
+			c.uninitiated(c.srv.metrics.uninitiatedClosed, "closed", slog.LevelInfo,
+				"BMP connection closed before its initiation message", nil)
+			return
+		case first:
+			c.uninitiated(c.srv.metrics.uninitiatedBroken, "broken", slog.LevelWarn,
+				"BMP connection broken before its initiation message", err)
+			return
+		case errors.Is(err, io.EOF):
+			return
+		default:
+			c.fail("read", err)
+			return
 		}
 		if first {
+			// RFC 7854 §4.3: the initiation message is the first one a router sends.
+			if h.Type != MsgInitiation {
+				c.uninitiated(c.srv.metrics.uninitiatedNotInitiation, "not-initiation", slog.LevelWarn,
+					"BMP connection closed: first message not initiation", fmt.Errorf("got %s", h.Type))
+				return
+			}
 			if dr, ok := rd.(*deadlineReader); ok {
 				dr.initiated()
 			}
-			first = false
+			c.metrics = c.srv.metrics.forRouter(c.routerStr)
 		}
 		stop, err := c.handle(h, msg[CommonHeaderLen:])
 		if err != nil {
@@ -360,17 +380,32 @@ func (c *session) run(rd io.Reader) {
 		}
 		// Counted once applied, so that the counter tells what the RIB already reflects.
 		c.metrics.message(h.Type)
+		if first {
+			c.srv.log.Info("BMP session up", "router", c.router.String(), "sysname", c.sysName)
+			first = false
+		}
 		if stop {
-			break
+			return
 		}
 	}
+}
+
+// uninitiated counts and logs (rate-limited, by reason) a connection that ended before its
+// initiation message. Its address labels no series: it may be any host reaching the port.
+func (c *session) uninitiated(counter prometheus.Counter, reason string, level slog.Level, msg string, err error) {
+	counter.Inc()
+	args := []any{"router", c.router.String()}
+	if err != nil {
+		args = append(args, "err", err)
+	}
+	c.srv.logConn(level, "uninitiated-"+reason, msg, args...)
 }
 
 // timedOut counts and logs a session closed because its router sent nothing in time.
 func (c *session) timedOut(beforeInitiation bool) {
 	if beforeInitiation {
 		c.srv.metrics.initiationTimeouts.Inc()
-		c.srv.warnConn("initiation-timeout", "BMP session closed: no initiation message in time",
+		c.srv.warnConn("initiation-timeout", "BMP connection closed: no initiation message in time",
 			"router", c.router.String(), "initiation-timeout", c.srv.cfg.InitiationTimeout)
 		return
 	}

@@ -10,10 +10,12 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
 	"flowzero/rib"
@@ -25,6 +27,25 @@ type harness struct {
 	table *rib.RIB
 	srv   *Server
 	reg   *prometheus.Registry
+	logs  lockedBuffer
+}
+
+// lockedBuffer collects the server's log lines while sessions write them.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func newHarness(t *testing.T, tweak func(*Configuration)) *harness {
@@ -36,7 +57,7 @@ func newHarness(t *testing.T, tweak func(*Configuration)) *harness {
 	}
 	h := &harness{t: t, table: rib.NewTable(rib.DefaultConfiguration()), reg: prometheus.NewRegistry()}
 	var err error
-	h.srv, err = New(h.reg, cfg, h.table, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h.srv, err = New(h.reg, cfg, h.table, slog.New(slog.NewTextHandler(&h.logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,10 +481,9 @@ func TestServer(t *testing.T) {
 	t.Run("first-message-not-initiation", func(t *testing.T) {
 		h := newHarness(t, nil)
 		h.send(h.dial(), "bmp-reach.pcap")
-		h.waitFor(func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
-		if v := h.metric("flowzero_bmp_errors_total", `reason="first message not initiation"`); v != 1 {
-			t.Errorf("errors = %v", v)
-		}
+		h.waitFor(func() bool {
+			return h.metric("flowzero_bmp_uninitiated_connections_total", `reason="not-initiation"`) == 1
+		})
 		h.expectRIB(nil)
 	})
 
@@ -517,7 +537,7 @@ func TestServer(t *testing.T) {
 		if _, err := conn.Read(make([]byte, 1)); err != io.EOF {
 			t.Errorf("read while the server waits for the initiation: %v, want EOF", err)
 		}
-		h.waitFor(func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
+		h.waitFor(func() bool { return h.metric("flowzero_bmp_session_timeouts_total", `phase="initiation"`) == 1 })
 		if v := h.metric("flowzero_bmp_session_timeouts_total", `phase="initiation"`); v != 1 {
 			t.Errorf("initiation timeouts = %v, want 1", v)
 		}
@@ -553,6 +573,71 @@ func TestServer(t *testing.T) {
 		// Its routes are kept like those of any session that dropped.
 		h.expectRIB(routesL3VPN)
 	})
+}
+
+// TestUninitiatedConnections checks that connections ending before their initiation message
+// are counted without their address: any host reaching the port would otherwise leave series
+// behind, while a router's session still gets its own.
+func TestUninitiatedConnections(t *testing.T) {
+	h := newHarness(t, func(c *Configuration) { c.InitiationTimeout = 200 * time.Millisecond })
+	h.dial().Close()
+	broken := h.dial()
+	broken.Write(captureStream(t, "bmp-init.pcap")[:CommonHeaderLen+2])
+	broken.Close()
+	h.send(h.dial(), "bmp-reach.pcap")
+	h.dial() // sends nothing
+	h.waitFor(func() bool {
+		return h.metric("flowzero_bmp_uninitiated_connections_total") == 3 &&
+			h.metric("flowzero_bmp_session_timeouts_total", `phase="initiation"`) == 1
+	})
+	for _, reason := range []string{"closed", "broken", "not-initiation"} {
+		if v := h.metric("flowzero_bmp_uninitiated_connections_total", `reason="`+reason+`"`); v != 1 {
+			t.Errorf("uninitiated connections, %s: %v, want 1", reason, v)
+		}
+	}
+	perRouter := []string{
+		"flowzero_bmp_opened_connections_total", "flowzero_bmp_closed_connections_total",
+		"flowzero_bmp_received_messages_total", "flowzero_bmp_errors_total", "flowzero_bmp_peers",
+	}
+	if n, err := testutil.GatherAndCount(h.reg, perRouter...); err != nil || n != 0 {
+		t.Errorf("per-router series after uninitiated connections: %d (%v), want 0", n, err)
+	}
+	if n := h.series("127.0.0.1"); n != 0 {
+		t.Errorf("%d series name the address of uninitiated connections", n)
+	}
+	if logs := h.logs.String(); strings.Contains(logs, `"BMP session up"`) || strings.Contains(logs, `"BMP session down"`) {
+		t.Errorf("uninitiated connections logged as sessions:\n%s", logs)
+	}
+
+	h.send(h.dial(), "bmp-init.pcap", "bmp-l3vpn.pcap", "bmp-terminate.pcap")
+	h.waitFor(func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
+	want := `
+# HELP flowzero_bmp_opened_connections_total BMP sessions opened: connections whose initiation message was accepted.
+# TYPE flowzero_bmp_opened_connections_total counter
+flowzero_bmp_opened_connections_total{router="127.0.0.1"} 1
+# HELP flowzero_bmp_closed_connections_total BMP sessions closed after their initiation message.
+# TYPE flowzero_bmp_closed_connections_total counter
+flowzero_bmp_closed_connections_total{router="127.0.0.1"} 1
+`
+	if err := testutil.GatherAndCompare(h.reg, strings.NewReader(want),
+		"flowzero_bmp_opened_connections_total", "flowzero_bmp_closed_connections_total"); err != nil {
+		t.Error(err)
+	}
+	if v := h.metric("flowzero_bmp_received_messages_total", `router="127.0.0.1"`); v != 1+5+1 {
+		t.Errorf("messages = %v, want 7", v)
+	}
+	if v := h.metric("flowzero_bmp_received_messages_total", `router="127.0.0.1"`, `type="initiation"`); v != 1 {
+		t.Errorf("initiation messages = %v, want 1", v)
+	}
+	if v := h.metric("flowzero_bmp_peers", `router="127.0.0.1"`); v != 1 {
+		t.Errorf("peers = %v, want 1", v)
+	}
+	h.expectRIB(routesL3VPN)
+	for _, line := range []string{`msg="BMP session up" component=bmp router=127.0.0.1:`, `msg="BMP session down" component=bmp router=127.0.0.1:`} {
+		if !strings.Contains(h.logs.String(), line) {
+			t.Errorf("log lacks %s", line)
+		}
+	}
 }
 
 // series counts the gathered series having a label value containing s.
