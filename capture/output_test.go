@@ -18,6 +18,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"flowzero/capture/wire"
+	"flowzero/internal/lockedbuf"
 	"flowzero/internal/pcapfile"
 )
 
@@ -140,26 +141,15 @@ func TestPerAgent(t *testing.T) {
 	}
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
 func TestStdoutAndFIFO(t *testing.T) {
 	t.Run("stdout", func(t *testing.T) {
 		cfg := testServerConfig(t)
 		cfg.Output.Path = "-"
-		var out lockedBuffer
+		var out lockedbuf.Buffer
 		_, files := replayOnce(t, cfg, ServerDependencies{Logger: quiet, Stdout: &out}, "a1", "a2")
 		want := expectedFrames(t, "a1", files)
 		merge(want, expectedFrames(t, "a2", files))
-		compareFrames(t, readPcapngFrom(t, &out.b), want)
+		compareFrames(t, readPcapngFrom(t, bytes.NewReader(out.Bytes())), want)
 	})
 	t.Run("fifo", func(t *testing.T) {
 		cfg := testServerConfig(t)

@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"flowzero/internal/lockedbuf"
 	"flowzero/rib"
 )
 
@@ -27,25 +27,7 @@ type harness struct {
 	table *rib.RIB
 	srv   *Server
 	reg   *prometheus.Registry
-	logs  lockedBuffer
-}
-
-// lockedBuffer collects the server's log lines while sessions write them.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	logs  lockedbuf.Buffer
 }
 
 func newHarness(t *testing.T, tweak func(*Configuration)) *harness {
