@@ -4,7 +4,9 @@
 #                       the pcapng packet writer against gopacket's NgWriter.
 #   bench-capture       agent (pcap replay at max speed, 64- and 1500-byte packets) -> server ->
 #                       pcapng on loopback: packets/s, MB/s (medians of 5 runs); fails on any lost packet.
-CAPTURE_BENCH_COUNT ?= 8
+# 20 rounds: at 16 KiB the two binary encoders differ by ~1% of a 16 KiB copy, which 8
+# rounds could not tell from noise (see bench/capture/wire_test.go).
+CAPTURE_BENCH_COUNT ?= 20
 
 .PHONY: bench-capture-wire bench-capture
 BENCH_TARGETS += bench-capture-wire bench-capture
