@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"flowzero/demo"
+	"flowzero/output"
 	"flowzero/pbwire"
 	"flowzero/schema"
 	"flowzero/store/chdb"
@@ -117,6 +119,48 @@ func shiftTimes(batches [][]byte, times []timeField, d time.Duration) {
 	}
 }
 
+// threadCPU returns the CPU seconds of this process's live threads, summed by thread name:
+// the engine names its threads by pool (QueryPipelineEx for inserts, MergeMutate for
+// merges), which tells where an insert's CPU went. Threads gone meanwhile are missed.
+func threadCPU() map[string]float64 {
+	out := map[string]float64{}
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, t := range tasks {
+		comm, err1 := os.ReadFile("/proc/self/task/" + t.Name() + "/comm")
+		stat, err2 := os.ReadFile("/proc/self/task/" + t.Name() + "/stat")
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		// Fields after the parenthesised name: utime and stime are the 12th and 13th.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseFloat(f[11], 64)
+		s, _ := strconv.ParseFloat(f[12], 64)
+		name := strings.TrimRight(strings.TrimSpace(string(comm)), "0123456789")
+		out[name] += (u + s) / 100 // USER_HZ
+	}
+	return out
+}
+
+// logThreadCPU logs each thread name's share of the CPU spent since threads0 and returns
+// the share of the engine's merge threads (MergeMutate).
+func logThreadCPU(b *testing.B, threads0 map[string]float64, cpu float64) (merges float64) {
+	var sb strings.Builder
+	for name, c := range threadCPU() {
+		d := c - threads0[name]
+		if name == "MergeMutate" {
+			merges = d
+		}
+		if d > 0.01*cpu {
+			fmt.Fprintf(&sb, "  %s: %.2f CPU-s (%.0f%%)\n", name, d, 100*d/cpu)
+		}
+	}
+	b.Logf("CPU by thread name (%.2f CPU-s in all):\n%s", cpu, sb.String())
+	return merges
+}
+
 func cpuSeconds() float64 {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -130,8 +174,8 @@ func cpuSeconds() float64 {
 //   - flows: the flows MergeTree alone;
 //   - flows+aggregates: the flows table with the 1m/5m/1h tables fed by their views (the
 //     default installation);
-//   - sink: the same through Sink.Write/Flush, as the collector feeds it: flows_1m
-//     pre-aggregated by the sink (embedded.pre-aggregate, the default);
+//   - sink: the same through Sink.Send/Flush, as the collector feeds it (its 64 KiB
+//     batches): flows_1m pre-aggregated by the sink (embedded.pre-aggregate, the default);
 //   - sink-view: the same with flows_1m fed by its view (pre-aggregate off);
 //   - sink-5s, sink-5s-unsummed and sink-2s: the sink with the batches of a collector at
 //     the demo's 20k flows/s flushing every 5 s (the default flush-interval: 100k flows) or
@@ -145,8 +189,16 @@ func cpuSeconds() float64 {
 // input) and format=native (the batch converted by NativeEncoder, as the sink does; the
 // conversion runs in this process and is counted).
 //
+// The sink variants write one untimed round first, as a running collector's sink is: its
+// batch buffers allocated and recycled, the encoder's blocks and the aggregator's table
+// grown (cold, the first round's fresh 64 MiB buffers cost ~0.15 µs per flow in page faults
+// and GC). Its parts then make the engine start merging within the timed rounds.
+//
 // Metrics: flows/s (wall clock), flows/cpu-s (per core: the process's CPU time, engine
-// threads included), disk-B/flow for the flows table after OPTIMIZE FINAL.
+// threads included), flows/insert-cpu-s (the same without the engine's merge threads, the
+// cost of the inserts alone), disk-B/flow for the flows table after OPTIMIZE FINAL. The
+// CPU by thread name is logged; FLOWZERO_BENCH_EVENTS=file writes the engine's own
+// counters (system.events) per flow of the sink variants' timed rounds to file.
 func BenchmarkStoreInsert(b *testing.B) {
 	s, err := schema.New(schema.DefaultConfiguration())
 	if err != nil {
@@ -220,7 +272,7 @@ func BenchmarkStoreInsert(b *testing.B) {
 				}
 				b.SetBytes(int64(encoded))
 				b.ResetTimer()
-				cpu0, t0 := cpuSeconds(), time.Now()
+				threads0, cpu0, t0 := threadCPU(), cpuSeconds(), time.Now()
 				for b.Loop() {
 					for _, batch := range batches {
 						if err := insert(batch); err != nil {
@@ -228,7 +280,7 @@ func BenchmarkStoreInsert(b *testing.B) {
 						}
 					}
 				}
-				report(b, cpu0, t0)
+				report(b, cpu0, t0, threads0)
 				if variant != "null" {
 					reportDisk(b, conn)
 				}
@@ -385,20 +437,41 @@ func checkNotDropped(b *testing.B, sink *Sink) {
 	}
 }
 
-// splitMessages returns the length-delimited messages of batches (views into them), as the
-// collector hands them over.
-func splitMessages(batches [][]byte) (msgs [][]byte) {
+// collectorBatchBytes is the collector's default batch-size: its workers hand the sinks
+// batches of encoded flows up to that size.
+const collectorBatchBytes = 64 << 10
+
+// collectorBatches cuts batches into the output batches a collector would hand the sink (Send):
+// views into them, each up to collectorBatchBytes of whole messages.
+func collectorBatches(batches [][]byte) (out []*output.Batch) {
 	for _, batch := range batches {
-		for len(batch) > 0 {
-			n, w := binary.Uvarint(batch)
-			if w <= 0 || n > uint64(len(batch)-w) {
+		start, end, flows := 0, 0, 0
+		for end < len(batch) {
+			n, w := binary.Uvarint(batch[end:])
+			if w <= 0 || n > uint64(len(batch)-end-w) {
 				panic("malformed demo batch")
 			}
-			msgs = append(msgs, batch[:w+int(n)])
-			batch = batch[w+int(n):]
+			if next := end + w + int(n); next-start > collectorBatchBytes && flows > 0 {
+				out = append(out, &output.Batch{Data: batch[start:end], Flows: flows})
+				start, flows = end, 0
+			}
+			end += w + int(n)
+			flows++
+		}
+		if flows > 0 {
+			out = append(out, &output.Batch{Data: batch[start:end], Flows: flows})
 		}
 	}
-	return msgs
+	return out
+}
+
+// sendAll hands every batch to the sink, as the collector does: Send releases the reference
+// it is given, so each batch gets one first.
+func sendAll(sink *Sink, obs []*output.Batch) {
+	for _, ob := range obs {
+		ob.Retain(1)
+		sink.Send(ob)
+	}
 }
 
 func benchSink(b *testing.B, cfg Configuration, s *schema.Schema, batches [][]byte) {
@@ -409,18 +482,33 @@ func benchSink(b *testing.B, cfg Configuration, s *schema.Schema, batches [][]by
 	// Room for every batch of an iteration, whatever the batch size.
 	sink := startBenchSink(b, cfg, s, max(2*len(batches), size/cfg.Embedded.BatchBytes+2))
 	defer sink.Stop()
-	msgs := splitMessages(batches)
-	b.ResetTimer()
-	cpu0, t0 := cpuSeconds(), time.Now()
-	for b.Loop() {
-		for _, m := range msgs {
-			sink.Write(m)
-		}
+	obs := collectorBatches(batches)
+	round := func() {
+		sendAll(sink, obs)
 		if err := sink.Flush(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	report(b, cpu0, t0)
+	round() // warm-up, untimed
+	ev0 := engineEvents(b, sink.Conn())
+	b.ResetTimer()
+	threads0, cpu0, t0 := threadCPU(), cpuSeconds(), time.Now()
+	for b.Loop() {
+		round()
+	}
+	report(b, cpu0, t0, threads0)
+	if os.Getenv("FLOWZERO_BENCH_EVENTS") != "" {
+		ev1 := engineEvents(b, sink.Conn())
+		var sb strings.Builder
+		for k, v := range ev1 {
+			if d := v - ev0[k]; d != 0 {
+				fmt.Fprintf(&sb, "%s\t%.4g\n", k, d/float64(b.N)/benchFlows)
+			}
+		}
+		if err := os.WriteFile(os.Getenv("FLOWZERO_BENCH_EVENTS"), []byte(sb.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 	checkNotDropped(b, sink)
 	reportDisk(b, sink.Conn())
 }
@@ -440,7 +528,7 @@ func benchSustained(b *testing.B, cfg Configuration, s *schema.Schema) {
 	batches, _, times := demoBatchesTimed(s)
 	sink := startBenchSink(b, cfg, s, 2*sustainedRounds*len(batches))
 	defer sink.Stop()
-	msgs := splitMessages(batches) // views: shiftTimes moves their times too
+	obs := collectorBatches(batches) // views: shiftTimes moves their times too
 	conn := sink.Conn()
 	ev0 := engineEvents(b, conn)
 	var insertCPU, settleCPU, insertWall, cpu, wall float64
@@ -453,9 +541,7 @@ func benchSustained(b *testing.B, cfg Configuration, s *schema.Schema) {
 				shiftTimes(batches, times, demoSpan+time.Second)
 			}
 			rounds++
-			for _, m := range msgs {
-				sink.Write(m)
-			}
+			sendAll(sink, obs)
 		}
 		if err := sink.Flush(); err != nil {
 			b.Fatal(err)
@@ -552,11 +638,13 @@ func engineEvents(b *testing.B, conn *chdb.Conn) map[string]float64 {
 	return m
 }
 
-func report(b *testing.B, cpu0 float64, t0 time.Time) {
+func report(b *testing.B, cpu0 float64, t0 time.Time, threads0 map[string]float64) {
 	wall, cpu := time.Since(t0).Seconds(), cpuSeconds()-cpu0
+	merges := logThreadCPU(b, threads0, cpu)
 	flows := float64(b.N) * benchFlows
 	b.ReportMetric(flows/wall, "flows/s")
 	b.ReportMetric(flows/cpu, "flows/cpu-s")
+	b.ReportMetric(flows/(cpu-merges), "flows/insert-cpu-s")
 	b.ReportMetric(0, "ns/op")
 }
 
