@@ -3,12 +3,15 @@
 package capture
 
 import (
+	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"golang.org/x/sys/unix"
 
@@ -163,6 +166,82 @@ func TestFIFOStalledReaderStop(t *testing.T) {
 	st, ss := a.Stats(), s.Stats("stuck")
 	t.Logf("agent %+v; server %+v", st, ss)
 	// Every frame the agent counts as sent was acknowledged, so written or counted as dropped.
+	if ss.DropServer == 0 || st.Captured != st.Sent+st.DroppedAgent || st.Sent > ss.Packets+ss.DropServer {
+		t.Fatalf("agent %+v, server %+v: want the packets of the interrupted write counted as server drops", st, ss)
+	}
+}
+
+// blockingPipe returns a pipe opened the way a shell hands one to a command's stdout:
+// blocking, so Go's poller does not wait on its write end; wfd is that end's descriptor
+// (w.Fd would put it back in blocking mode).
+func blockingPipe(t *testing.T) (r, w *os.File, wfd int) {
+	t.Helper()
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	r, w = os.NewFile(uintptr(p[0]), "pipe-r"), os.NewFile(uintptr(p[1]), "pipe-w")
+	t.Cleanup(func() { r.Close(); w.Close() })
+	if w.SetWriteDeadline(time.Time{}) == nil {
+		t.Fatal("a blocking pipe takes write deadlines: the test would not test pollable")
+	}
+	return r, w, p[1]
+}
+
+// TestPollable turns a blocking pipe into one whose writes take deadlines and leaves a regular
+// file as it is.
+func TestPollable(t *testing.T) {
+	_, w, _ := blockingPipe(t)
+	p := pollable(w)
+	if p == w {
+		t.Fatal("pollable returned the blocking pipe itself")
+	}
+	defer p.Close()
+	if err := p.SetWriteDeadline(time.Now().Add(100 * time.Millisecond)); err != nil {
+		t.Fatalf("deadline on the pollable pipe: %v", err)
+	}
+	// Nobody reads: once the pipe is full, the write waits and the deadline ends it.
+	buf := make([]byte, 1<<20)
+	if _, err := p.Write(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("write to a full pipe: %v, want the deadline exceeded", err)
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "file"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if pollable(f) != f {
+		t.Fatal("a regular file was replaced")
+	}
+}
+
+// TestStdoutStalledReaderStop is TestFIFOStalledReaderStop for -w - with stdout a blocking pipe
+// (flowzero capture server -w - | tshark -r -) whose reader stops reading: Stop returns, and
+// the packets of the interrupted write count as server drops.
+func TestStdoutStalledReaderStop(t *testing.T) {
+	_, w, wfd := blockingPipe(t) // the read end stays open, unread, until the test ends
+	cfg := testServerConfig(t)
+	cfg.Output.Path = "-"
+	s, err := NewServer(prometheus.NewRegistry(), cfg, ServerDependencies{Logger: quiet, Stdout: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	acfg := testAgentConfig("stuck", s.Addr().String(), allCaptures(t))
+	acfg.Replay.Loop = 1 << 20
+	acfg.FrameSize = 4096
+	acfg.DrainTimeout = 200 * time.Millisecond
+	a := startAgent(t, acfg)
+	eventually(t, "a full pipe", func() bool {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(wfd), Events: unix.POLLOUT}}, 0)
+		return err == nil && n == 0
+	})
+	stopWithin(t, s)
+	_ = a.Stop()
+	st, ss := a.Stats(), s.Stats("stuck")
+	t.Logf("agent %+v; server %+v", st, ss)
 	if ss.DropServer == 0 || st.Captured != st.Sent+st.DroppedAgent || st.Sent > ss.Packets+ss.DropServer {
 		t.Fatalf("agent %+v, server %+v: want the packets of the interrupted write counted as server drops", st, ss)
 	}

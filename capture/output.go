@@ -304,6 +304,9 @@ func (o *pcapngOutput) openNext(now time.Time) error {
 	switch {
 	case o.base == "-":
 		f = nopCloser{o.stdout}
+		if file, ok := o.stdout.(*os.File); ok && file.SetWriteDeadline(time.Time{}) == nil {
+			o.setPipe(file) // stdout on a pipe: see pollable
+		}
 	default:
 		// A file opened again (after a write error, or by a series resumed after idle-close)
 		// gets a new section appended: truncating it would lose packets counted as written.
@@ -317,11 +320,7 @@ func (o *pcapngOutput) openNext(now time.Time) error {
 		}
 		f = file
 		if pollable {
-			// Ordered against interruptWrites: it stores interruptAt then loads pipe.
-			o.pipe.Store(file)
-			if at := o.interruptAt.Load(); at != 0 {
-				_ = file.SetWriteDeadline(time.Unix(0, at))
-			}
+			o.setPipe(file)
 		}
 		o.remember(name)
 	}
@@ -451,6 +450,15 @@ func openOutputFile(name string, appendTo bool) (f *os.File, pollable bool, err 
 		return nil, false, err
 	}
 	return f, false, nil
+}
+
+// setPipe makes file, whose writes take deadlines, the one interruptWrites cuts short.
+func (o *pcapngOutput) setPipe(file *os.File) {
+	// Ordered against interruptWrites: it stores interruptAt then loads pipe.
+	o.pipe.Store(file)
+	if at := o.interruptAt.Load(); at != 0 {
+		_ = file.SetWriteDeadline(time.Unix(0, at))
+	}
 }
 
 // interruptWrites makes writes to the current file, and to files opened later, fail once

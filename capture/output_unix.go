@@ -5,6 +5,7 @@ package capture
 import (
 	"os"
 	"syscall"
+	"time"
 )
 
 // setBlocking clears O_NONBLOCK on f's descriptor.
@@ -18,4 +19,40 @@ func setBlocking(f *os.File) error {
 		return err
 	}
 	return serr
+}
+
+// pollable returns f when Go's poller already waits on it. For a pipe or FIFO opened blocking
+// (stdout of "flowzero capture server -w - | tshark -r -"), it returns a duplicate of the
+// descriptor in non-blocking mode, which the poller then waits on: its writes take deadlines,
+// so Stop can cut a write to a stalled reader short, as for a FIFO output. O_NONBLOCK is
+// shared by every descriptor of the pipe's end, so f's own writes can then fail with EAGAIN
+// on a full pipe: the server is the only writer of its output. Anything else comes back as is.
+func pollable(f *os.File) *os.File {
+	if f.SetWriteDeadline(time.Time{}) == nil {
+		return f
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		return f
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return f
+	}
+	dup := -1
+	_ = rc.Control(func(fd uintptr) {
+		d, err := syscall.Dup(int(fd))
+		if err != nil {
+			return
+		}
+		if syscall.SetNonblock(d, true) != nil {
+			_ = syscall.Close(d)
+			return
+		}
+		dup = d
+	})
+	if dup < 0 {
+		return f
+	}
+	// A duplicate, not f's descriptor: the new *os.File closes it when collected.
+	return os.NewFile(uintptr(dup), f.Name())
 }

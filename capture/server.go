@@ -138,7 +138,8 @@ type serverConn struct {
 // errTakenOver ends a connection replaced by a newer one of the same agent.
 var errTakenOver = errors.New("a new connection of the agent took over")
 
-// stopWriteGrace is how long Stop lets a write to a FIFO output wait for a stalled reader.
+// stopWriteGrace is how long Stop lets a write to a FIFO or pipe output wait for a stalled
+// reader.
 const stopWriteGrace = time.Second
 
 // NewServer validates the configuration and returns a server; Start listens.
@@ -151,6 +152,9 @@ func NewServer(r prometheus.Registerer, cfg ServerConfiguration, deps ServerDepe
 	}
 	if deps.Stdout == nil {
 		deps.Stdout = os.Stdout
+	}
+	if f, ok := deps.Stdout.(*os.File); ok && cfg.Output.Path == "-" {
+		deps.Stdout = pollable(f)
 	}
 	tlsConf, err := serverTLS(cfg.TLS)
 	if err != nil {
