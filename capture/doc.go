@@ -44,7 +44,8 @@
 // reconnect, so reconnects_total grows every ~15 s until a reader comes; the agent keeps its
 // unacknowledged frames, and counts as agent drops what its bounded buffer cannot hold. At
 // Stop, a reader that stopped reading gets one second before what is left counts as server
-// drops. A file opened again after a write error keeps what it holds (up to the last whole
+// drops, on a FIFO or on stdout piped to a tool (the server then writes through a
+// non-blocking duplicate of stdout, whose writes take deadlines). A file opened again after a write error keeps what it holds (up to the last whole
 // block) and gets a new section. With one file per agent, a disconnected agent's file is
 // closed after output.idle-close (5 minutes) and its counters and metric series are
 // forgotten; an agent that comes back appends a new section to its file: with rotation, to
