@@ -120,8 +120,9 @@ func shiftTimes(batches [][]byte, times []timeField, d time.Duration) {
 }
 
 // threadCPU returns the CPU seconds of this process's live threads, summed by thread name:
-// the engine names its threads by pool (QueryPipelineEx for inserts, MergeMutate for
-// merges), which tells where an insert's CPU went. Threads gone meanwhile are missed.
+// the engine names its threads by pool (ThreadPool and QueryPipelineEx run inserts,
+// MergeMutate merges), which tells where an insert's CPU went; the trailing digits of a
+// name are dropped. Threads gone meanwhile are missed.
 func threadCPU() map[string]float64 {
 	out := map[string]float64{}
 	tasks, _ := os.ReadDir("/proc/self/task")
