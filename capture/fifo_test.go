@@ -246,4 +246,10 @@ func TestStdoutStalledReaderStop(t *testing.T) {
 	}
 	a := startStuckAgent(t, s)
 	stopStalled(t, s, a, wfd)
+	if s.stdoutDup == nil {
+		t.Fatal("the server writes to the blocking pipe itself")
+	}
+	if _, err := s.stdoutDup.Write([]byte{0}); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("write to the stdout duplicate after Stop: %v, want it closed", err)
+	}
 }

@@ -38,6 +38,10 @@ type Server struct {
 	metrics *serverMetrics
 	tls     *tls.Config
 
+	// stdoutDup is the pollable duplicate of stdout that output "-" writes to, if any; Stop
+	// closes it.
+	stdoutDup *os.File
+
 	ln       net.Listener
 	stopping atomic.Bool
 	wg       sync.WaitGroup
@@ -153,9 +157,6 @@ func NewServer(r prometheus.Registerer, cfg ServerConfiguration, deps ServerDepe
 	if deps.Stdout == nil {
 		deps.Stdout = os.Stdout
 	}
-	if f, ok := deps.Stdout.(*os.File); ok && cfg.Output.Path == "-" {
-		deps.Stdout = pollable(f)
-	}
 	tlsConf, err := serverTLS(cfg.TLS)
 	if err != nil {
 		return nil, err
@@ -165,6 +166,11 @@ func NewServer(r prometheus.Registerer, cfg ServerConfiguration, deps ServerDepe
 		metrics: newServerMetrics(r), tls: tlsConf, done: make(chan struct{}),
 		agents: map[string]*agentState{}, conns: map[*serverConn]struct{}{},
 		series: map[string]fileSeries{},
+	}
+	if f, ok := deps.Stdout.(*os.File); ok && cfg.Output.Path == "-" {
+		if p := pollable(f); p != f {
+			s.deps.Stdout, s.stdoutDup = p, p
+		}
 	}
 	if !cfg.Output.PerAgent {
 		s.shared = s.newOutputFile("")
@@ -205,8 +211,8 @@ func (s *Server) Stop() error {
 		sc.mu.Unlock()
 	}
 	s.mu.Unlock()
-	// A FIFO reader that stopped reading would hold a write, and Stop, forever: cut it short;
-	// what cannot be written counts as server drops.
+	// A FIFO or pipe reader that stopped reading would hold a write, and Stop, forever: cut it
+	// short; what cannot be written counts as server drops.
 	for _, o := range s.outputs() {
 		o.w.interruptWrites(time.Now().Add(stopWriteGrace))
 	}
@@ -218,6 +224,9 @@ func (s *Server) Stop() error {
 			err = cerr
 		}
 		o.mu.Unlock()
+	}
+	if s.stdoutDup != nil {
+		_ = s.stdoutDup.Close()
 	}
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
