@@ -34,8 +34,10 @@ type Configuration struct {
 	CollectCommunities bool `yaml:"collect-communities"`
 	// ReceiveBuffer is the kernel receive buffer requested per connection (0: default).
 	ReceiveBuffer int `yaml:"receive-buffer"`
-	// MaxSessions caps the connections served at once (0: no cap); connections beyond it are
-	// refused and counted. Each holds a 64 KiB read buffer, a goroutine and up to 1 MiB while a
+	// MaxSessions caps the connections served at once (0: no cap). At the cap, a new
+	// connection takes the place of the oldest one still waiting for its initiation message
+	// (so hosts that connect and say nothing cannot keep routers out); when every connection
+	// is an initiated session, it is refused. Both are counted. Each holds a 64 KiB read buffer, a goroutine and up to 1 MiB while a
 	// large message arrives, so 64 bounds a connection flood to about 70 MiB. A collector
 	// feeding more routers than that into one RIB is sized for it (their routes, not their
 	// sessions, take the memory) and raises it.

@@ -31,9 +31,12 @@
 // distinguisher. Since the RIB keys a path by (peer, prefix, path ID), each (peer, RD) pair is
 // its own RIB peer, so the same prefix in two VRFs does not collide.
 //
-// Connections: a source outside Configuration.AllowedRouters, or beyond MaxSessions, is
-// closed at accept and counted in refused_connections_total (reason label only: the address
-// goes to the rate-limited log, never to a label). A new connection must deliver its
+// Connections: a source outside Configuration.AllowedRouters, or beyond MaxSessions when
+// every connection is an initiated session, is closed at accept and counted in
+// refused_connections_total (reason label only: the address goes to the rate-limited log,
+// never to a label); below that, at MaxSessions the oldest connection still waiting for its
+// initiation message is closed for the new one. A listener reachable from beyond the
+// routers wants AllowedRouters all the same. A new connection must deliver its
 // initiation message within InitiationTimeout. Until it is accepted the connection has no
 // per-router series and no "session up" log line: one that ends before is counted in
 // uninitiated_connections_total or session_timeouts_total by reason only and named in the

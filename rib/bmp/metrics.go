@@ -34,6 +34,7 @@ type metrics struct {
 	uninitiatedClosed        prometheus.Counter
 	uninitiatedBroken        prometheus.Counter
 	uninitiatedNotInitiation prometheus.Counter
+	uninitiatedEvicted       prometheus.Counter
 	initiationTimeouts       prometheus.Counter
 	idleTimeouts             prometheus.Counter
 }
@@ -67,10 +68,11 @@ func newMetrics(reg prometheus.Registerer, table *rib.RIB) (*metrics, error) {
 	refused := counter("refused_connections_total", "Connections closed at accept, by reason (not-allowed, max-sessions).", "reason")
 	m.refusedNotAllowed = refused.WithLabelValues("not-allowed")
 	m.refusedMaxSessions = refused.WithLabelValues("max-sessions")
-	uninitiated := counter("uninitiated_connections_total", "Connections that ended before their initiation message, by reason (closed, broken, not-initiation); those that timed out are in session_timeouts_total.", "reason")
+	uninitiated := counter("uninitiated_connections_total", "Connections that ended before their initiation message, by reason (closed, broken, not-initiation, evicted: closed at max-sessions for a newer connection); those that timed out are in session_timeouts_total.", "reason")
 	m.uninitiatedClosed = uninitiated.WithLabelValues("closed")
 	m.uninitiatedBroken = uninitiated.WithLabelValues("broken")
 	m.uninitiatedNotInitiation = uninitiated.WithLabelValues("not-initiation")
+	m.uninitiatedEvicted = uninitiated.WithLabelValues("evicted")
 	timeouts := counter("session_timeouts_total", "Sessions closed because the router sent nothing in time: no initiation message within initiation-timeout, or nothing within idle-timeout.", "phase")
 	m.initiationTimeouts = timeouts.WithLabelValues("initiation")
 	m.idleTimeouts = timeouts.WithLabelValues("idle")

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -150,11 +151,18 @@ func (s *Server) acceptLoop(l net.Listener) {
 			return
 		}
 		if limit := s.cfg.MaxSessions; limit > 0 && len(s.conns) >= limit {
-			s.mu.Unlock()
-			s.metrics.refusedMaxSessions.Inc()
-			s.warnConn("max-sessions", "BMP connection refused: max-sessions reached", "router", router.String(), "max-sessions", limit)
-			conn.Close()
-			continue
+			// A connection still waiting for its initiation message gives way to the new one:
+			// otherwise hosts that connect and say nothing could keep every router out.
+			old := s.oldestUninitiatedLocked()
+			if old == nil {
+				s.mu.Unlock()
+				s.metrics.refusedMaxSessions.Inc()
+				s.warnConn("max-sessions", "BMP connection refused: max-sessions reached", "router", router.String(), "max-sessions", limit)
+				conn.Close()
+				continue
+			}
+			old.evicted.Store(true)
+			old.conn.Close()
 		}
 		sess := newSession(s, conn, router)
 		s.conns[sess] = struct{}{}
@@ -207,6 +215,21 @@ func (s *Server) acceptRD(rd RD) bool {
 
 // sessionClosed keeps the routes of a finished session for Keep, then removes them; a
 // router that reconnects sends its table again under a new session meanwhile.
+// oldestUninitiatedLocked returns the earliest accepted connection still waiting for its
+// initiation message and not already evicted, or nil.
+func (s *Server) oldestUninitiatedLocked() *session {
+	var old *session
+	for c := range s.conns {
+		if c.initiated.Load() || c.evicted.Load() {
+			continue
+		}
+		if old == nil || c.accepted.Before(old.accepted) {
+			old = c
+		}
+	}
+	return old
+}
+
 func (s *Server) sessionClosed(sess *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -305,6 +328,11 @@ type session struct {
 	update    updateDecoder
 	ph        PeerHeader
 	errLogged time.Time
+	// accepted is when the connection was accepted; initiated is set once its initiation
+	// message is, and evicted when max-sessions closed it for a newer connection before.
+	accepted  time.Time
+	initiated atomic.Bool
+	evicted   atomic.Bool
 }
 
 func newSession(s *Server, conn net.Conn, router netip.AddrPort) *session {
@@ -315,6 +343,7 @@ func newSession(s *Server, conn net.Conn, router netip.AddrPort) *session {
 		router:    router,
 		routerStr: rs,
 		peers:     make(map[peerKey]*peer),
+		accepted:  time.Now(),
 	}
 }
 
@@ -346,6 +375,10 @@ func (c *session) run(rd io.Reader) {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			c.timedOut(first)
 			return
+		case first && c.evicted.Load():
+			c.uninitiated(c.srv.metrics.uninitiatedEvicted, "evicted", slog.LevelWarn,
+				"BMP connection closed before its initiation message: max-sessions reached, a newer connection took its place", nil)
+			return
 		case errors.Is(err, net.ErrClosed): // Stop
 			return
 		case first && errors.Is(err, io.EOF):
@@ -373,6 +406,7 @@ func (c *session) run(rd io.Reader) {
 				dr.initiated()
 			}
 			c.metrics = c.srv.metrics.forRouter(c.routerStr)
+			c.initiated.Store(true)
 		}
 		stop, err := c.handle(h, msg[CommonHeaderLen:])
 		if err != nil {

@@ -506,6 +506,46 @@ func TestServer(t *testing.T) {
 		h.expectRIB(routesL3VPN)
 	})
 
+	t.Run("max-sessions-evicts-uninitiated", func(t *testing.T) {
+		// Hosts that connect and say nothing fill max-sessions: a router still gets in, in
+		// place of the oldest of them, until every connection is an initiated session.
+		h := newHarness(t, func(c *Configuration) { c.MaxSessions = 2 })
+		connections := func() int {
+			h.srv.mu.Lock()
+			defer h.srv.mu.Unlock()
+			return len(h.srv.conns)
+		}
+		silent1 := h.dial()
+		h.waitFor(func() bool { return connections() == 1 })
+		silent2 := h.dial()
+		h.waitFor(func() bool { return connections() == 2 })
+		closed := func(c net.Conn) bool {
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err := c.Read(make([]byte, 1))
+			return err == io.EOF
+		}
+		h.send(h.dial(), "bmp-init.pcap")
+		h.waitMessages(1)
+		if !closed(silent1) {
+			t.Error("the oldest silent connection was not closed for the router")
+		}
+		h.send(h.dial(), "bmp-init.pcap", "bmp-l3vpn.pcap")
+		h.waitMessages(2 + 5)
+		h.expectRIB(routesL3VPN)
+		if !closed(silent2) {
+			t.Error("the second silent connection was not closed for the second router")
+		}
+		if !closed(h.dial()) {
+			t.Error("a connection beyond two initiated sessions was not refused")
+		}
+		if v := h.metric("flowzero_bmp_uninitiated_connections_total", `reason="evicted"`); v != 2 {
+			t.Errorf("evicted connections = %v, want 2", v)
+		}
+		if v := h.metric("flowzero_bmp_refused_connections_total", `reason="max-sessions"`); v != 1 {
+			t.Errorf("refused connections = %v, want 1", v)
+		}
+	})
+
 	t.Run("initiation-timeout", func(t *testing.T) {
 		h := newHarness(t, func(c *Configuration) { c.InitiationTimeout = 200 * time.Millisecond })
 		// The auditor's probe: a header announcing a 1 MiB initiation message, then nothing.
@@ -520,9 +560,6 @@ func TestServer(t *testing.T) {
 			t.Errorf("read while the server waits for the initiation: %v, want EOF", err)
 		}
 		h.waitFor(func() bool { return h.metric("flowzero_bmp_session_timeouts_total", `phase="initiation"`) == 1 })
-		if v := h.metric("flowzero_bmp_session_timeouts_total", `phase="initiation"`); v != 1 {
-			t.Errorf("initiation timeouts = %v, want 1", v)
-		}
 		if v := h.metric("flowzero_bmp_session_timeouts_total", `phase="idle"`); v != 0 {
 			t.Errorf("idle timeouts = %v, want 0", v)
 		}
