@@ -19,14 +19,15 @@ import (
 // "code jt jf k" line per instruction; the comma-separated one-line form also works), or an
 // expression in a built-in subset of the tcpdump language compiled here:
 //
-//	expr      = and { ("or" | "||") and }
-//	and       = not { ["and" | "&&"] not }            (juxtaposition means "and")
+//	expr      = not { ("or" | "||" | ["and" | "&&"]) not }   (juxtaposition means "and")
 //	not       = ("not" | "!") not | "(" expr ")" | primitive
 //	primitive = "ip" | "ip6" | "arp" | "tcp" | "udp" | "sctp" | "icmp" | "icmp6" | "proto" N
 //	          | [dir] "host" ADDR | [dir] "net" CIDR | [dir] "port" N
 //	dir       = "src" | "dst"
 //
-// so "not" binds tighter than "and", which binds tighter than "or", as in tcpdump. The
+// so, as in tcpdump (pcap-filter(7)), "not" binds tightest while "and" and "or" have equal
+// precedence and associate left to right: "tcp or udp and port 53" is "(tcp or udp) and
+// port 53". The
 // expression is compiled for the link type of the interface: Ethernet frames (AF_PACKET on
 // Ethernet, veth and loopback devices) without VLAN tags, or raw IP (tun, wireguard), where the
 // IP version nibble tells IPv4 from IPv6 and "arp" never matches. IPv6 extension headers are not
@@ -259,7 +260,7 @@ func parseExpr(expr string) (*filterNode, error) {
 	if len(p.toks) == 0 {
 		return nil, p.errorf("empty")
 	}
-	n, err := p.parseOr()
+	n, err := p.parseExpr()
 	if err != nil {
 		return nil, err
 	}
@@ -269,30 +270,24 @@ func parseExpr(expr string) (*filterNode, error) {
 	return n, nil
 }
 
-func (p *filterParser) parseOr() (*filterNode, error) {
-	left, err := p.parseAnd()
-	for err == nil && (p.peek() == "or" || p.peek() == "||") {
-		p.next()
-		var right *filterNode
-		if right, err = p.parseAnd(); err == nil {
-			left = &filterNode{op: "or", left: left, right: right}
-		}
-	}
-	return left, err
-}
-
-func (p *filterParser) parseAnd() (*filterNode, error) {
+// parseExpr parses nots joined by "and" and "or", which tcpdump gives equal precedence,
+// left to right.
+func (p *filterParser) parseExpr() (*filterNode, error) {
 	left, err := p.parseNot()
 	for err == nil {
+		op := "and" // juxtaposition
 		switch p.peek() {
-		case "", "or", "||", ")":
+		case "", ")":
 			return left, nil
+		case "or", "||":
+			op = "or"
+			p.next()
 		case "and", "&&":
 			p.next()
 		}
 		var right *filterNode
 		if right, err = p.parseNot(); err == nil {
-			left = &filterNode{op: "and", left: left, right: right}
+			left = &filterNode{op: op, left: left, right: right}
 		}
 	}
 	return left, err
@@ -306,7 +301,7 @@ func (p *filterParser) parseNot() (*filterNode, error) {
 		return &filterNode{op: "not", left: n}, err
 	case "(":
 		p.next()
-		n, err := p.parseOr()
+		n, err := p.parseExpr()
 		if err == nil && p.next() != ")" {
 			err = p.errorf("missing )")
 		}

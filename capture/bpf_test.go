@@ -195,7 +195,7 @@ func TestCompileFilter(t *testing.T) {
 		{"host " + v6.String(), func(f frameFacts) bool { return f.src == v6 || f.dst == v6 }},
 		{"dst net " + v6net.String(), func(f frameFacts) bool { return inNet(v6net, f.dst) }},
 		{"ip && not tcp", func(f frameFacts) bool { return f.etherType == layers.EthernetTypeIPv4 && f.proto != 6 }},
-		// or, parentheses and precedence: not > and > or.
+		// or, parentheses and precedence: not first, then and and or alike, left to right.
 		{"host " + v4.String() + " or host " + v6.String(), func(f frameFacts) bool {
 			return f.src == v4 || f.dst == v4 || f.src == v6 || f.dst == v6
 		}},
@@ -203,7 +203,9 @@ func TestCompileFilter(t *testing.T) {
 		{fmt.Sprintf("(tcp or udp) and (port %d or port %d)", tcpPort, udpPort), func(f frameFacts) bool {
 			return (isTCP(f) || isUDP(f)) && (hasPort(f, tcpPort) || hasPort(f, udpPort))
 		}},
-		{fmt.Sprintf("tcp or udp and port %d", udpPort), func(f frameFacts) bool { return isTCP(f) || isUDP(f) && hasPort(f, udpPort) }},
+		{fmt.Sprintf("tcp or udp and port %d", udpPort), func(f frameFacts) bool { return (isTCP(f) || isUDP(f)) && hasPort(f, udpPort) }},
+		{fmt.Sprintf("port %d and tcp or udp", tcpPort), func(f frameFacts) bool { return hasPort(f, tcpPort) && isTCP(f) || isUDP(f) }},
+		{fmt.Sprintf("udp or not tcp and port %d", udpPort), func(f frameFacts) bool { return (isUDP(f) || !isTCP(f)) && hasPort(f, udpPort) }},
 		{fmt.Sprintf("udp and port %d or tcp", udpPort), func(f frameFacts) bool { return isUDP(f) && hasPort(f, udpPort) || isTCP(f) }},
 		{fmt.Sprintf("(tcp or udp) and port %d", udpPort), func(f frameFacts) bool { return (isTCP(f) || isUDP(f)) && hasPort(f, udpPort) }},
 		{"not tcp and not udp", func(f frameFacts) bool { return !isTCP(f) && !isUDP(f) }},
