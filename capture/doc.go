@@ -45,7 +45,9 @@
 // unacknowledged frames, and counts as agent drops what its bounded buffer cannot hold. At
 // Stop, a reader that stopped reading gets one second before what is left counts as server
 // drops, on a FIFO or on stdout piped to a tool (the server then writes through a
-// non-blocking duplicate of stdout, whose writes take deadlines). A file opened again after a write error keeps what it holds (up to the last whole
+// non-blocking duplicate of stdout, whose writes take deadlines, and puts the pipe back in
+// blocking mode at Stop). When the tool reading stdout quits, Server.Err reports it and the
+// capture server command exits, as tcpdump -w - dies of SIGPIPE. A file opened again after a write error keeps what it holds (up to the last whole
 // block) and gets a new section. With one file per agent, a disconnected agent's file is
 // closed after output.idle-close (5 minutes) and its counters and metric series are
 // forgotten; an agent that comes back appends a new section to its file: with rotation, to

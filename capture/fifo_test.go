@@ -252,4 +252,35 @@ func TestStdoutStalledReaderStop(t *testing.T) {
 	if _, err := s.stdoutDup.Write([]byte{0}); !errors.Is(err, os.ErrClosed) {
 		t.Fatalf("write to the stdout duplicate after Stop: %v, want it closed", err)
 	}
+	// O_NONBLOCK is the pipe's: left set, it would make the next writer's writes fail.
+	if fl, err := unix.FcntlInt(uintptr(wfd), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK != 0 {
+		t.Fatalf("stdout's pipe after Stop: flags %#x, %v, want it blocking again", fl, err)
+	}
+}
+
+// TestStdoutReaderGone streams to -w - whose reader has gone (tshark quit, head had enough):
+// the server reports it on Err, as tcpdump -w - dies of SIGPIPE, instead of counting every
+// packet as a server drop forever.
+func TestStdoutReaderGone(t *testing.T) {
+	r, w, _ := blockingPipe(t)
+	r.Close()
+	cfg := testServerConfig(t)
+	cfg.Output.Path = "-"
+	s, err := NewServer(prometheus.NewRegistry(), cfg, ServerDependencies{Logger: quiet, Stdout: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	startAgent(t, testAgentConfig("a", s.Addr().String(), allCaptures(t)))
+	select {
+	case err := <-s.Err():
+		if !errors.Is(err, syscall.EPIPE) {
+			t.Fatalf("Err: %v, want EPIPE", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server did not report its stdout reader gone")
+	}
 }

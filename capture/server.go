@@ -13,11 +13,13 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flowzero/capture/wire"
+	"flowzero/internal/lograte"
 )
 
 // ServerDependencies are what the server needs from its caller.
@@ -41,6 +43,8 @@ type Server struct {
 	// stdoutDup is the pollable duplicate of stdout that output "-" writes to, if any; Stop
 	// closes it.
 	stdoutDup *os.File
+	// fatal receives the error that ends the server's use: stdout's reader gone (see Err).
+	fatal chan error
 
 	ln       net.Listener
 	stopping atomic.Bool
@@ -65,17 +69,17 @@ type outputFile struct {
 	// owners are the agents of the output's interfaces, by pcapng interface id: the output
 	// settles packets per interface once it has written them out (or failed to).
 	owners   []*agentState
-	lastWarn time.Time // output errors are logged at most every outputWarnInterval
-	noReader bool      // a FIFO output waits for a reader (outputs_waiting counts it)
+	warn     *lograte.Limiter // one log line per outputWarnInterval; errors_total counts all
+	noReader bool             // a FIFO output waits for a reader (outputs_waiting counts it)
 }
 
-// outputWarnInterval spaces the logs of a failing output; errors_total counts every error.
+// outputWarnInterval spaces the logs of a failing output.
 const outputWarnInterval = 10 * time.Second
 
 // newOutputFile returns the output of agent ("" for the shared one) wired to the server's
 // counters; called with s.mu held.
 func (s *Server) newOutputFile(agent string) *outputFile {
-	o := &outputFile{w: newPcapngOutput(s.cfg.Output, agent, s.deps.Stdout)}
+	o := &outputFile{w: newPcapngOutput(s.cfg.Output, agent, s.deps.Stdout), warn: lograte.New(1, outputWarnInterval)}
 	if fs, ok := s.series[agent]; ok {
 		o.w.fileSeries = fs // the agent is back after idle-close
 		delete(s.series, agent)
@@ -83,9 +87,15 @@ func (s *Server) newOutputFile(agent string) *outputFile {
 	o.w.settled = o.settled
 	o.w.failed = func(err error) {
 		s.metrics.errors.WithLabelValues("output").Inc()
-		if now := time.Now(); now.Sub(o.lastWarn) >= outputWarnInterval {
-			o.lastWarn = now
-			s.log.Warn("writing capture output: buffered packets are dropped and counted", "agent", agent, "error", err)
+		if s.cfg.Output.Path == "-" && errors.Is(err, syscall.EPIPE) {
+			// The tool reading stdout is gone: like tcpdump -w -, whose SIGPIPE ends it.
+			select {
+			case s.fatal <- fmt.Errorf("capture output: stdout reader gone: %w", err):
+			default:
+			}
+		}
+		if ok, suppressed := o.warn.Allow(time.Now()); ok {
+			s.log.Warn("writing capture output: buffered packets are dropped and counted", "agent", agent, "error", err, "suppressed", suppressed)
 		}
 	}
 	return o
@@ -165,7 +175,7 @@ func NewServer(r prometheus.Registerer, cfg ServerConfiguration, deps ServerDepe
 		cfg: cfg, deps: deps, log: deps.Logger.With("component", "capture-server"),
 		metrics: newServerMetrics(r), tls: tlsConf, done: make(chan struct{}),
 		agents: map[string]*agentState{}, conns: map[*serverConn]struct{}{},
-		series: map[string]fileSeries{},
+		series: map[string]fileSeries{}, fatal: make(chan error, 1),
 	}
 	if f, ok := deps.Stdout.(*os.File); ok && cfg.Output.Path == "-" {
 		if p := pollable(f); p != f {
@@ -226,6 +236,8 @@ func (s *Server) Stop() error {
 		o.mu.Unlock()
 	}
 	if s.stdoutDup != nil {
+		// O_NONBLOCK belongs to the pipe, shared with whoever writes to it after this server.
+		_ = setBlocking(s.stdoutDup)
 		_ = s.stdoutDup.Close()
 	}
 	if errors.Is(err, net.ErrClosed) {
@@ -233,6 +245,11 @@ func (s *Server) Stop() error {
 	}
 	return err
 }
+
+// Err returns a channel that receives an error when the server can no longer do its job and
+// should be stopped: with output "-", the tool reading stdout went away (tcpdump -w - dies of
+// SIGPIPE then; the server writes stdout through a duplicate descriptor, which gets EPIPE).
+func (s *Server) Err() <-chan error { return s.fatal }
 
 // Stats returns the counters of an agent name. Packets and Bytes count what the output has
 // written out of its buffer (flushed every output.flush-interval).

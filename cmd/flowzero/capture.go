@@ -296,8 +296,13 @@ func runCaptureServer(args []string, stdout, stderr io.Writer) error {
 	log.Info("capture server listening", "address", s.Addr().String(), "output", cfg.Output.Path)
 	ctx, cancel := stopContext()
 	defer cancel()
-	<-ctx.Done()
-	return s.Stop()
+	select {
+	case <-ctx.Done():
+		return s.Stop()
+	case err := <-s.Err():
+		_ = s.Stop()
+		return err
+	}
 }
 
 // The configuration types without their methods: the file is decoded strictly first, the
