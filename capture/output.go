@@ -285,18 +285,18 @@ func (o *pcapngOutput) rotate() error {
 // openNext closes the current file and opens the next one.
 func (o *pcapngOutput) openNext(now time.Time) error {
 	rotating := o.w != nil
-	if !rotating && o.cfg.RotateInterval > 0 && !o.opened.IsZero() && now.Sub(o.opened) >= o.cfg.RotateInterval {
-		o.count = 0 // a series resumed after -G would have rotated starts a new one, as a rotation does
+	switch {
+	case o.cfg.RotateInterval > 0 && !o.opened.IsZero() && now.Sub(o.opened) >= o.cfg.RotateInterval:
+		// -G starts a new series of -C files; so does a series resumed after idle-close once
+		// its interval has passed, as the rotation it missed would have.
+		o.count = 0
+	case rotating:
+		o.count++
+		if o.cfg.MaxFiles > 0 && o.cfg.RotateInterval == 0 && o.count >= o.cfg.MaxFiles {
+			o.count = 0 // -C -W: a ring of files
+		}
 	}
 	if rotating {
-		if o.cfg.RotateInterval > 0 && now.Sub(o.opened) >= o.cfg.RotateInterval {
-			o.count = 0 // -G starts a new series of -C files
-		} else {
-			o.count++
-			if o.cfg.MaxFiles > 0 && o.cfg.RotateInterval == 0 && o.count >= o.cfg.MaxFiles {
-				o.count = 0 // -C -W: a ring of files
-			}
-		}
 		o.closeFile()
 	}
 	var f io.WriteCloser

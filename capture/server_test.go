@@ -312,9 +312,6 @@ func TestOutputWriteErrorCounted(t *testing.T) {
 	compareFrames(t, readPcapngFrom(t, &out.b), map[string][]pcapfile.Frame{"full:eth0": pkts[3:]})
 }
 
-// TestMaxAgentsBusy connects a second agent to a server that takes one: it is answered busy
-// (counted) and retries until the first leaves, while the first agent may still replace its
-// own connection.
 // TestWelcomeWriteFailedFreesSlot checks that an agent whose connection fails while the
 // welcome is written does not keep its max-agents slot: an agent of another name gets in.
 func TestWelcomeWriteFailedFreesSlot(t *testing.T) {
@@ -345,6 +342,9 @@ func TestWelcomeWriteFailedFreesSlot(t *testing.T) {
 	}
 }
 
+// TestMaxAgentsBusy connects a second agent to a server that takes one: it is answered busy
+// (counted) and retries until the first leaves, while the first agent may still replace its
+// own connection.
 func TestMaxAgentsBusy(t *testing.T) {
 	files := allCaptures(t)[:2]
 	cfg := testServerConfig(t)
