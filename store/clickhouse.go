@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -53,7 +54,7 @@ func (c *HTTPClient) do(ctx context.Context, params url.Values, body io.Reader) 
 	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), body)
 	if err != nil {
-		return nil, err
+		return nil, hideURL(err, &u)
 	}
 	if c.user != "" {
 		req.Header.Set("X-ClickHouse-User", c.user)
@@ -63,7 +64,7 @@ func (c *HTTPClient) do(ctx context.Context, params url.Values, body io.Reader) 
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("clickhouse: %w", err)
+		return nil, fmt.Errorf("clickhouse: %w", hideURL(err, &u))
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
@@ -79,6 +80,16 @@ func (c *HTTPClient) do(ctx context.Context, params url.Values, body io.Reader) 
 		return nil, &ServerError{Status: resp.StatusCode, Code: code, Msg: msg}
 	}
 	return data, nil
+}
+
+// hideURL makes a *url.Error quote u as scheme://host/path: its query holds the statement
+// and whatever parameters clickhouse.url has, which may be secret.
+func hideURL(err error, u *url.URL) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+	}
+	return err
 }
 
 // Exec runs a statement and discards its output. It allows LowCardinality(IPv6), which the

@@ -91,7 +91,9 @@ type KafkaConfiguration struct {
 // ClickHouseConfiguration is a ClickHouse server reached over HTTP.
 type ClickHouseConfiguration struct {
 	// URL of the server's HTTP interface (for example http://127.0.0.1:8123); empty,
-	// `flowzero store migrate` works on the embedded engine's data directory.
+	// `flowzero store migrate` works on the embedded engine's data directory. It must not
+	// hold credentials (user:password@, or user and password query parameters): user and
+	// password go in headers, which errors and logs do not quote.
 	URL string `yaml:"url"`
 	// User to authenticate as.
 	User string `yaml:"user"`
@@ -149,7 +151,8 @@ type EmbeddedConfiguration struct {
 // over HTTP(S), that the asns dictionary loads and refreshes.
 type ASNamesConfiguration struct {
 	// URL of the CSV; empty disables the AS names dictionary. It is written into the
-	// dictionary's CREATE statement: it must not hold credentials.
+	// dictionary's CREATE statement: it must not hold credentials (user:password@, or user
+	// and password query parameters).
 	URL string `yaml:"url"`
 	// Refresh is how often the dictionary reloads the CSV.
 	Refresh time.Duration `yaml:"refresh"`
@@ -267,12 +270,20 @@ func (c Configuration) Validate() error {
 	}
 	if c.ASNames.URL != "" {
 		u, err := parseHTTPURL(c.ASNames.URL)
-		if err == nil && u.User != nil {
+		if err == nil {
 			// ClickHouse's HTTP dictionary source takes credentials(user, password), but
 			// they too would be in the statement.
-			err = errors.New("must not hold credentials (user:password@): the URL is written into the asns " +
-				"dictionary's CREATE statement, which migrate prints, errors quote and ClickHouse keeps in " +
-				"system.tables; serve the CSV from a URL that needs none")
+			what := ""
+			if u.User != nil {
+				what = "user:password@"
+			} else if key := credentialParam(u); key != "" {
+				what = fmt.Sprintf("a %q query parameter", key)
+			}
+			if what != "" {
+				err = fmt.Errorf("must not hold credentials (%s): the URL is written into the asns "+
+					"dictionary's CREATE statement, which migrate prints, errors quote and ClickHouse keeps in "+
+					"system.tables; serve the CSV from a URL that needs none", what)
+			}
 		}
 		if err != nil {
 			return config.Prefix("as-names.url", err)
@@ -298,19 +309,39 @@ func parseHTTPURL(raw string) (*url.URL, error) {
 		return nil, errors.New("not an http(s) URL with a host (not quoted: it may hold a password)")
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("%q is not an http(s) URL", u.Redacted())
+		// Scheme and host only: the path and query may hold a secret too.
+		return nil, fmt.Errorf("%q is not an http(s) URL", (&url.URL{Scheme: u.Scheme, Host: u.Host}).String())
 	}
 	return u, nil
 }
 
-// parseClickHouseURL parses clickhouse.url, which must not hold credentials: the HTTP client
-// sends them in headers, never in the URL, so that they stay out of logs.
+// credentialParam returns the first query parameter of u that carries credentials to a
+// ClickHouse server (user, password), or "".
+func credentialParam(u *url.URL) string {
+	q := u.Query()
+	for _, key := range []string{"user", "password"} {
+		if q.Has(key) {
+			return key
+		}
+	}
+	return ""
+}
+
+// parseClickHouseURL parses clickhouse.url, which must not hold credentials, as user:password@
+// or as the user and password query parameters the HTTP interface also takes: the HTTP client
+// sends them in headers, never in the URL, so that they stay out of logs and errors.
 func parseClickHouseURL(raw string) (*url.URL, error) {
 	u, err := parseHTTPURL(raw)
-	if err == nil && u.User != nil {
+	if err != nil {
+		return nil, err
+	}
+	if u.User != nil {
 		return nil, errors.New("put credentials in clickhouse.user and clickhouse.password, not in the URL")
 	}
-	return u, err
+	if key := credentialParam(u); key != "" {
+		return nil, fmt.Errorf("%q query parameter: put credentials in clickhouse.user and clickhouse.password, not in the URL", key)
+	}
+	return u, nil
 }
 
 // ValidateSink checks the configuration of the store output (the Sink): Validate, and no
