@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,6 +210,55 @@ func TestSinkBatchesBySizeAndTime(t *testing.T) {
 	if d := testutil.ToFloat64(sink.m.droppedStopped); d != 1 {
 		t.Errorf("dropped after stop = %v", d)
 	}
+}
+
+// TestSinkStopKeepsConcurrentFlows stops the sink while writers keep writing: every flow is
+// stored or counted as dropped, none is left in a batch that Stop neither inserts nor counts.
+func TestSinkStopKeepsConcurrentFlows(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Embedded.BatchBytes = 16 << 10
+	s := mustSchema(t, schema.DefaultConfiguration())
+	sink := startSink(t, cfg, s)
+	var written atomic.Int64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fm := s.NewFlowMessage()
+			for i := w; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				sink.Write(testFlows[i%len(testFlows)].encode(fm))
+				written.Add(1)
+			}
+		}()
+	}
+	waitFor(t, func() bool { return testutil.ToFloat64(sink.m.batches) >= 3 })
+	err := sink.Stop()
+	close(done)
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sink.m
+	stored := testutil.ToFloat64(m.flows)
+	dropped := testutil.ToFloat64(m.droppedFull) + testutil.ToFloat64(m.droppedError) +
+		testutil.ToFloat64(m.droppedStopped) + testutil.ToFloat64(m.droppedInvalid)
+	if n := float64(written.Load()); stored+dropped != n || testutil.ToFloat64(m.droppedStopped) == 0 {
+		t.Errorf("stored %v + dropped %v (stopped %v) != %v written", stored, dropped, testutil.ToFloat64(m.droppedStopped), n)
+	}
+	// The tables hold what the counters say, pre-aggregated rows included.
+	c := openEngine(t, cfg)
+	defer c.Close()
+	if got := query(t, c, "SELECT count() FROM flowzero.flows"); got != fmt.Sprint(stored) {
+		t.Errorf("flows table holds %s flows, the counter %v", got, stored)
+	}
+	checkAggregates(t, c, sink.DDL())
 }
 
 func waitFor(t *testing.T, cond func() bool) {

@@ -254,7 +254,7 @@ func (s *Sink) tickLoop() {
 			return
 		case now := <-t.C:
 			s.mu.Lock()
-			if s.cur.flows > 0 && now.Sub(s.first) >= s.cfg.Embedded.FlushInterval {
+			if !s.stopped && s.cur.flows > 0 && now.Sub(s.first) >= s.cfg.Embedded.FlushInterval {
 				s.rotateLocked()
 			}
 			s.mu.Unlock()
@@ -282,8 +282,7 @@ func (s *Sink) insertLoop() {
 			continue
 		case b = <-s.queue:
 			if b == nil {
-				// Closed by Stop, after a Flush; a batch written between the two may still
-				// have left groups pending.
+				// Closed by Stop after its last batch: the groups summed so far go in.
 				s.insertGroups()
 				return
 			}
@@ -472,29 +471,41 @@ func (s *Sink) Flush() error {
 	return err
 }
 
-// Stop inserts what is buffered, stops the inserter and closes the engine connection. With
-// kafka.enabled, the Kafka table and its view are dropped first (the next Start creates them
-// again): chDB cannot reopen a data directory holding a Kafka table.
+// Stop inserts what is buffered, stops the inserter and closes the engine connection; it
+// returns the first insert error since the last Flush. A flow written while it runs is
+// inserted or counted as dropped; one written after it is counted as dropped. With
+// kafka.enabled, once the inserter has stopped, the Kafka table and both views reading it
+// are dropped before the connection closes (the next Start creates them again;
+// flows_kafka_errors keeps its rows): chDB cannot reopen a data directory holding a Kafka
+// table.
 func (s *Sink) Stop() error {
+	// life waits for running Flushes, which send to the queue; later ones see stopped.
+	s.life.Lock()
 	s.mu.Lock()
 	if !s.started || s.stopped {
 		s.mu.Unlock()
+		s.life.Unlock()
 		return nil
 	}
-	s.mu.Unlock()
-	err := s.Flush()
-	s.life.Lock()
-	s.mu.Lock()
-	stopped := s.stopped
+	// From here Write, Send, Flush and tickLoop leave cur alone: it is the last batch.
 	s.stopped = true
+	last := s.cur
+	s.cur = nil
 	s.mu.Unlock()
 	s.life.Unlock()
-	if stopped {
-		return err
+	if last.flows > 0 {
+		// Wait for room rather than drop, as Flush does.
+		s.m.queued.Inc()
+		s.queue <- last
 	}
 	close(s.done)
+	// The inserter stores the queued batches, then the pending groups, and ends.
 	close(s.queue)
 	s.wg.Wait()
+	s.mu.Lock()
+	err := s.err
+	s.err = nil
+	s.mu.Unlock()
 	if s.cfg.Kafka.Enabled {
 		m := &Migrator{DDL: s.ddl, Exec: Embedded{Conn: s.conn}, Logger: s.log}
 		if derr := m.DropKafka(context.Background()); derr != nil && err == nil {
