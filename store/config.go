@@ -117,10 +117,12 @@ type EmbeddedConfiguration struct {
 	BatchBytes int `yaml:"batch-bytes"`
 	// FlushInterval is the longest time a flow waits before its INSERT. Each INSERT makes
 	// parts in every table, to be merged later: at the demo's 20k flows/s, batches of 5 s
-	// store ~17% more flows per CPU-second than batches of 2 s, and batches of 10 s ~30%
-	// more than 5 s (BenchmarkStoreInsert, sink-2s and sink-5s). ClickHouse's Kafka engine,
-	// which feeds Akvorado's tables, flushes every 7.5 s by default; 5 s keeps the flows
-	// table a little fresher for live troubleshooting.
+	// store ~17% more flows per CPU-second than batches of 2 s (~366k against ~314k,
+	// BenchmarkStoreInsert, sink-5s and sink-2s), and batches of 10 s ~30% more than 5 s
+	// (measured once, sink-5s against the same with 10 s batches, 4 runs each; no benchmark
+	// variant keeps it). ClickHouse's Kafka engine, which feeds Akvorado's tables, flushes
+	// every 7.5 s by default; 5 s keeps the flows table a little fresher for live
+	// troubleshooting.
 	FlushInterval time.Duration `yaml:"flush-interval"`
 	// QueueLength is the number of full batches waiting for the engine; past it the sink
 	// drops flows (and counts them) rather than stall the collector.
@@ -185,9 +187,10 @@ func DefaultConfiguration() Configuration {
 			QueueLength:   2,
 			PreAggregate:  true,
 			// A minute's groups recur in every batch; summing them for 30 s cuts the
-			// aggregated rows several times (at 20k flows/s, ~28% more flows per CPU-second than
-			// 10 s) and still fills each minute at least twice. pmacct's SQL plugins
-			// commonly write every 60 s.
+			// aggregated rows several times (at 20k flows/s, +33% flows per CPU-second over
+			// 10 s with 5 s batches, +46% with 2 s batches: BenchmarkStoreInsert, sink-5s and
+			// sink-2s, see doc.go) and still fills each minute at least twice. pmacct's SQL
+			// plugins commonly write every 60 s.
 			PreAggregateInterval: 30 * time.Second,
 		},
 		ASNames: ASNamesConfiguration{Refresh: 24 * time.Hour},
