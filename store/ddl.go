@@ -486,8 +486,12 @@ func (d *DDL) DictionaryObjects() []Object {
 const KafkaErrorsTable = "flows_kafka_errors"
 
 // kafkaErrorsTTL is how long rejected messages are kept: long enough to notice a producer
-// sending broken records or another schema, and to look at them; short enough that a producer
-// that never stops cannot fill the disk. Fixed: the table is a diagnostic, not data.
+// sending broken records or another schema, and to look at them. It bounds the table in time
+// only: a producer that never stops sending bad records keeps its rate × (up to
+// kafkaErrorRawBytes of the record + the error's text) × the TTL on disk, before compression
+// (1,000 bad records/s, ~350 GiB), and somewhat more until the TTL applies, since a part is
+// dropped once all its rows have expired (ttl_only_drop_parts). Fixed: the table is a
+// diagnostic, not data.
 const kafkaErrorsTTL = 24 * time.Hour
 
 // kafkaErrorRawBytes bounds the raw message kept for each error. A record holds up to a
