@@ -264,7 +264,7 @@ func BenchmarkStoreInsert(b *testing.B) {
 					stmt := strings.Replace(ddl.NativeInsertStatement(enc), ddl.FlowsTable(), table, 1)
 					insert = func(batch []byte) error {
 						enc.Reset()
-						if _, bad, err := enc.AppendDelimited(batch); bad > 0 {
+						if _, err := enc.AppendDelimited(batch); err != nil {
 							return err
 						}
 						_, err := conn.Insert(stmt, "Native", enc.Block())
@@ -333,7 +333,7 @@ func BenchmarkStoreNativeEncode(b *testing.B) {
 		for b.Loop() {
 			for _, batch := range batches {
 				enc.Reset()
-				if _, bad, err := enc.AppendDelimited(batch); bad > 0 {
+				if _, err := enc.AppendDelimited(batch); err != nil {
 					b.Fatal(err)
 				}
 				enc.Block()
@@ -371,7 +371,7 @@ func BenchmarkStoreAggregate(b *testing.B) {
 			run := func() {
 				for _, batch := range batches {
 					enc.Reset()
-					if _, bad, err := enc.AppendDelimited(batch); bad > 0 {
+					if _, err := enc.AppendDelimited(batch); err != nil {
 						b.Fatal(err)
 					}
 					enc.Block()

@@ -364,29 +364,27 @@ var (
 // AppendDelimited converts a batch of length-delimited messages (the sink's batch) and
 // returns how many were appended and the first error of those that were not: a malformed
 // message is left out, the others are kept. A length prefix that frames no message ends the
-// batch and counts as one bad message, however many the rest held: a caller knowing how many
-// messages b holds counts them all.
-func (e *NativeEncoder) AppendDelimited(b []byte) (ok, bad int, first error) {
+// batch: the rest cannot be cut into messages.
+func (e *NativeEncoder) AppendDelimited(b []byte) (ok int, firstErr error) {
 	for len(b) > 0 {
 		msg, rest, err := pbwire.SplitDelimited(b)
 		if err != nil {
 			// The rest of the batch cannot be cut into messages.
-			if first == nil {
-				first = err
+			if firstErr == nil {
+				firstErr = err
 			}
-			return ok, bad + 1, first
+			break
 		}
 		b = rest
 		if err := e.Append(msg); err != nil {
-			if first == nil {
-				first = err
+			if firstErr == nil {
+				firstErr = err
 			}
-			bad++
 			continue
 		}
 		ok++
 	}
-	return ok, bad, first
+	return ok, firstErr
 }
 
 // Append converts one FlowMessage (without its length prefix) into a row. Unknown fields are

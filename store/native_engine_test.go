@@ -95,7 +95,7 @@ func compareNativeProtobuf(t *testing.T, s *schema.Schema, blockRows int, batche
 			t.Fatal(err)
 		}
 		enc.Reset()
-		if ok, bad, err := enc.AppendDelimited(batch); ok != len(part) || bad != 0 {
+		if ok, err := enc.AppendDelimited(batch); ok != len(part) || err != nil {
 			t.Fatalf("%d of %d messages converted: %v", ok, len(part), err)
 		}
 		if _, err := c.Insert(native, "Native", enc.Block()); err != nil {

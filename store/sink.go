@@ -401,15 +401,14 @@ func (s *Sink) insertBatch(b *batch) (int, error) {
 	default:
 		s.insertGroups()
 	}
-	ok, bad, first := s.native.AppendDelimited(b.buf)
-	// A length prefix that frames no message leaves the rest of the batch unread, one bad
-	// message for AppendDelimited: every flow of the batch not appended is dropped.
-	bad = max(bad, b.flows-ok)
-	if bad > 0 {
-		s.m.droppedInvalid.Add(float64(bad))
+	ok, first := s.native.AppendDelimited(b.buf)
+	// Every flow of the batch not appended is dropped, those after a length prefix that
+	// frames no message included.
+	if dropped := b.flows - ok; dropped > 0 {
+		s.m.droppedInvalid.Add(float64(dropped))
 		if now := time.Now(); now.Sub(s.invalidLogged) >= time.Minute {
 			s.invalidLogged = now
-			s.log.Warn("store: malformed flows dropped", "flows", bad, "error", first)
+			s.log.Warn("store: malformed flows dropped", "flows", dropped, "error", first)
 		}
 	}
 	if ok == 0 {
