@@ -74,7 +74,9 @@ type Resolution struct {
 
 // KafkaConfiguration configures ClickHouse's consumption of the flows topic.
 type KafkaConfiguration struct {
-	// Enabled creates the Kafka engine table, its materialized view and flows_kafka_errors, which keeps the records it cannot parse for a day.
+	// Enabled creates the Kafka engine table and its two materialized views: one into the
+	// flows table, one into flows_kafka_errors, which keeps the records it cannot parse for a
+	// day.
 	Enabled bool `yaml:"enabled"`
 	// Brokers is the broker list as ClickHouse reaches it.
 	Brokers []string `yaml:"brokers"`

@@ -115,7 +115,7 @@ func printSteps(w io.Writer, steps []store.Step, dryRun bool) {
 
 // migrateServer applies the DDL to a ClickHouse server over HTTP. The Kafka table reads the
 // .proto from the server's format_schema_path: the file is written there when
-// store.format-schema-path names it, else the user is told where to put it.
+// outputs.store.format-schema-path names it, else the user is told where to put it.
 func migrateServer(ctx context.Context, cfg store.Configuration, s *schema.Schema, dryRun bool, log *slog.Logger, stdout io.Writer) error {
 	client, err := store.NewHTTPClient(cfg.ClickHouse)
 	if err != nil {
