@@ -88,7 +88,8 @@ type Collector struct {
 	stopping atomic.Bool
 	logLimit *lograte.Keyed[logKey]
 	// notAllowedLog is one limiter for every refused source: a key per source would let a
-	// flood from many addresses log without limit.
+	// flood from many addresses log without limit. Workers reach it through a
+	// lograte.Local each.
 	notAllowedLog *lograte.Limiter
 	readErrLog    *lograte.Limiter
 

@@ -395,6 +395,21 @@ func TestCollectorRefusedSourcesLeaveNoState(t *testing.T) {
 	}
 }
 
+// TestWorkerRefusedNoAllocs: once its log lines are spent, a refused datagram allocates
+// nothing (BenchmarkWorkerRefused measures the path).
+func TestWorkerRefusedNoAllocs(t *testing.T) {
+	_, w, _ := newSocketlessWorker(t, func(cfg *Configuration) {
+		cfg.Exporters.Allow = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+	})
+	from, payload := netip.MustParseAddrPort("10.0.0.1:2055"), []byte("1:80")
+	for range 10 {
+		w.handle(payload, from)
+	}
+	if a := testing.AllocsPerRun(1000, func() { w.handle(payload, from) }); a != 0 {
+		t.Fatalf("%v allocations per refused datagram, want 0", a)
+	}
+}
+
 // TestCollectorReadErrors: every failed socket read is counted, and logged at most three
 // times per 30 seconds however often it repeats.
 func TestCollectorReadErrors(t *testing.T) {

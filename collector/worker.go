@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"flowzero/internal/lograte"
 	"flowzero/output"
 	"flowzero/schema"
 )
@@ -34,6 +35,11 @@ type worker struct {
 	now      time.Time
 	emitted  uint64
 	lastRate uint64
+
+	// notAllowedLog is this worker's access to c.notAllowedLog: during a flood of refused
+	// datagrams it refuses by itself once the window's lines are spent, so the workers do
+	// not take the shared limiter's lock for each datagram.
+	notAllowedLog lograte.Local
 
 	inode       uint64
 	dropsSeen   atomic.Uint32 // kernel drops already counted (SO_RXQ_OVFL or /proc)
@@ -85,6 +91,7 @@ func newWorker(c *Collector, listener int, name, socket string, conn *net.UDPCon
 		rateLimited: c.metrics.dropped.WithLabelValues("exporter", "rate-limited"),
 	}
 	w.emitFn = w.emit
+	w.notAllowedLog = c.notAllowedLog.Local()
 	return w
 }
 
@@ -209,7 +216,7 @@ func (w *worker) exporter(from netip.AddrPort) *workerExporter {
 			// Allowed before the reload: keep its state (a batch may be pending) but refuse it.
 			e.generation, e.allowed = pol.generation, false
 		}
-		if logIt, suppressed := w.c.notAllowedLog.Allow(w.now); logIt {
+		if logIt, suppressed := w.notAllowedLog.Allow(w.now); logIt {
 			w.c.log.Warn("datagrams from exporters outside the allow-list dropped", "exporter", from.String(),
 				"suppressed", suppressed)
 		}

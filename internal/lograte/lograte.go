@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// Limiter allows Burst events per Window. The zero value allows nothing: use New.
+// Limiter allows Burst events per Window. The zero value allows nothing: use New. A
+// Limiter shared by goroutines on a hot path is best reached through a Local in each.
 type Limiter struct {
 	mu         sync.Mutex
 	burst      int
@@ -27,18 +28,53 @@ func New(burst int, window time.Duration) *Limiter {
 // Allow reports whether an event at now may be logged, and how many events were suppressed
 // since the previous allowed one.
 func (l *Limiter) Allow(now time.Time) (ok bool, suppressed int) {
+	ok, suppressed, _ = l.allow(now, 0)
+	return ok, suppressed
+}
+
+// allow is Allow for an event at now and earlier events a Local refused by itself. When
+// it refuses, until is the end of the spent window.
+func (l *Limiter) allow(now time.Time, refused int) (ok bool, suppressed int, until time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.suppressed += refused
 	if now.Sub(l.start) >= l.window {
 		l.start, l.n = now, 0
 	}
 	if l.n >= l.burst {
 		l.suppressed++
-		return false, 0
+		return false, 0, l.start.Add(l.window)
 	}
 	l.n++
 	suppressed, l.suppressed = l.suppressed, 0
-	return true, suppressed
+	return true, suppressed, time.Time{}
+}
+
+// Local is one goroutine's access to a shared Limiter, for hot paths: once the limiter has
+// refused, Local refuses by itself until the end of that window, touching nothing shared
+// (no lock, no shared counter), and hands the events it refused to the limiter at the next
+// call that reaches it, so they are reported as suppressed by a later allowed line. Get one
+// from Limiter.Local; it is not safe for concurrent use.
+type Local struct {
+	l       *Limiter
+	until   time.Time
+	refused int
+}
+
+// Local returns a Local for l.
+func (l *Limiter) Local() Local {
+	return Local{l: l}
+}
+
+// Allow is Limiter.Allow.
+func (g *Local) Allow(now time.Time) (ok bool, suppressed int) {
+	if now.Before(g.until) {
+		g.refused++
+		return false, 0
+	}
+	ok, suppressed, g.until = g.l.allow(now, g.refused)
+	g.refused = 0
+	return ok, suppressed
 }
 
 // Keyed holds one Limiter per key (for example an exporter and an error reason), created on
