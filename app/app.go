@@ -181,7 +181,7 @@ func (a *App) Start() error {
 		Registry: a.registry,
 		Logger:   a.log,
 		Reload:   a.Reload,
-		Handlers: map[string]http.Handler{"POST " + ribhttp.Path: lookup},
+		Handlers: map[string]http.Handler{ribhttp.Path: lookup}, // any method: the handler counts its 405s
 		ExporterDetails: func(addr netip.Addr) any {
 			return collector.MergeExporterDetails(addr, map[string]collector.DetailsSource{"netflow": a.netflow, "sflow": a.sflow})
 		},

@@ -32,7 +32,9 @@ import (
 	"flowzero/rib/bmp"
 )
 
-// Path is where the collector mounts the handler.
+// Path is where the collector mounts the handler, for every method: the handler answers
+// 405 to anything but POST itself, so that it counts it (a "POST "+Path pattern would let
+// the ServeMux answer instead).
 const Path = "/api/v0/rib/lookup"
 
 // Limits of one request.
@@ -80,9 +82,9 @@ func New(r prometheus.Registerer, table *rib.RIB) (*Handler, error) {
 	return h, nil
 }
 
-// Register mounts the handler on mux at Path, for POST only.
+// Register mounts the handler on mux at Path, for every method (see Path).
 func (h *Handler) Register(mux *http.ServeMux) {
-	mux.Handle("POST "+Path, h)
+	mux.Handle(Path, h)
 }
 
 // Request is the body of a lookup.

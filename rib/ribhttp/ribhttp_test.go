@@ -270,13 +270,17 @@ type failingReader struct{}
 func (failingReader) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
 
 // TestRejectedCounted: each refused request is counted under its reason, one fixed series
-// per reason; answered requests are not.
+// per reason; answered requests are not. Requests go through a ServeMux as the app mounts
+// the handler (on Path, any method), so that another method reaches the handler, which
+// answers 405 with Allow: POST and counts it.
 func TestRejectedCounted(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	h, err := New(reg, rib.NewTable(rib.DefaultConfiguration()))
 	if err != nil {
 		t.Fatal(err)
 	}
+	mux := http.NewServeMux()
+	h.Register(mux) // on Path, as app.go mounts it through collector.Dependencies.Handlers
 	tooMany := `{"addresses":[` + strings.Repeat(`"1.1.1.1",`, MaxAddresses) + `"1.1.1.1"]}`
 	const answered = rejectCount
 	var want [rejectCount]float64
@@ -287,6 +291,7 @@ func TestRejectedCounted(t *testing.T) {
 		reason reject
 	}{
 		{http.MethodGet, nil, http.StatusMethodNotAllowed, rejectMethod},
+		{http.MethodPut, strings.NewReader(`{"addresses": ["192.0.2.1"]}`), http.StatusMethodNotAllowed, rejectMethod},
 		{http.MethodPost, failingReader{}, http.StatusBadRequest, rejectReadBody},
 		{http.MethodPost, bytes.NewReader(make([]byte, maxBody+1)), http.StatusRequestEntityTooLarge, rejectBodyTooLarge},
 		{http.MethodPost, strings.NewReader(`not json`), http.StatusBadRequest, rejectInvalidJSON},
@@ -295,9 +300,14 @@ func TestRejectedCounted(t *testing.T) {
 		{http.MethodPost, strings.NewReader(`{"addresses": ["192.0.2.1"]}`), http.StatusOK, answered},
 	} {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(tc.method, Path, tc.body))
+		mux.ServeHTTP(rec, httptest.NewRequest(tc.method, Path, tc.body))
 		if rec.Code != tc.code {
 			t.Errorf("%s request: status %d, want %d", tc.method, rec.Code, tc.code)
+		}
+		if tc.reason == rejectMethod && (rec.Header().Get("Allow") != http.MethodPost ||
+			!strings.Contains(rec.Body.String(), `"error"`)) {
+			t.Errorf("%s request: Allow %q, body %q; want POST and the handler's JSON error",
+				tc.method, rec.Header().Get("Allow"), rec.Body.String())
 		}
 		if tc.reason != answered {
 			want[tc.reason]++
