@@ -238,6 +238,30 @@ func TestTemplatesFileSaveErrors(t *testing.T) {
 	}
 }
 
+// TestTemplatesFileSaveRetry: after a failed save the decoder has changes to save even
+// though no session changed since; a successful save clears that.
+func TestTemplatesFileSaveRetry(t *testing.T) {
+	s := allColumns(t)
+	d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+	decodeFiles(t, d, s, "template.pcap")
+	dir := t.TempDir()
+	if err := d.SaveTemplates(filepath.Join(dir, "missing", "templates.json")); err == nil {
+		t.Fatal("saved into a missing directory")
+	}
+	if !d.dirty() {
+		t.Error("not dirty after a failed save: it would not be retried")
+	}
+	if err := d.SaveTemplates(filepath.Join(dir, "templates.json")); err != nil {
+		t.Fatal(err)
+	}
+	if d.dirty() {
+		t.Error("still dirty after a successful save")
+	}
+	if got := testutil.ToFloat64(d.metrics.saveErrors); got != 1 {
+		t.Errorf("%v failed saves counted, want 1", got)
+	}
+}
+
 // TestSamplingRateConfig: per-exporter default and override.
 func TestSamplingRateConfig(t *testing.T) {
 	s := allColumns(t)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -46,6 +47,9 @@ type persistSampler struct {
 type persistState struct {
 	stop chan struct{}
 	done sync.WaitGroup
+	// saveFailed is set when a save fails after marking the sessions saved, so that dirty
+	// reports a change and the next periodic save tries again.
+	saveFailed atomic.Bool
 	// onError is told of each failed periodic save, for the component running the decoder
 	// to log (decoders do not log).
 	onError func(error)
@@ -101,7 +105,11 @@ func (d *Decoder) Stop() error {
 	return d.SaveTemplates(d.cfg.TemplatesFile)
 }
 
+// dirty reports whether a periodic save is due: a session changed, or the last save failed.
 func (d *Decoder) dirty() bool {
+	if d.persist.saveFailed.Load() {
+		return true
+	}
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	for _, e := range d.exporters {
@@ -116,28 +124,21 @@ func (d *Decoder) dirty() bool {
 }
 
 // SaveTemplates writes every session's templates and learned sampling rates to path
-// (atomically: a temporary file renamed over it). A failure is counted, and the sessions
-// stay marked as changed so that the next periodic save tries again.
-func (d *Decoder) SaveTemplates(path string) error {
-	saved, err := d.saveTemplates(path)
-	if err != nil {
-		d.metrics.saveErrors.Inc()
-		for _, e := range saved {
-			e.mu.Lock()
-			e.dirty = true
-			e.mu.Unlock()
+// (atomically: a temporary file renamed over it). A failure is counted, and the decoder
+// stays marked as changed so that the next periodic save tries again.
+func (d *Decoder) SaveTemplates(path string) (err error) {
+	// Cleared before the sessions are read, not after the write: a save that started
+	// earlier and fails later must leave it set.
+	d.persist.saveFailed.Store(false)
+	defer func() {
+		if err != nil {
+			d.metrics.saveErrors.Inc()
+			d.persist.saveFailed.Store(true)
 		}
-	}
-	return err
-}
-
-// saveTemplates writes the file and returns the sessions it marked as saved.
-func (d *Decoder) saveTemplates(path string) ([]*exporter, error) {
+	}()
 	out := persistFile{Format: persistFormat, Saved: time.Now().UTC()}
-	var saved []*exporter
 	d.mu.RLock()
 	for ap, e := range d.exporters {
-		saved = append(saved, e)
 		e.mu.Lock()
 		s := persistSession{Exporter: ap.String()}
 		for k, t := range e.templates {
@@ -165,26 +166,26 @@ func (d *Decoder) saveTemplates(path string) ([]*exporter, error) {
 	sort.Slice(out.Sessions, func(i, j int) bool { return out.Sessions[i].Exporter < out.Sessions[j].Exporter })
 	data, err := json.MarshalIndent(out, "", " ")
 	if err != nil {
-		return saved, err
+		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".netflow-templates-*")
 	if err != nil {
-		return saved, fmt.Errorf("netflow: saving templates: %w", err)
+		return fmt.Errorf("netflow: saving templates: %w", err)
 	}
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
-		return saved, fmt.Errorf("netflow: saving templates: %w", err)
+		return fmt.Errorf("netflow: saving templates: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
 		os.Remove(tmp.Name())
-		return saved, fmt.Errorf("netflow: saving templates: %w", err)
+		return fmt.Errorf("netflow: saving templates: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		os.Remove(tmp.Name())
-		return saved, fmt.Errorf("netflow: saving templates: %w", err)
+		return fmt.Errorf("netflow: saving templates: %w", err)
 	}
-	return saved, nil
+	return nil
 }
 
 // LoadTemplates reads a file written by SaveTemplates. Each template record goes through the
