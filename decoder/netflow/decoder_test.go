@@ -624,6 +624,22 @@ func TestVariableLengthAndEnterprise(t *testing.T) {
 	}
 }
 
+func TestPutBounded(t *testing.T) {
+	m := map[string]int{}
+	for _, tc := range []struct {
+		k      string
+		v      int
+		stored bool
+	}{{"a", 1, true}, {"b", 2, true}, {"c", 3, false}, {"a", 4, true}, {"b", 2, true}} {
+		if got := putBounded(m, tc.k, tc.v, 2); got != tc.stored {
+			t.Errorf("putBounded(%q, %d) = %v, want %v", tc.k, tc.v, got, tc.stored)
+		}
+	}
+	if len(m) != 2 || m["a"] != 4 || m["b"] != 2 {
+		t.Errorf("map %v, want a=4 b=2", m)
+	}
+}
+
 // TestSamplersPerExporterBound: beyond max-samplers-per-exporter, new sampling rates and
 // system init times are dropped and counted; the ones already known still change.
 func TestSamplersPerExporterBound(t *testing.T) {

@@ -241,9 +241,7 @@ func (d *Decoder) loadTemplates(data []byte, path string) error {
 				continue
 			}
 			k := samplerKey{sm.Version, sm.Domain, sm.Sampler}
-			if _, ok := e.samplers[k]; ok || len(e.samplers) < d.cfg.MaxSamplersPerExporter {
-				e.samplers[k] = sm.Rate
-			} else {
+			if !putBounded(e.samplers, k, sm.Rate, d.cfg.MaxSamplersPerExporter) {
 				e.m.errors[reasonTooManySamplers].Inc()
 			}
 		}

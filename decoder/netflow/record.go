@@ -437,11 +437,11 @@ func (c *decodeContext) optionsRecord(t *template, rec []byte) (int, reason) {
 		}
 	}
 	e := c.e
+	limit := c.d.cfg.MaxSamplersPerExporter
 	if rate := sampling.value(); rate != 0 {
 		k := samplerKey{c.version, c.domain, sampling.samplerID}
 		if old, ok := e.samplers[k]; !ok || old != rate {
-			if ok || len(e.samplers) < c.d.cfg.MaxSamplersPerExporter {
-				e.samplers[k] = rate
+			if putBounded(e.samplers, k, rate, limit) {
 				c.rateCache.valid = false
 				e.dirty = true
 				e.m.samplers.Inc()
@@ -450,16 +450,20 @@ func (c *decodeContext) optionsRecord(t *template, rec []byte) (int, reason) {
 			}
 		}
 	}
-	if sysInit != 0 {
-		if old, ok := e.sysInit[c.domain]; !ok || old != sysInit {
-			if ok || len(e.sysInit) < c.d.cfg.MaxSamplersPerExporter {
-				e.sysInit[c.domain] = sysInit
-			} else {
-				e.m.errors[reasonTooManySamplers].Inc()
-			}
-		}
+	if sysInit != 0 && !putBounded(e.sysInit, c.domain, sysInit, limit) {
+		e.m.errors[reasonTooManySamplers].Inc()
 	}
 	return off, reasonNone
+}
+
+// putBounded stores v at k unless m already holds limit keys and k is not one of them: a
+// known key is always updated. It reports whether v was stored.
+func putBounded[K comparable, V any](m map[K]V, k K, v V, limit int) (stored bool) {
+	if _, ok := m[k]; !ok && len(m) >= limit {
+		return false
+	}
+	m[k] = v
+	return true
 }
 
 // fieldAt returns the value of a field whose template length is l, starting at off in rec,
