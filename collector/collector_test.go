@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -22,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"flowzero/internal/httpserver/httpservertest"
+	"flowzero/internal/lockedbuf"
 	"flowzero/output"
 	"flowzero/schema"
 )
@@ -290,34 +290,10 @@ func TestProcUDPDrops(t *testing.T) {
 	}
 }
 
-// logCounter counts log records by message.
-type logCounter struct {
-	mu   sync.Mutex
-	msgs map[string]int
-}
-
-func (l *logCounter) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logCounter) WithAttrs([]slog.Attr) slog.Handler       { return l }
-func (l *logCounter) WithGroup(string) slog.Handler            { return l }
-func (l *logCounter) Handle(_ context.Context, r slog.Record) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.msgs == nil {
-		l.msgs = map[string]int{}
-	}
-	l.msgs[r.Message]++
-	return nil
-}
-
-func (l *logCounter) count(msg string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.msgs[msg]
-}
-
-// newSocketlessWorker returns a collector that is not started and one of its workers, to
-// call handle directly with any source address.
-func newSocketlessWorker(t *testing.T, mutate func(*Configuration)) (*Collector, *worker, *logCounter) {
+// newSocketlessWorker returns a collector that is not started, one of its workers, to call
+// handle directly with any source address, and its log (text: count a message's lines with
+// strings.Count(logs.String(), `msg="..."`)).
+func newSocketlessWorker(t *testing.T, mutate func(*Configuration)) (*Collector, *worker, *lockedbuf.Buffer) {
 	t.Helper()
 	s, err := schema.New(schema.DefaultConfiguration())
 	if err != nil {
@@ -329,9 +305,9 @@ func newSocketlessWorker(t *testing.T, mutate func(*Configuration)) (*Collector,
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	logs := &logCounter{}
+	logs := &lockedbuf.Buffer{}
 	c, err := New(cfg, Dependencies{Schema: s, Decoders: map[string]Decoder{}, Sinks: []output.Sink{&memSink{}},
-		Registry: prometheus.NewRegistry(), Logger: slog.New(logs)})
+		Registry: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +352,7 @@ func TestCollectorRefusedSourcesLeaveNoState(t *testing.T) {
 	if len(w.exporters) != 1 {
 		t.Errorf("worker holds %d exporters, want 1", len(w.exporters))
 	}
-	if n := logs.count("datagrams from exporters outside the allow-list dropped"); n < 1 || n > 3 {
+	if n := strings.Count(logs.String(), `msg="datagrams from exporters outside the allow-list dropped"`); n < 1 || n > 3 {
 		t.Errorf("%d warnings for the refused sources, want 1 to 3 (one rate limit for all)", n)
 	}
 
@@ -420,7 +396,7 @@ func TestCollectorReadErrors(t *testing.T) {
 	if got := testutil.ToFloat64(c.metrics.readErrors.WithLabelValues("netflow/test", "0")); got != 1000 {
 		t.Errorf("read errors %v, want 1000", got)
 	}
-	if n := logs.count("UDP read error"); n < 1 || n > 3 {
+	if n := strings.Count(logs.String(), `msg="UDP read error"`); n < 1 || n > 3 {
 		t.Errorf("%d read error lines logged, want 1 to 3", n)
 	}
 }
