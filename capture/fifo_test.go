@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"golang.org/x/sys/unix"
 
@@ -230,20 +229,20 @@ func TestPollable(t *testing.T) {
 	}
 }
 
+// startStdoutServer starts a server writing to "-", with w as its stdout.
+func startStdoutServer(t *testing.T, w *os.File) *Server {
+	t.Helper()
+	cfg := testServerConfig(t)
+	cfg.Output.Path = "-"
+	return startServerWith(t, cfg, ServerDependencies{Logger: quiet, Stdout: w})
+}
+
 // TestStdoutStalledReaderStop is TestFIFOStalledReaderStop for -w - with stdout a blocking pipe
 // (flowzero capture server -w - | tshark -r -) whose reader stops reading: Stop returns, and
 // the packets of the interrupted write count as server drops.
 func TestStdoutStalledReaderStop(t *testing.T) {
 	_, w, wfd := blockingPipe(t) // the read end stays open, unread, until the test ends
-	cfg := testServerConfig(t)
-	cfg.Output.Path = "-"
-	s, err := NewServer(prometheus.NewRegistry(), cfg, ServerDependencies{Logger: quiet, Stdout: w})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
+	s := startStdoutServer(t, w)
 	a := startStuckAgent(t, s)
 	stopStalled(t, s, a, wfd)
 	if s.stdoutDup == nil {
@@ -264,15 +263,7 @@ func TestStdoutStalledReaderStop(t *testing.T) {
 func TestStdoutReaderGone(t *testing.T) {
 	r, w, _ := blockingPipe(t)
 	r.Close()
-	cfg := testServerConfig(t)
-	cfg.Output.Path = "-"
-	s, err := NewServer(prometheus.NewRegistry(), cfg, ServerDependencies{Logger: quiet, Stdout: w})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
+	s := startStdoutServer(t, w)
 	defer s.Stop()
 	startAgent(t, testAgentConfig("a", s.Addr().String(), allCaptures(t)))
 	select {

@@ -117,7 +117,12 @@ func testServerConfig(t testing.TB) ServerConfiguration {
 
 func startServer(t testing.TB, cfg ServerConfiguration) *Server {
 	t.Helper()
-	s, err := NewServer(prometheus.NewRegistry(), cfg, ServerDependencies{Logger: quiet})
+	return startServerWith(t, cfg, ServerDependencies{Logger: quiet})
+}
+
+func startServerWith(t testing.TB, cfg ServerConfiguration, deps ServerDependencies) *Server {
+	t.Helper()
+	s, err := NewServer(prometheus.NewRegistry(), cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
