@@ -394,9 +394,17 @@ func (a *Agent) stream(conn net.Conn, wel wire.Welcome) error {
 		a.readAcks(conn)
 	}()
 	defer func() {
+		// Acknowledgements the server sent before the connection ended (a stopping server
+		// acknowledges all it wrote, then closes) may still wait in the socket: read them
+		// first, or the next server is sent frames this one wrote. Half-closing tells the
+		// server we are done; the deadline bounds the wait for one that does not answer.
+		if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+		<-ackDone
 		a.q.endConnection()
 		conn.Close()
-		<-ackDone
 	}()
 	var ctl wire.FrameBuilder
 	announced := 0
