@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -52,18 +53,44 @@ func (s *Schema) WireColumns() []*Column {
 	return out
 }
 
-// ClickHouseSortingKey returns the expressions of the flows table's ORDER BY.
-func (s *Schema) ClickHouseSortingKey() []string {
-	var out []string
+// SortingKeyPart is one expression of the flows table's ORDER BY: a column, and for
+// TimeReceived the seconds it is rounded down to (0: the value as it is).
+type SortingKeyPart struct {
+	Column *Column
+	Round  uint64
+}
+
+// sortingKeyTimeRound is the rounding of TimeReceived in the sorting key: five minutes.
+const sortingKeyTimeRound = 300
+
+// SortingKey returns the flows table's ORDER BY, its enabled columns in order.
+func (s *Schema) SortingKey() []SortingKeyPart {
+	var out []SortingKeyPart
 	for _, k := range clickhouseSortingKey {
 		if !s.Enabled(k) {
 			continue
 		}
+		p := SortingKeyPart{Column: &columns[k]}
 		if k == ColumnTimeReceived {
-			out = append(out, "toStartOfFiveMinutes(TimeReceived)")
-			continue
+			p.Round = sortingKeyTimeRound
 		}
-		out = append(out, columns[k].Name)
+		out = append(out, p)
+	}
+	return out
+}
+
+// ClickHouseSortingKey returns the expressions of the flows table's ORDER BY.
+func (s *Schema) ClickHouseSortingKey() []string {
+	var out []string
+	for _, p := range s.SortingKey() {
+		switch p.Round {
+		case 0:
+			out = append(out, p.Column.Name)
+		case sortingKeyTimeRound:
+			out = append(out, "toStartOfFiveMinutes("+p.Column.Name+")")
+		default:
+			panic("schema: no ClickHouse function rounds to " + strconv.FormatUint(p.Round, 10) + " s")
+		}
 	}
 	return out
 }

@@ -113,9 +113,10 @@ type EmbeddedConfiguration struct {
 	// part into the flows table and into each aggregated table, and the aggregated views (or
 	// the sink's pre-aggregation) only sum the flows of one INSERT: 64 MiB (about 700k flows)
 	// costs half the CPU per flow of 16 MiB with the default resolutions. Memory: each
-	// queued batch, the Native block being built (about as large), and with pre-aggregation
-	// its groups (a few bytes per flow with real traffic; about twice the batch if no two
-	// flows of it share their dimensions).
+	// queued batch, the batch's columns and the Native block written from them in the
+	// sorting key's order (each about as large as the batch, plus 36 bytes per flow for
+	// the sort), and with pre-aggregation its groups (a few bytes per flow with real
+	// traffic; about twice the batch if no two flows of it share their dimensions).
 	BatchBytes int `yaml:"batch-bytes"`
 	// FlushInterval is the longest time a flow waits before its INSERT. Each INSERT makes
 	// parts in every table, to be merged later: at the demo's 20k flows/s, batches of 5 s

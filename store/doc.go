@@ -39,6 +39,19 @@
 // in all their rows, and the conversion takes each field with one table lookup (native.go):
 // ~+12% for the sink.
 //
+// The encoder also hands the engine each batch sorted by the flows table's key
+// (batchSorter, sortkey.go): the engine checks whether a block is sorted before it sorts it,
+// and its sort, with the writing of every column through the permutation (the ~30 columns
+// it fills with defaults included), cost it ~0.3 µs per flow. In Go the sort costs ~175 ns
+// per flow (BenchmarkStoreNativeEncode, impl=native against impl=native-unsorted): ~75 ns
+// to code the key and radix-sort it (BenchmarkBatchSorter), ~100 ns to write the block's
+// columns through the permutation. The sink went from ~800k to ~950k flows per CPU-second
+// (BenchmarkStoreInsert table=sink, binaries alternated 5 times, medians 804k and 947k;
+// without the engine's merge threads 843k and 1.00M). Tried first and not kept: sorting the
+// messages before converting them, which needs a second parse of every message for its key
+// (~240 ns per flow) and, converted in key order, a cache miss per message (~160 ns)
+// unless they are copied first.
+//
 // The groups are also summed over successive batches, for embedded.pre-aggregate-interval
 // (30 s by default) of traffic, before one INSERT: a collector below ~100k flows/s cuts a
 // batch every flush-interval (5 s by default), and every batch would otherwise insert the
@@ -54,13 +67,14 @@
 // go in early once they take 64 MiB (~250k groups of ~250 bytes), so that traffic with
 // many distinct dimensions cannot grow the sink without bound.
 //
-// Where an insert's CPU goes (64 MiB batches, the engine's own counters in system.events
-// and Go's profile): ~0.35 µs per flow in Go (Native conversion ~0.23, grouping ~0.15);
-// in the engine, ~0.2 µs sorting the blocks by the tables' keys (almost all for the flows
-// table), the rest parsing the Native input, filling the absent columns' defaults and
-// compressing the parts. Measured and not kept: ordering the flows table by TimeReceived
-// alone, which the batches already follow, gained only ~9% (an upper bound for sorting the
-// rows in Go first); LZ4 instead of ZSTD(1) for the addresses, +5% but 21.8 bytes per flow
+// Where an insert's CPU went before the sort in Go (64 MiB batches, the engine's own
+// counters in system.events and Go's profile): ~0.35 µs per flow in Go (Native conversion
+// ~0.23, grouping ~0.15); in the engine, ~0.2 µs sorting the blocks by the tables' keys
+// (almost all for the flows table), the rest parsing the Native input, filling the absent
+// columns' defaults and compressing the parts. With the sort in Go, the engine's check of
+// the flows block and its sort of the aggregated tables' take ~0.07 µs. Measured and not
+// kept: ordering the flows table by TimeReceived alone, which the batches already follow,
+// gained only ~9%; LZ4 instead of ZSTD(1) for the addresses, +5% but 21.8 bytes per flow
 // on disk; the engine's automatic column statistics off (the table setting auto_statistics_types empty), no
 // change to inserts and +5% for merges, not significant; wide parts from 64 MiB, -13% for
 // inserts and +7% sustained (3 runs each).

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -126,9 +128,11 @@ type NativeEncoder struct {
 	arrays  []int // indexes of array columns
 	rows    int   // rows of the block being built
 	capRows int
-	// blockRows is the most rows of one block: a batch becomes several blocks, written one
-	// after the other into out (the engine squashes them into one part), so that the
-	// columns being filled stay small enough for the CPU caches whatever the batch size.
+	// blockRows is the most rows of one block: without a sorter, a batch becomes several
+	// blocks, written one after the other into out (the engine squashes them into one
+	// part), so that the columns being filled stay small enough for the CPU caches
+	// whatever the batch size. With one, the batch is one block: its rows are sorted
+	// across the whole batch.
 	blockRows int
 	done      int    // rows in the blocks already in out
 	columns   string // "(a, b, ...)"
@@ -136,14 +140,18 @@ type NativeEncoder struct {
 	// agg, when set, groups each block's rows before the block is written (pre-aggregation
 	// of the finest resolution, see nativeAggregator).
 	agg *nativeAggregator
+	// sorter, when the sorting key has codes, orders each block's rows by the flows table's
+	// sorting key as flush writes it (the engine then need not sort): blocks are not cut
+	// at blockRows then, the batch makes one block.
+	sorter *batchSorter
 }
 
 // nativeInternMax bounds the values a LowCardinality column keeps interned from one block to
 // the next (see forgetInterned).
 const nativeInternMax = 1 << 16
 
-// nativeBlockRows is NativeEncoder.blockRows: 16 Ki rows of the ~55 default columns fill
-// about 4 MiB.
+// nativeBlockRows is NativeEncoder.blockRows without a sorter: 16 Ki rows of the ~55
+// default columns fill about 4 MiB.
 const nativeBlockRows = 1 << 14
 
 // NewNativeEncoder returns an encoder for the wire columns of s. It fails with a column type
@@ -178,6 +186,9 @@ func NewNativeEncoder(s *schema.Schema) (*NativeEncoder, error) {
 		names = append(names, c.Name)
 	}
 	e.columns = "(" + strings.Join(names, ", ") + ")"
+	if e.sorter = newBatchSorter(s, e); e.sorter != nil {
+		e.blockRows = math.MaxInt
+	}
 	e.Reset()
 	return e, nil
 }
@@ -363,8 +374,8 @@ var (
 
 // AppendDelimited converts a batch of length-delimited messages (the sink's batch) and
 // returns how many were appended and the first error of those that were not: a malformed
-// message is left out, the others are kept. A length prefix that frames no message ends the
-// batch: the rest cannot be cut into messages.
+// message is left out, the others are kept. A length prefix that frames no
+// message ends the batch: the rest cannot be cut into messages.
 func (e *NativeEncoder) AppendDelimited(b []byte) (ok int, firstErr error) {
 	for len(b) > 0 {
 		msg, rest, err := pbwire.SplitDelimited(b)
@@ -710,7 +721,63 @@ func (e *NativeEncoder) Block() []byte {
 // them. The blocks of one INSERT may leave out different columns.
 func (e *NativeEncoder) flush() {
 	rows := e.rows
-	ncols := 0
+	ncols := e.closeBlock()
+	if e.agg != nil {
+		e.agg.addBlock(e, rows)
+	}
+	var perm []uint32
+	if e.sorter != nil {
+		perm = e.sorter.permutation(e, rows)
+	}
+	out := e.out
+	out = binary.AppendUvarint(out, uint64(ncols))
+	out = binary.AppendUvarint(out, uint64(rows))
+	for i := range e.cols {
+		c := &e.cols[i]
+		if c.omit {
+			continue
+		}
+		out = appendNativeString(out, c.name)
+		out = appendNativeString(out, c.typ)
+		perm := perm
+		if perm != nil && c.op != opArrayUint && c.op != opArrayFixed && allSame(c.data[:rows*c.width], c.width) {
+			perm = nil // one value in every row: any order is the same
+		}
+		switch c.op {
+		case opLowCard:
+			out = binary.LittleEndian.AppendUint64(out, 1) // SharedDictionariesWithAdditionalKeys
+			var code uint64
+			switch {
+			case c.nkeys <= 1<<8:
+				code = 0
+			case c.nkeys <= 1<<16:
+				code = 1
+			default:
+				code = 2
+			}
+			out = binary.LittleEndian.AppendUint64(out, 1<<9|1<<10|code)
+			out = binary.LittleEndian.AppendUint64(out, uint64(c.nkeys))
+			out = append(out, c.keys...)
+			out = binary.LittleEndian.AppendUint64(out, uint64(rows))
+			out = appendIndexes(out, c.data[:rows*4], code, perm)
+		case opArrayUint, opArrayFixed:
+			out = c.appendArray(out, rows, perm)
+		default:
+			out = appendFixed(out, c.data[:rows*c.width], c.width, perm)
+		}
+	}
+	e.out = out
+	e.done += rows
+	if e.agg == nil {
+		e.forgetInterned()
+	}
+	e.resetColumns()
+}
+
+// closeBlock marks the columns left out of the block being built (omit) and closes its
+// array columns' rows, and returns the number of columns written.
+func (e *NativeEncoder) closeBlock() (ncols int) {
+	rows := e.rows
 	for i := range e.cols {
 		c := &e.cols[i]
 		c.omit = c.allDefault(rows)
@@ -730,63 +797,100 @@ func (e *NativeEncoder) flush() {
 			c.offsets = append(c.offsets, n)
 		}
 	}
-	if e.agg != nil {
-		e.agg.addBlock(e, rows)
-	}
-	out := e.out
-	out = binary.AppendUvarint(out, uint64(ncols))
-	out = binary.AppendUvarint(out, uint64(rows))
-	for i := range e.cols {
-		c := &e.cols[i]
-		if c.omit {
-			continue
+	return ncols
+}
+
+// appendIndexes appends a LowCardinality column's indexes (4 bytes each while building)
+// narrowed to 1 << code bytes, in the order of perm (nil: as they are).
+func appendIndexes(out, idx []byte, code uint64, perm []uint32) []byte {
+	switch {
+	case code == 0 && perm == nil:
+		for j := 0; j < len(idx); j += 4 {
+			out = append(out, idx[j])
 		}
-		out = appendNativeString(out, c.name)
-		out = appendNativeString(out, c.typ)
-		switch c.op {
-		case opLowCard:
-			out = binary.LittleEndian.AppendUint64(out, 1) // SharedDictionariesWithAdditionalKeys
-			var code uint64
-			switch {
-			case c.nkeys <= 1<<8:
-				code = 0
-			case c.nkeys <= 1<<16:
-				code = 1
-			default:
-				code = 2
-			}
-			out = binary.LittleEndian.AppendUint64(out, 1<<9|1<<10|code)
-			out = binary.LittleEndian.AppendUint64(out, uint64(c.nkeys))
-			out = append(out, c.keys...)
-			out = binary.LittleEndian.AppendUint64(out, uint64(rows))
-			idx := c.data[:rows*4]
-			switch code {
-			case 0:
-				for j := 0; j < len(idx); j += 4 {
-					out = append(out, idx[j])
-				}
-			case 1:
-				for j := 0; j < len(idx); j += 4 {
-					out = append(out, idx[j], idx[j+1])
-				}
-			default:
-				out = append(out, idx...)
-			}
-		case opArrayUint, opArrayFixed:
-			for _, o := range c.offsets[:rows] {
-				out = binary.LittleEndian.AppendUint64(out, o)
-			}
-			out = append(out, c.data...)
-		default:
-			out = append(out, c.data[:rows*c.width]...)
+	case code == 0:
+		for _, r := range perm {
+			out = append(out, idx[4*r])
+		}
+	case code == 1 && perm == nil:
+		for j := 0; j < len(idx); j += 4 {
+			out = append(out, idx[j], idx[j+1])
+		}
+	case code == 1:
+		for _, r := range perm {
+			out = append(out, idx[4*r], idx[4*r+1])
+		}
+	case perm == nil:
+		out = append(out, idx...)
+	default:
+		out = appendFixed(out, idx, 4, perm)
+	}
+	return out
+}
+
+// appendFixed appends a fixed-width column (width bytes per row) in the order of perm (nil:
+// as it is).
+func appendFixed(out, data []byte, width int, perm []uint32) []byte {
+	if perm == nil {
+		return append(out, data...)
+	}
+	n := len(out)
+	out = slices.Grow(out, len(data))[:n+len(data)]
+	dst := out[n:]
+	switch width {
+	case 1:
+		for i, r := range perm {
+			dst[i] = data[r]
+		}
+	case 2:
+		for i, r := range perm {
+			binary.LittleEndian.PutUint16(dst[2*i:], binary.LittleEndian.Uint16(data[2*r:]))
+		}
+	case 4:
+		for i, r := range perm {
+			binary.LittleEndian.PutUint32(dst[4*i:], binary.LittleEndian.Uint32(data[4*r:]))
+		}
+	case 8:
+		for i, r := range perm {
+			binary.LittleEndian.PutUint64(dst[8*i:], binary.LittleEndian.Uint64(data[8*r:]))
+		}
+	case 16:
+		for i, r := range perm {
+			*(*[16]byte)(dst[16*i:]) = [16]byte(data[16*r:])
+		}
+	default:
+		for i, r := range perm {
+			copy(dst[width*i:width*(i+1)], data[width*int(r):])
 		}
 	}
-	e.out = out
-	e.done += rows
-	if e.agg == nil {
-		e.forgetInterned()
+	return out
+}
+
+// appendArray appends an array column's offsets and elements, rows in the order of perm
+// (nil: as they are).
+func (c *nativeColumn) appendArray(out []byte, rows int, perm []uint32) []byte {
+	if perm == nil {
+		for _, o := range c.offsets[:rows] {
+			out = binary.LittleEndian.AppendUint64(out, o)
+		}
+		return append(out, c.data...)
 	}
-	e.resetColumns()
+	start := func(r uint32) uint64 {
+		if r == 0 {
+			return 0
+		}
+		return c.offsets[r-1]
+	}
+	total := uint64(0)
+	for _, r := range perm {
+		total += c.offsets[r] - start(r)
+		out = binary.LittleEndian.AppendUint64(out, total)
+	}
+	w := uint64(c.width)
+	for _, r := range perm {
+		out = append(out, c.data[start(r)*w:c.offsets[r]*w]...)
+	}
+	return out
 }
 
 // allDefault reports whether every one of the block's rows holds the column type's default:
@@ -804,6 +908,21 @@ func (c *nativeColumn) allDefault(rows int) bool {
 		}
 	}
 	return allZero(c.data[:rows*c.width])
+}
+
+// allSame reports whether the values of a fixed-width column (width bytes each) are all the
+// first one's. It stops at the first that differs, which comes early in a column that varies.
+func allSame(data []byte, width int) bool {
+	if len(data) <= width {
+		return true
+	}
+	first := data[:width]
+	for v := data[width:]; len(v) >= width; v = v[width:] {
+		if string(v[:width]) != string(first) {
+			return false
+		}
+	}
+	return true
 }
 
 // allZero reports whether b holds only zero bytes, 32 at a time.

@@ -43,7 +43,7 @@ func TestNativeMatchesProtobuf(t *testing.T) {
 		msgs = append(msgs, append([]byte(nil), fm.Finalize()...))
 	}
 
-	c := compareNativeProtobuf(t, s, 1000, // several blocks per INSERT, the last one partial
+	c, _, _ := compareNativeProtobuf(t, s, 1000, // several blocks per INSERT, the last one partial
 		[][][]byte{msgs[:len(msgs)/3], msgs[len(msgs)/3 : 2*len(msgs)/3], msgs[2*len(msgs)/3:]})
 	defer c.Close()
 	if got := query(t, c, "SELECT uniqExact(InIfName), uniqExact(OutIfName) FROM flowzero.flows_native"); got != "70001\t301" {
@@ -58,12 +58,13 @@ func TestNativeMatchesProtobuf(t *testing.T) {
 // compareNativeProtobuf inserts each batch of messages once through ClickHouse's Protobuf
 // input into flowzero.flows and once converted by NativeEncoder (blocks of blockRows rows)
 // into flowzero.flows_native, then checks that both tables hold the same rows, wire and
-// materialized columns. It returns the engine connection for more checks.
-func compareNativeProtobuf(t *testing.T, s *schema.Schema, blockRows int, batches [][][]byte) *chdb.Conn {
+// materialized columns. It returns the engine connection for more checks, and how many
+// times the Native inserts' parts were written, and found already sorted by the engine.
+func compareNativeProtobuf(t *testing.T, s *schema.Schema, blockRows int, batches [][][]byte) (c *chdb.Conn, parts, sorted int) {
 	t.Helper()
 	cfg := testConfig(t, t.TempDir())
 	cfg.Resolutions = nil
-	c := openEngine(t, cfg)
+	c = openEngine(t, cfg)
 	dir, err := cfg.ProtoDir()
 	if err != nil {
 		t.Fatal(err)
@@ -98,9 +99,12 @@ func compareNativeProtobuf(t *testing.T, s *schema.Schema, blockRows int, batche
 		if ok, err := enc.AppendDelimited(batch); ok != len(part) || err != nil {
 			t.Fatalf("%d of %d messages converted: %v", ok, len(part), err)
 		}
+		parts0, sorted0 := engineEvent(t, c, "MergeTreeDataWriterBlocks"), engineEvent(t, c, "MergeTreeDataWriterBlocksAlreadySorted")
 		if _, err := c.Insert(native, "Native", enc.Block()); err != nil {
 			t.Fatal(err)
 		}
+		parts += engineEvent(t, c, "MergeTreeDataWriterBlocks") - parts0
+		sorted += engineEvent(t, c, "MergeTreeDataWriterBlocksAlreadySorted") - sorted0
 	}
 	var cols []string
 	for _, col := range s.Columns() {
@@ -124,7 +128,49 @@ func compareNativeProtobuf(t *testing.T, s *schema.Schema, blockRows int, batche
 		}
 		t.Fatalf("%d rows with Protobuf, %d with Native", len(p), len(n))
 	}
-	return c
+	return c, parts, sorted
+}
+
+// engineEvent returns the engine's counter of event (system.events), 0 before it happens.
+func engineEvent(t *testing.T, c *chdb.Conn, event string) int {
+	t.Helper()
+	n, err := strconv.Atoi(query(t, c, "SELECT sum(value) FROM system.events WHERE event = '"+event+"'"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestNativeBlocksSortedForEngine checks that the engine finds the encoder's blocks in the
+// flows table's order, so that it skips its own sort (batchSorter), for the flows of the
+// captures and flows whose every key part varies, with the default columns and with every
+// column; the rows are those the Protobuf input stores. A batch whose key cannot be packed
+// (IPv4 and IPv6 exporters together) goes in arrival order, and the engine sorts it.
+func TestNativeBlocksSortedForEngine(t *testing.T) {
+	def, err := schema.New(schema.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := allColumnsSchema(t)
+	mixed := append(sortTestFlows(def, baseTime, 300, true), sortTestFlows(def, baseTime, 300, false)...)
+	for _, tc := range []struct {
+		name    string
+		s       *schema.Schema
+		batches [][][]byte
+		sorted  int
+	}{
+		{"default columns", def, [][][]byte{captureMessages(t, def), sortTestFlows(def, baseTime, 20000, false), sortTestFlows(def, baseTime, 20000, true)}, 3},
+		{"all columns", all, [][][]byte{captureMessages(t, all), sortTestFlows(all, baseTime, 20000, false)}, 2},
+		{"ipv4 and ipv6 exporters", def, [][][]byte{mixed}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, parts, sorted := compareNativeProtobuf(t, tc.s, math.MaxInt, tc.batches)
+			c.Close()
+			if parts != len(tc.batches) || sorted != tc.sorted {
+				t.Errorf("the engine wrote %d parts for %d inserts, %d of them sorted already; want %d", parts, len(tc.batches), sorted, tc.sorted)
+			}
+		})
+	}
 }
 
 // TestNativeOmitsDefaultColumns checks the blocks that leave out the columns whose every row
@@ -156,7 +202,7 @@ func TestNativeOmitsDefaultColumns(t *testing.T) {
 		{boundary, empty, empty, empty, full},
 		captureMessages(t, s)[:50],
 	}
-	c := compareNativeProtobuf(t, s, 2, batches)
+	c, _, _ := compareNativeProtobuf(t, s, 2, batches)
 	defer c.Close()
 	// The materialized column from the array's first element, on rows with and without it.
 	if got := query(t, c, "SELECT groupArray(Dst1stAS) FROM (SELECT Dst1stAS FROM flowzero.flows_native WHERE TimeReceived >= "+
