@@ -739,9 +739,9 @@ func (e *NativeEncoder) flush() {
 		}
 		out = appendNativeString(out, c.name)
 		out = appendNativeString(out, c.typ)
-		perm := perm
+		order := perm
 		if perm != nil && c.op != opArrayUint && c.op != opArrayFixed && allSame(c.data[:rows*c.width], c.width) {
-			perm = nil // one value in every row: any order is the same
+			order = nil // one value in every row: any order is the same
 		}
 		switch c.op {
 		case opLowCard:
@@ -759,11 +759,11 @@ func (e *NativeEncoder) flush() {
 			out = binary.LittleEndian.AppendUint64(out, uint64(c.nkeys))
 			out = append(out, c.keys...)
 			out = binary.LittleEndian.AppendUint64(out, uint64(rows))
-			out = appendIndexes(out, c.data[:rows*4], code, perm)
+			out = appendIndexes(out, c.data[:rows*4], code, order)
 		case opArrayUint, opArrayFixed:
-			out = c.appendArray(out, rows, perm)
+			out = c.appendArray(out, rows, order)
 		default:
-			out = appendFixed(out, c.data[:rows*c.width], c.width, perm)
+			out = appendFixed(out, c.data[:rows*c.width], c.width, order)
 		}
 	}
 	e.out = out
