@@ -100,7 +100,10 @@ func aggregatorGroups(a *nativeAggregator, e *NativeEncoder) map[string][2]uint6
 	for g := 0; g < a.n; g++ {
 		var key []string
 		for _, d := range a.dims {
-			b := a.gkeys[g*a.keyLen+d.off : g*a.keyLen+d.off+d.width]
+			b := make([]byte, d.width) // not active: the default
+			if d.active {
+				b = a.gkeys[g*a.keyLen+d.off : g*a.keyLen+d.off+d.width]
+			}
 			c := &e.cols[d.src]
 			var v any
 			switch {
@@ -220,8 +223,24 @@ func TestNativeAggregator(t *testing.T) {
 				if len(want) >= len(msgs) || len(want) < 2 {
 					t.Errorf("%d groups for %d flows: the test groups nothing", len(want), len(msgs))
 				}
+				// The block has the dimensions set in some group, Bytes and Packets.
+				set := make([]bool, len(dims))
+				for k := range want {
+					for i, v := range strings.Split(k, "|") {
+						set[i] = set[i] || v != "" && v != "0" && v != "::"
+					}
+				}
+				ncols := 2
+				for _, s := range set {
+					if s {
+						ncols++
+					}
+				}
+				if ncols == 2 || ncols == len(dims)+2 {
+					t.Errorf("%d columns of %d: the test leaves out none or all", ncols-2, len(dims))
+				}
 				block := a.Block(enc)
-				if !strings.HasPrefix(string(block), string(binary.AppendUvarint(binary.AppendUvarint(nil, uint64(len(dims)+2)), uint64(len(want))))) {
+				if !strings.HasPrefix(string(block), string(binary.AppendUvarint(binary.AppendUvarint(nil, uint64(ncols)), uint64(len(want))))) {
 					t.Error("block header: wrong column or row count")
 				}
 			}

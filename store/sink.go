@@ -324,7 +324,8 @@ func (s *Sink) groupsDue() bool {
 }
 
 // aggMaxBytes is how much memory the pending groups may take before they are inserted
-// whatever the interval: at ~250 bytes per group with the default columns, ~250k groups,
+// whatever the interval: at up to ~250 bytes per group with the default columns (~100 when
+// only the demo's dimensions are set, see nativeAggregator.activate), 250k groups or more,
 // as much memory as a default batch. Traffic with more distinct dimensions than that in an
 // interval (many exporters, interfaces and ASes at a high rate) would otherwise grow the
 // sink without bound; its groups then go in more often, as they would in smaller batches.
