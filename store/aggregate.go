@@ -257,14 +257,7 @@ func (a *nativeAggregator) activate(e *NativeEncoder) {
 	}
 	a.gkeys, a.spare = keys, a.gkeys
 	clear(a.slots)
-	mask := uint64(len(a.slots) - 1)
-	for g, h := range a.hashes[:a.n] {
-		i := h & mask
-		for a.slots[i] != 0 {
-			i = (i + 1) & mask
-		}
-		a.slots[i] = h&^(1<<32-1) | uint64(g+1)
-	}
+	a.place()
 }
 
 // addChunk folds the rows first..end-1.
@@ -411,6 +404,11 @@ func (a *nativeAggregator) group(k []byte, h uint64) int {
 // grow doubles the slots and places the groups again by their hashes.
 func (a *nativeAggregator) grow() {
 	a.slots = make([]uint64, 2*len(a.slots))
+	a.place()
+}
+
+// place puts every group in the (empty) slots by its hash.
+func (a *nativeAggregator) place() {
 	mask := uint64(len(a.slots) - 1)
 	for g, h := range a.hashes[:a.n] {
 		i := h & mask
