@@ -272,7 +272,7 @@ func (a *nativeAggregator) addChunk(e *NativeEncoder, first, end int) {
 	for i := range a.dims {
 		d := &a.dims[i]
 		c := &e.cols[d.src]
-		if c.omit || !d.active {
+		if c.omit { // so is every dimension not active (see activate)
 			continue // every row holds the default: the key's zeros (a zero time rounds to 0)
 		}
 		switch d.kind {
