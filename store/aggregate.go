@@ -20,7 +20,8 @@ import (
 // of every row. The sink groups the batch itself, as pmacct aggregates in memory before
 // writing to SQL: NativeEncoder hands each block it completes to a nativeAggregator, which
 // folds the rows into a hash table keyed by the finest resolution's dimensions, and the
-// groups become a second Native block inserted straight into that table. The coarser views
+// groups become a second Native block, sorted by that table's key (aggsort.go), inserted
+// straight into it. The coarser views
 // (flows_5m from flows_1m...) stay: they read what is inserted into flows_1m.
 //
 // The key of a row is built from the encoder's columns, not from the messages: the bytes of
@@ -48,6 +49,8 @@ type aggDim struct {
 	src       int // index in NativeEncoder.cols
 	width     int // bytes in the key and in the output column
 	elem      int // aggElem: 0-based element
+	// bytes: an aggFixed value ordered as bytes (IPv6, FixedString), not an integer.
+	bytes bool
 	// active: the dimension has been set in a block since the groups were reset, and has
 	// the bytes from off in the keys (see activate); the others are the default in every
 	// group and take no room.
@@ -96,6 +99,9 @@ type nativeAggregator struct {
 	seed       maphash.Seed
 	hash       func(maphash.Seed, []byte) uint64
 
+	// sorter orders the groups for Block.
+	sorter aggSorter
+
 	// LowCardinality output: stamp[id] == gen when the interned value id has index
 	// local[id] in the dictionary being written.
 	stamp []uint32
@@ -109,7 +115,8 @@ type nativeAggregator struct {
 const aggMinSlots = 1 << 12
 
 // newNativeAggregator returns the grouping of enc's rows by the dimensions dims (the
-// aggregated tables' columns before Bytes and Packets, see DDL.aggregatedDims) with
+// aggregated tables' columns before Bytes and Packets, in the order of their sorting key,
+// which Block's rows follow: see DDL.aggregatedKeyDims) with
 // TimeReceived rounded down to interval. It fails with errNotAggregable when a dimension is
 // neither a column of enc nor an element of one of its integer arrays.
 func newNativeAggregator(enc *NativeEncoder, dims []*schema.Column, interval time.Duration) (*nativeAggregator, error) {
@@ -140,6 +147,7 @@ func newNativeAggregator(enc *NativeEncoder, dims []*schema.Column, interval tim
 				return nil, fmt.Errorf("%s as %s: %w", c.Name, c.ClickHouseType, errNotAggregable)
 			default:
 				d.kind, d.width = aggFixed, ec.width
+				d.bytes = ec.op == opIPv6 || ec.op == opFixedString
 			}
 		} else if m := arrayElemExpr.FindStringSubmatch(c.ClickHouseExpr); m != nil && c.ClickHouseMaterialized {
 			// Array[n] is the array's nth element, the type's default (0) past its end.
@@ -420,10 +428,18 @@ func (a *nativeAggregator) place() {
 }
 
 // Block returns the groups as one Native block for `INSERT INTO <table> Columns() FORMAT
-// Native`, valid until the next call. The encoder's Block must have been called first (it
-// completes the last block of rows).
+// Native`, sorted by the table's key (sortGroups), valid until the next call. The encoder's
+// Block must have been called first (it completes the last block of rows).
 func (a *nativeAggregator) Block(e *NativeEncoder) []byte {
 	n, kl := a.n, a.keyLen
+	perm := a.sortGroups(func(d *aggDim) []string { return e.cols[d.src].names })
+	// The keys in that order, so that each column is then written from consecutive memory
+	// (spare is free between activates; its contents are not the groups' state).
+	keys := slices.Grow(a.spare[:0], n*kl)[:n*kl]
+	for i, g := range perm {
+		copy(keys[i*kl:(i+1)*kl], a.gkeys[int(g)*kl:])
+	}
+	a.spare = keys
 	out := a.out[:0]
 	ncols := 2
 	for i := range a.dims {
@@ -444,18 +460,18 @@ func (a *nativeAggregator) Block(e *NativeEncoder) []byte {
 		out = appendNativeString(out, d.name)
 		out = appendNativeString(out, d.typ)
 		if d.kind == aggLowCard {
-			out = a.appendLowCard(out, d, e.cols[d.src].names)
+			out = a.appendLowCard(out, d, keys, e.cols[d.src].names)
 			continue
 		}
 		for g := 0; g < n; g++ {
-			out = append(out, a.gkeys[g*kl+d.off:g*kl+d.off+d.width]...)
+			out = append(out, keys[g*kl+d.off:g*kl+d.off+d.width]...)
 		}
 	}
 	for j, name := range []string{"Bytes", "Packets"} {
 		out = appendNativeString(out, name)
 		out = appendNativeString(out, "UInt64")
-		for g := 0; g < n; g++ {
-			out = binary.LittleEndian.AppendUint64(out, a.sums[2*g+j])
+		for _, g := range perm {
+			out = binary.LittleEndian.AppendUint64(out, a.sums[2*int(g)+j])
 		}
 	}
 	a.out = out
@@ -463,8 +479,8 @@ func (a *nativeAggregator) Block(e *NativeEncoder) []byte {
 }
 
 // appendLowCard writes a LowCardinality(String) column of the groups (see the Native block
-// layout in native.go) with a dictionary of the values they use.
-func (a *nativeAggregator) appendLowCard(out []byte, d *aggDim, names []string) []byte {
+// layout in native.go), from their keys, with a dictionary of the values they use.
+func (a *nativeAggregator) appendLowCard(out []byte, d *aggDim, keys []byte, names []string) []byte {
 	n, kl := a.n, a.keyLen
 	if len(a.stamp) < len(names)+1 {
 		a.stamp = make([]uint32, len(names)+1)
@@ -483,7 +499,7 @@ func (a *nativeAggregator) appendLowCard(out []byte, d *aggDim, names []string) 
 	dict := append(a.dict[:0], 0) // "" first: the default
 	nkeys := uint32(1)
 	for g := range idx {
-		id := binary.LittleEndian.Uint32(a.gkeys[g*kl+d.off:])
+		id := binary.LittleEndian.Uint32(keys[g*kl+d.off:])
 		switch {
 		case id == 0:
 			idx[g] = 0

@@ -2,9 +2,11 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"math/bits"
 	"net/netip"
 	"strings"
 	"testing"
@@ -34,7 +36,7 @@ func mustEncoder(t testing.TB, s *schema.Schema) *NativeEncoder {
 
 // aggDims returns the aggregated tables' dimensions of s with the default configuration.
 func aggDims(s *schema.Schema) []*schema.Column {
-	return NewDDL(DefaultConfiguration(), s, "").aggregatedDims()
+	return NewDDL(DefaultConfiguration(), s, "").aggregatedKeyDims()
 }
 
 // groupsInGo sums Bytes and Packets per dimensions the slow way, from the decoded messages:
@@ -99,27 +101,9 @@ func aggregatorGroups(a *nativeAggregator, e *NativeEncoder) map[string][2]uint6
 	out := map[string][2]uint64{}
 	for g := 0; g < a.n; g++ {
 		var key []string
-		for _, d := range a.dims {
-			b := make([]byte, d.width) // not active: the default
-			if d.active {
-				b = a.gkeys[g*a.keyLen+d.off : g*a.keyLen+d.off+d.width]
-			}
-			c := &e.cols[d.src]
-			var v any
-			switch {
-			case d.kind == aggLowCard:
-				v = ""
-				if id := binary.LittleEndian.Uint32(b); id > 0 {
-					v = c.names[id-1]
-				}
-			case d.kind == aggFixed && c.op == opIPv6:
-				v = netip.AddrFrom16([16]byte(b))
-			case d.kind == aggFixed && c.op == opFixedString:
-				v = strings.TrimRight(string(b), "\x00")
-			default:
-				var x [8]byte
-				copy(x[:], b)
-				v = binary.LittleEndian.Uint64(x[:])
+		for _, v := range groupValues(a, e, g) {
+			if s, ok := v.(string); ok {
+				v = strings.TrimRight(s, "\x00") // FixedString
 			}
 			key = append(key, fmt.Sprint(v))
 		}
@@ -128,12 +112,66 @@ func aggregatorGroups(a *nativeAggregator, e *NativeEncoder) map[string][2]uint6
 	return out
 }
 
+// groupValues returns group g's dimensions as the table holds them: uint64, netip.Addr
+// (IPv6) or string (LowCardinality and FixedString, the latter with its padding).
+func groupValues(a *nativeAggregator, e *NativeEncoder, g int) []any {
+	var vals []any
+	for _, d := range a.dims {
+		b := make([]byte, d.width) // not active: the default
+		if d.active {
+			b = a.gkeys[g*a.keyLen+d.off : g*a.keyLen+d.off+d.width]
+		}
+		c := &e.cols[d.src]
+		var v any
+		switch {
+		case d.kind == aggLowCard:
+			v = ""
+			if id := binary.LittleEndian.Uint32(b); id > 0 {
+				v = c.names[id-1]
+			}
+		case d.kind == aggFixed && c.op == opIPv6:
+			v = netip.AddrFrom16([16]byte(b))
+		case d.kind == aggFixed && c.op == opFixedString:
+			v = string(b)
+		default:
+			var x [8]byte
+			copy(x[:], b)
+			v = binary.LittleEndian.Uint64(x[:])
+		}
+		vals = append(vals, v)
+	}
+	return vals
+}
+
+// compareGroupValues compares two groupValues as ClickHouse orders the columns: integers by
+// value, IPv6 and FixedString by their bytes, strings by their bytes then length.
+func compareGroupValues(x, y []any) int {
+	for i := range x {
+		var c int
+		switch v := x[i].(type) {
+		case uint64:
+			c = cmp.Compare(v, y[i].(uint64))
+		case netip.Addr:
+			c = v.Compare(y[i].(netip.Addr))
+		case string:
+			c = strings.Compare(v, y[i].(string))
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
 // aggTestMessages are flows in every kind of aggregated column: the real captures (with
-// every column enabled) and variations of nativeTestMessage over exporter names, AS paths
-// of every length and two minutes.
-func aggTestMessages(t *testing.T, s *schema.Schema) (msgs [][]byte) {
-	for _, framed := range captureMessages(t, s) {
-		msgs = append(msgs, unframe(t, framed))
+// every column enabled) and variations of nativeTestMessage over exporters (IPv4 and IPv6),
+// names, AS paths of every length and two minutes. Without varied, only the variations with
+// IPv4 exporters: the groups' sort integers then fit in 128 bits (aggsort.go).
+func aggTestMessages(t *testing.T, s *schema.Schema, varied bool) (msgs [][]byte) {
+	if varied {
+		for _, framed := range captureMessages(t, s) {
+			msgs = append(msgs, unframe(t, framed))
+		}
 	}
 	fm := s.NewFlowMessage()
 	for i := range 1500 {
@@ -141,6 +179,10 @@ func aggTestMessages(t *testing.T, s *schema.Schema) (msgs [][]byte) {
 		fm.TimeReceived = 1_790_000_000 + uint64(i%120)
 		fm.SamplingRate = 1000
 		fm.ExporterAddress = netip.AddrFrom4([4]byte{192, 0, 2, byte(i % 3)})
+		if i%13 == 0 && varied {
+			// IPv6 exporters, with both halves varying: the sort orders them by two parts.
+			fm.ExporterAddress = netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 5: byte(i % 4), 15: byte(i % 5)})
+		}
 		fm.SrcAS, fm.DstAS = 64500+uint32(i%7), 3356
 		fm.DstASPath = []uint32{3356, 174, 2914, 1299}[:i%5]
 		fm.AppendUint(schema.ColumnBytes, uint64(1000+i))
@@ -151,6 +193,10 @@ func aggTestMessages(t *testing.T, s *schema.Schema) (msgs [][]byte) {
 			fm.AppendString(schema.ColumnSrcCountry, []string{"FR", "DE", "US"}[i%3])
 		}
 		msgs = append(msgs, bytes.Clone(unframe(t, fm.Finalize())))
+	}
+	if !varied {
+		// The variations are distinct: each twice, for groups of several flows.
+		msgs = append(msgs, msgs...)
 	}
 	return msgs
 }
@@ -167,16 +213,19 @@ func TestNativeAggregator(t *testing.T) {
 		blockRows int
 		constHash bool
 		interval  time.Duration
+		// varied: the captures and IPv6 exporters too, whose groups sort by wide integers.
+		varied bool
 	}{
-		{"default columns", mustSchema(t, schema.DefaultConfiguration()), nativeBlockRows, false, time.Minute},
-		{"all columns, small blocks", allColumnsSchema(t), 97, false, time.Minute},
-		{"constant hash", allColumnsSchema(t), 500, true, 5 * time.Minute},
-		{"30s", mustSchema(t, schema.DefaultConfiguration()), 1000, false, 30 * time.Second},
+		{"default columns", mustSchema(t, schema.DefaultConfiguration()), nativeBlockRows, false, time.Minute, true},
+		{"all columns, small blocks", allColumnsSchema(t), 97, false, time.Minute, true},
+		{"constant hash", allColumnsSchema(t), 500, true, 5 * time.Minute, true},
+		{"30s", mustSchema(t, schema.DefaultConfiguration()), 1000, false, 30 * time.Second, true},
+		{"128-bit sort", mustSchema(t, schema.DefaultConfiguration()), nativeBlockRows, false, time.Minute, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.schema
 			dims := aggDims(s)
-			msgs := aggTestMessages(t, s)
+			msgs := aggTestMessages(t, s, tc.varied)
 			enc := mustEncoder(t, s)
 			enc.blockRows = tc.blockRows
 			a, err := newNativeAggregator(enc, dims, tc.interval)
@@ -243,8 +292,37 @@ func TestNativeAggregator(t *testing.T) {
 				if !strings.HasPrefix(string(block), string(binary.AppendUvarint(binary.AppendUvarint(nil, uint64(ncols)), uint64(len(want))))) {
 					t.Error("block header: wrong column or row count")
 				}
+				checkGroupsSorted(t, a, enc)
+				if wide := uint(bits.Len(uint(a.n-1)))+a.sorter.bits > 128; wide != tc.varied {
+					t.Errorf("%d groups sorted by %d bits: wide %v, want %v", a.n, a.sorter.bits, wide, tc.varied)
+				}
 			}
 		})
+	}
+}
+
+// checkGroupsSorted checks that the order of the groups in the last Block (sortGroups) is a
+// permutation that sorts them by the table's key (the dimensions' order).
+func checkGroupsSorted(t *testing.T, a *nativeAggregator, e *NativeEncoder) {
+	t.Helper()
+	perm := a.sorter.perm
+	if len(perm) != a.n {
+		t.Fatalf("order of %d groups, want %d", len(perm), a.n)
+	}
+	seen := make([]bool, a.n)
+	for _, g := range perm {
+		if seen[g] {
+			t.Fatalf("group %d twice in the order", g)
+		}
+		seen[g] = true
+	}
+	prev := groupValues(a, e, int(perm[0]))
+	for i, g := range perm[1:] {
+		v := groupValues(a, e, int(g))
+		if compareGroupValues(prev, v) > 0 {
+			t.Fatalf("rows %d and %d out of order:\n%v\n%v", i, i+1, prev, v)
+		}
+		prev = v
 	}
 }
 

@@ -369,7 +369,7 @@ func BenchmarkStoreAggregate(b *testing.B) {
 			}
 			var agg *nativeAggregator
 			if impl == "aggregate" {
-				if agg, err = newNativeAggregator(enc, ddl.aggregatedDims(), time.Minute); err != nil {
+				if agg, err = newNativeAggregator(enc, ddl.aggregatedKeyDims(), time.Minute); err != nil {
 					b.Fatal(err)
 				}
 				enc.agg = agg

@@ -101,7 +101,7 @@ func (d *DDL) preAggregation() (Resolution, bool) {
 	if err != nil {
 		return Resolution{}, false
 	}
-	if _, err := newNativeAggregator(enc, d.aggregatedDims(), finest.Interval); err != nil {
+	if _, err := newNativeAggregator(enc, d.aggregatedKeyDims(), finest.Interval); err != nil {
 		return Resolution{}, false
 	}
 	return finest, true
@@ -360,6 +360,21 @@ func (d *DDL) aggregatedDims() []*schema.Column {
 			continue
 		}
 		out = append(out, c)
+	}
+	return out
+}
+
+// aggregatedKeyDims returns the dimensions of aggregatedDims in the order of the aggregated
+// tables' sorting key, the order the pre-aggregation sorts its groups by (aggsort.go).
+func (d *DDL) aggregatedKeyDims() []*schema.Column {
+	_, key, _ := d.aggregatedColumns()
+	byName := map[string]*schema.Column{}
+	for _, c := range d.aggregatedDims() {
+		byName[c.Name] = c
+	}
+	out := make([]*schema.Column, 0, len(key))
+	for _, k := range key {
+		out = append(out, byName[k])
 	}
 	return out
 }

@@ -190,17 +190,18 @@ func TestDDLPreAggregated(t *testing.T) {
 		t.Errorf("views = %s", got)
 	}
 	mustContain(t, "flows_5m_consumer", objectByName(t, d, "flows_5m_consumer").Create, "FROM `flowzero`.`flows_1m`\n")
-	agg, err := newNativeAggregator(mustEncoder(t, d.s), d.aggregatedDims(), time.Minute)
+	agg, err := newNativeAggregator(mustEncoder(t, d.s), d.aggregatedKeyDims(), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cols, _, _ := d.aggregatedColumns()
-	var names []string
-	for _, c := range cols {
-		names = append(names, c.Name)
+	// Every dimension, in the order of the table's sorting key (the groups' order, see
+	// aggsort.go), then the sums.
+	cols, key, _ := d.aggregatedColumns()
+	if len(key) != len(cols)-2 {
+		t.Fatalf("sorting key of %d columns for %d dimensions", len(key), len(cols)-2)
 	}
-	if want := "(" + strings.Join(names, ", ") + ")"; agg.Columns() != want {
-		t.Errorf("aggregated block columns %s, table %s", agg.Columns(), want)
+	if want := "(" + strings.Join(key, ", ") + ", Bytes, Packets)"; agg.Columns() != want {
+		t.Errorf("aggregated block columns %s, want %s", agg.Columns(), want)
 	}
 	if got, want := d.AggregatedInsertStatement(Resolution{Interval: time.Minute}, agg),
 		"INSERT INTO `flowzero`.`flows_1m` "+agg.Columns()+" SETTINGS optimize_on_insert = 0"; got != want {

@@ -384,6 +384,56 @@ func TestAggregatesSumToFlows(t *testing.T) {
 	}
 }
 
+// TestSinkGroupsSortedForEngine checks that the engine finds the pre-aggregated groups in its
+// tables' order and skips its sort (aggsort.go): the flows_1m block, and the flows_5m and
+// flows_1h views' blocks, the groups sharing a minute. With IPv4 exporters the groups' sort
+// integers fit in 128 bits (the flows' blocks are sorted too); with IPv4 and IPv6 exporters
+// they are wider (the engine sorts the flows' block). The tables hold the flows' sums.
+func TestSinkGroupsSortedForEngine(t *testing.T) {
+	s := mustSchema(t, schema.DefaultConfiguration())
+	for _, tc := range []struct {
+		name        string
+		exporters   []string
+		flowsSorted int
+	}{
+		{"ipv4", []string{"192.0.2.1", "192.0.2.2", "198.51.100.7"}, 1},
+		{"ipv4 and ipv6", []string{"192.0.2.1", "2001:db8::1", "2001:db8:42::7"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, t.TempDir())
+			cfg.Embedded.BatchBytes = 64 << 20 // all the flows in one INSERT, at the Flush
+			cfg.Embedded.FlushInterval = time.Hour
+			cfg.Embedded.PreAggregateInterval = time.Hour
+			sink := startSink(t, cfg, s)
+			g := demo.NewGenerator(3)
+			fm := s.NewFlowMessage()
+			start := time.Unix(int64(baseTime), 0)
+			for i := range 6000 {
+				now := start.Add(time.Duration(i) * 9 * time.Millisecond) // 54 s: one minute
+				f := g.Next(now)
+				e := i % len(tc.exporters)
+				fillDemoFlow(fm, &f, now, netip.MustParseAddr(tc.exporters[e]), fmt.Sprintf("edge%d", i%40))
+				sink.Write(fm.Finalize())
+			}
+			c := sink.Conn()
+			blocks0, sorted0 := engineEvent(t, c, "MergeTreeDataWriterBlocks"), engineEvent(t, c, "MergeTreeDataWriterBlocksAlreadySorted")
+			if err := sink.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			blocks := engineEvent(t, c, "MergeTreeDataWriterBlocks") - blocks0
+			sorted := engineEvent(t, c, "MergeTreeDataWriterBlocksAlreadySorted") - sorted0
+			// One block of flows, then flows_1m, flows_5m and flows_1h.
+			if blocks != 4 || sorted != 3+tc.flowsSorted {
+				t.Errorf("the engine wrote %d blocks, %d of them sorted already; want 4 and %d", blocks, sorted, 3+tc.flowsSorted)
+			}
+			if n := query(t, c, "SELECT count() FROM flowzero.flows_1m"); query(t, c, "SELECT "+n+" BETWEEN 1000 AND 6000") != "1" {
+				t.Errorf("flows_1m holds %s groups of 6000 flows", n)
+			}
+			checkAggregates(t, c, sink.DDL())
+		})
+	}
+}
+
 // distinctGroups counts the groups of the flows table at resolution iv.
 func distinctGroups(t *testing.T, c *chdb.Conn, ddl *DDL, iv time.Duration) string {
 	t.Helper()

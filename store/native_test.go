@@ -314,7 +314,7 @@ func FuzzStoreNativeEncode(f *testing.F) {
 	ref, _ := NewNativeEncoder(s)
 	slow, _ := NewNativeEncoder(s)
 	slow.byTag = nil // every message through pbwire's reader and set
-	dims := NewDDL(DefaultConfiguration(), s, "").aggregatedDims()
+	dims := NewDDL(DefaultConfiguration(), s, "").aggregatedKeyDims()
 	for _, e := range []*NativeEncoder{enc, ref} {
 		if e.agg, err = newNativeAggregator(e, dims, time.Minute); err != nil {
 			f.Fatal(err)

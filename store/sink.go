@@ -136,7 +136,7 @@ func (s *Sink) Start() error {
 		var agg *nativeAggregator
 		err := errNotAggregable
 		if s.native != nil {
-			agg, err = newNativeAggregator(s.native, ddl.aggregatedDims(), r.Interval)
+			agg, err = newNativeAggregator(s.native, ddl.aggregatedKeyDims(), r.Interval)
 		}
 		if err != nil {
 			s.mu.Unlock()

@@ -48,10 +48,12 @@ type sortPart struct {
 // after block without allocating per row.
 type batchSorter struct {
 	parts []sortPart
-	keys  []sortKey
-	tmp   []sortKey
-	perm  []uint32
+	radixKeys
+	perm []uint32
 }
+
+// radixKeys is the keys a radix sort orders and its scratch space, reused from sort to sort.
+type radixKeys struct{ keys, tmp []sortKey }
 
 // sortKey is a row's packed key (the high bits) and its index in the block (the low bits):
 // a 128-bit integer.
@@ -278,7 +280,7 @@ const radixDigit = 11
 // radix sorts st.keys by bits lo..hi-1, least significant digit first: stable, so the
 // indexes below lo keep equal keys in arrival order. A digit where every key agrees costs
 // only its count. It reports whether the keys were out of order.
-func (st *batchSorter) radix(lo, hi uint) bool {
+func (st *radixKeys) radix(lo, hi uint) bool {
 	keys := st.keys
 	sorted := true
 	for i := 1; i < len(keys); i++ {
