@@ -432,7 +432,7 @@ func (a *nativeAggregator) place() {
 // Block must have been called first (it completes the last block of rows).
 func (a *nativeAggregator) Block(e *NativeEncoder) []byte {
 	n, kl := a.n, a.keyLen
-	perm := a.sortGroups(func(d *aggDim) []string { return e.cols[d.src].names })
+	perm := a.sortGroups(e)
 	// The keys in that order, so that each column is then written from consecutive memory
 	// (spare is free between activates; its contents are not the groups' state).
 	keys := slices.Grow(a.spare[:0], n*kl)[:n*kl]

@@ -293,8 +293,12 @@ func TestNativeAggregator(t *testing.T) {
 					t.Error("block header: wrong column or row count")
 				}
 				checkGroupsSorted(t, a, enc)
-				if wide := uint(bits.Len(uint(a.n-1)))+a.sorter.bits > 128; wide != tc.varied {
-					t.Errorf("%d groups sorted by %d bits: wide %v, want %v", a.n, a.sorter.bits, wide, tc.varied)
+				width := uint(bits.Len(uint(a.n - 1))) // the group's number
+				for _, p := range a.sorter.parts {
+					width += p.width
+				}
+				if wide := width > 128; wide != tc.varied {
+					t.Errorf("%d groups sorted by %d bits: wide %v, want %v", a.n, width, wide, tc.varied)
 				}
 			}
 		})

@@ -32,8 +32,8 @@ type aggSortPart struct {
 	bytes bool // big-endian bytes (address, fixed string) from chunk; else a little-endian integer
 	chunk int  // bytes: offset of its 8 bytes (fewer at the end of the value, zero-padded)
 	// For the groups being sorted: the smallest and largest values, their bits ORed and
-	// ANDed (a bit that varies is set in the first only), then the low bits the same in
-	// every group (a fixed string's padding, say) and the code's width.
+	// ANDed (a bit that varies is set in the OR, not in the AND), then the low bits the same
+	// in every group (a fixed string's padding, say) and the code's width.
 	lo, hi, or, and uint64
 	shift, width    uint
 }
@@ -42,7 +42,6 @@ type aggSortPart struct {
 // memory from block to block.
 type aggSorter struct {
 	parts []aggSortPart
-	bits  uint // the sort integers' width
 	perm  []uint32
 	// The sort integers with the group's number: 128-bit keys when they fit (the common
 	// case), else wide records of words+1 64-bit words (radixWide).
@@ -87,8 +86,8 @@ func (a *nativeAggregator) code(p *aggSortPart, k []byte) uint64 {
 }
 
 // sortGroups returns the order of the groups by the table's sorting key: perm[i] is the
-// group in row i. names are the encoder's interned values of each dimension's column.
-func (a *nativeAggregator) sortGroups(names func(d *aggDim) []string) []uint32 {
+// group in row i. e is the encoder whose columns interned the LowCardinality values.
+func (a *nativeAggregator) sortGroups(e *NativeEncoder) []uint32 {
 	st := &a.sorter
 	n, kl := a.n, a.keyLen
 	st.parts = st.parts[:0]
@@ -99,7 +98,7 @@ func (a *nativeAggregator) sortGroups(names func(d *aggDim) []string) []uint32 {
 		}
 		switch {
 		case d.kind == aggLowCard:
-			st.rankLowCard(a, d, names(d))
+			st.rankLowCard(a, d, e.cols[d.src].names)
 			st.parts = append(st.parts, aggSortPart{dim: i})
 		case d.kind == aggFixed && d.bytes:
 			for c := 0; c < d.width; c += 8 {
@@ -131,7 +130,6 @@ func (a *nativeAggregator) sortGroups(names func(d *aggDim) []string) []uint32 {
 		p.width = uint(bits.Len64((p.hi - p.lo) >> p.shift))
 		total += p.width
 	}
-	st.bits = total
 	st.perm = slices.Grow(st.perm[:0], n)[:n]
 	if total == 0 || n < 2 {
 		for g := range st.perm {
@@ -143,24 +141,9 @@ func (a *nativeAggregator) sortGroups(names func(d *aggDim) []string) []uint32 {
 		// The group's number in the low bits, the parts above it, the last part lowest.
 		st.keys = slices.Grow(st.keys[:0], n)[:n]
 		for g := range n {
-			k := a.gkeys[g*kl : (g+1)*kl]
-			key := sortKey{lo: uint64(g)}
-			pos := idxBits
-			for j := len(st.parts) - 1; j >= 0; j-- {
-				p := &st.parts[j]
-				if p.width == 0 {
-					continue
-				}
-				v := (a.code(p, k) - p.lo) >> p.shift
-				if pos >= 64 {
-					key.hi |= v << (pos - 64)
-				} else {
-					key.lo |= v << pos
-					key.hi |= v >> (64 - pos) // 0 when v fits below bit 64
-				}
-				pos += p.width
-			}
-			st.keys[g] = key
+			var w [2]uint64
+			a.pack(a.gkeys[g*kl:(g+1)*kl], w[:], idxBits)
+			st.keys[g] = sortKey{lo: w[0] | uint64(g), hi: w[1]}
 		}
 		st.radix(idxBits, idxBits+total)
 		mask := uint64(1)<<idxBits - 1
@@ -176,22 +159,8 @@ func (a *nativeAggregator) sortGroups(names func(d *aggDim) []string) []uint32 {
 	st.wide = slices.Grow(st.wide[:0], n*stride)[:n*stride]
 	clear(st.wide)
 	for g := range n {
-		k := a.gkeys[g*kl : (g+1)*kl]
 		rec := st.wide[g*stride : (g+1)*stride]
-		pos := uint(0)
-		for j := len(st.parts) - 1; j >= 0; j-- {
-			p := &st.parts[j]
-			if p.width == 0 {
-				continue
-			}
-			v := (a.code(p, k) - p.lo) >> p.shift
-			w, s := pos/64, pos%64
-			rec[w] |= v << s
-			if s+p.width > 64 {
-				rec[w+1] |= v >> (64 - s)
-			}
-			pos += p.width
-		}
+		a.pack(a.gkeys[g*kl:(g+1)*kl], rec[:words], 0)
 		rec[words] = uint64(g)
 	}
 	st.radixWide(stride, total)
@@ -199,6 +168,25 @@ func (a *nativeAggregator) sortGroups(names func(d *aggDim) []string) []uint32 {
 		st.perm[i] = uint32(st.wide[i*stride+words])
 	}
 	return st.perm
+}
+
+// pack ORs group key k's codes into rec's words (least significant first) from bit pos, the
+// last part lowest; rec has room for them.
+func (a *nativeAggregator) pack(k []byte, rec []uint64, pos uint) {
+	parts := a.sorter.parts
+	for j := len(parts) - 1; j >= 0; j-- {
+		p := &parts[j]
+		if p.width == 0 {
+			continue
+		}
+		v := (a.code(p, k) - p.lo) >> p.shift
+		w, s := pos/64, pos%64
+		rec[w] |= v << s
+		if s+p.width > 64 {
+			rec[w+1] |= v >> (64 - s)
+		}
+		pos += p.width
+	}
 }
 
 // rankLowCard sets st.rank for the values of dimension d in the groups: their rank by value.
