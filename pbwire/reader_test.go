@@ -3,6 +3,7 @@ package pbwire
 import (
 	"bytes"
 	"errors"
+	"google.golang.org/protobuf/encoding/protowire"
 	"io"
 	"math"
 	"testing"
@@ -206,11 +207,38 @@ func TestDelimitedReader(t *testing.T) {
 	}
 }
 
+// TestConsumeVarintNonMinimal checks the encodings padded with continuation bytes (as the
+// redundant sizes of nested messages are) against protowire, for every length, alone and
+// followed by other bytes.
+func TestConsumeVarintNonMinimal(t *testing.T) {
+	for _, v := range varintSamples() {
+		enc := AppendVarint(nil, v)
+		for len(enc) <= MaxVarintLen {
+			for _, in := range [][]byte{enc, append(bytes.Clone(enc), 0xff, 0x80, 0xff, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)} {
+				want, wantN := protowire.ConsumeVarint(in)
+				got, n, err := ConsumeVarint(in)
+				if wantN < 0 {
+					if err == nil {
+						t.Errorf("ConsumeVarint(%x) = %#x, %d; want an error", in, got, n)
+					}
+					continue
+				}
+				if err != nil || got != want || n != wantN {
+					t.Errorf("ConsumeVarint(%x) = %#x, %d, %v; want %#x, %d", in, got, n, err, want, wantN)
+				}
+			}
+			// The same value with one more group: the last byte gets a continuation bit.
+			enc = append(enc[:len(enc)-1], enc[len(enc)-1]|0x80, 0)
+		}
+	}
+}
+
 func TestConsumeVarint(t *testing.T) {
 	for _, v := range varintSamples() {
 		enc := AppendVarint(nil, v)
-		// Alone (the careful path) and followed by other bytes (the unchecked path).
-		for _, in := range [][]byte{enc, append(bytes.Clone(enc), make([]byte, 10)...)} {
+		// Alone (the careful path) and followed by other bytes (the unchecked paths), which
+		// must not leak into the value.
+		for _, in := range [][]byte{enc, append(bytes.Clone(enc), make([]byte, 10)...), append(bytes.Clone(enc), bytes.Repeat([]byte{0xff}, 10)...)} {
 			got, n, err := ConsumeVarint(in)
 			if err != nil || got != v || n != len(enc) {
 				t.Errorf("ConsumeVarint(%x) = %#x, %d, %v; want %#x, %d", in, got, n, err, v, len(enc))

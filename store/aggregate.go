@@ -116,7 +116,7 @@ const aggMinSlots = 1 << 12
 
 // newNativeAggregator returns the grouping of enc's rows by the dimensions dims (the
 // aggregated tables' columns before Bytes and Packets, in the order of their sorting key,
-// which Block's rows follow: see DDL.aggregatedKeyDims) with
+// which Block's rows follow: see DDL.preAggregatedKeyDims) with
 // TimeReceived rounded down to interval. It fails with errNotAggregable when a dimension is
 // neither a column of enc nor an element of one of its integer arrays.
 func newNativeAggregator(enc *NativeEncoder, dims []*schema.Column, interval time.Duration) (*nativeAggregator, error) {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -336,9 +337,16 @@ func (d *DDL) aggregatedColumns() (cols []ColumnDef, key []string, primaryLen in
 		}
 	}
 	primaryLen = len(key)
-	for _, c := range cols {
-		if !inKey[c.Name] {
-			key = append(key, c.Name)
+	// The rest of the key only keeps rows that differ apart for SummingMergeTree: its order
+	// is free. The engine checks that each inserted block is sorted, comparing neighbouring
+	// rows column by column up to the first that differs: with the LowCardinality columns
+	// last, groups that differ in a number (interfaces, AS path) are told apart before the
+	// string columns, often empty in every group, are compared (aggsort.go).
+	for _, lowCard := range []bool{false, true} {
+		for _, c := range cols {
+			if !inKey[c.Name] && strings.Contains(c.Definition, " LowCardinality(") == lowCard {
+				key = append(key, c.Name)
+			}
 		}
 	}
 	cols = append(cols,
@@ -368,15 +376,47 @@ func (d *DDL) aggregatedDims() []*schema.Column {
 // tables' sorting key, the order the pre-aggregation sorts its groups by (aggsort.go).
 func (d *DDL) aggregatedKeyDims() []*schema.Column {
 	_, key, _ := d.aggregatedColumns()
-	byName := map[string]*schema.Column{}
-	for _, c := range d.aggregatedDims() {
+	return d.dimsInKey(key)
+}
+
+// dimsInKey returns the dimensions of aggregatedDims in the order of key, an aggregated
+// table's sorting key as the engine has it. A table created by an earlier version keeps its
+// key's order (migrations only add new dimensions at its end) and may still hold removed
+// columns, which the groups leave at their default. Dimensions missing from key come last.
+func (d *DDL) dimsInKey(key []string) []*schema.Column {
+	dims := d.aggregatedDims()
+	byName := make(map[string]*schema.Column, len(dims))
+	for _, c := range dims {
 		byName[c.Name] = c
 	}
-	out := make([]*schema.Column, 0, len(key))
+	out := make([]*schema.Column, 0, len(dims))
 	for _, k := range key {
-		out = append(out, byName[k])
+		if c, ok := byName[k]; ok {
+			out = append(out, c)
+			delete(byName, k)
+		}
+	}
+	for _, c := range dims {
+		if _, ok := byName[c.Name]; ok {
+			out = append(out, c)
+		}
 	}
 	return out
+}
+
+// preAggregatedKeyDims returns the dimensions in the order of the sorting key that the
+// pre-aggregated resolution's table has in the database (see dimsInKey), or in the order
+// the DDL creates it when the table cannot be read.
+func (d *DDL) preAggregatedKeyDims(ctx context.Context, e Executor, r Resolution) ([]*schema.Column, error) {
+	rows, err := queryRows(ctx, e, "SELECT sorting_key FROM system.tables WHERE database = "+
+		quoteString(d.Database())+" AND name = "+quoteString(d.dataName(AggregatedTableName(r))))
+	if err == nil && (len(rows) != 1 || len(rows[0]) != 1) {
+		err = fmt.Errorf("no table %s", AggregatedTableName(r))
+	}
+	if err != nil {
+		return d.aggregatedKeyDims(), err
+	}
+	return d.dimsInKey(splitKey(rows[0][0])), nil
 }
 
 // AggregatedTableName returns the name of a resolution's table, for example flows_5m.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -196,9 +197,37 @@ func TestDDLPreAggregated(t *testing.T) {
 	}
 	// Every dimension, in the order of the table's sorting key (the groups' order, see
 	// aggsort.go), then the sums.
-	cols, key, _ := d.aggregatedColumns()
+	cols, key, primaryLen := d.aggregatedColumns()
 	if len(key) != len(cols)-2 {
 		t.Fatalf("sorting key of %d columns for %d dimensions", len(key), len(cols)-2)
+	}
+	// After the primary key, the LowCardinality columns come last (the engine's check that
+	// a block is sorted compares them only between groups equal on everything before).
+	lowCard := map[string]bool{}
+	for _, c := range cols {
+		lowCard[c.Name] = strings.Contains(c.Definition, " LowCardinality(")
+	}
+	if got := strings.Join(key[:primaryLen], ", "); got != "TimeReceived, ExporterAddress, EType, Proto, InIfName, SrcAS, ForwardingStatus, OutIfName, DstAS, SamplingRate" {
+		t.Errorf("primary key (%s), want the flows table's", got)
+	}
+	for i := primaryLen + 1; i < len(key); i++ {
+		if lowCard[key[i-1]] && !lowCard[key[i]] {
+			t.Errorf("sorting key: %s after the LowCardinality %s", key[i], key[i-1])
+		}
+	}
+	if !lowCard[key[len(key)-1]] || lowCard[key[primaryLen]] {
+		t.Errorf("sorting key's free part %v: want numbers, then LowCardinality strings", key[primaryLen:])
+	}
+	// The groups follow the key of the table as it is in the database (one made by an
+	// earlier version may have another order, and a removed column).
+	older := append([]string{"NoLongerAColumn"}, key...)
+	slices.Reverse(older[primaryLen+1:])
+	var names []string
+	for _, c := range d.dimsInKey(older) {
+		names = append(names, c.Name)
+	}
+	if got, want := strings.Join(names, ", "), strings.Join(older[1:], ", "); got != want {
+		t.Errorf("dimsInKey:\n%s\nwant\n%s", got, want)
 	}
 	if want := "(" + strings.Join(key, ", ") + ", Bytes, Packets)"; agg.Columns() != want {
 		t.Errorf("aggregated block columns %s, want %s", agg.Columns(), want)

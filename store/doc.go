@@ -75,6 +75,19 @@
 // alternated in four sessions, 20 and 24 runs, medians): within this machine's noise
 // (±5% between sessions), in the direction the counters give.
 //
+// The engine still checks that every block is sorted, comparing neighbouring rows key
+// column by key column up to the first that differs. The aggregated tables' key is ~48
+// columns: the flows table's (the primary key) and then every other dimension, an order
+// that only SummingMergeTree needs. That free part now puts the numbers first and the
+// LowCardinality strings last, so that groups differing in an interface or the AS path
+// are told apart before the ~30 string columns, empty in every group without the metadata
+// they carry, are compared. The check went from 0.070 to 0.050 µs per flow
+// (MergeTreeDataWriterSortingBlocksMicroseconds) and the sink from ~991k to ~1.042M flows
+// per CPU-second (BenchmarkStoreInsert table=sink, binaries alternated 5 times, medians;
+// faster in every pair, +2 to +7%). Existing tables keep their key (migrations only add
+// columns at its end): the sink reads the key the table has and sorts the groups by it
+// (DDL.preAggregatedKeyDims).
+//
 // The groups are also summed over successive batches, for embedded.pre-aggregate-interval
 // (30 s by default) of traffic, before one INSERT: a collector below ~100k flows/s cuts a
 // batch every flush-interval (5 s by default), and every batch would otherwise insert the

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -395,16 +396,29 @@ func TestSinkGroupsSortedForEngine(t *testing.T) {
 		name        string
 		exporters   []string
 		flowsSorted int
+		// olderKey: the aggregated tables exist already, made by an earlier version with
+		// the key's free part (after the primary key) in another order.
+		olderKey bool
 	}{
-		{"ipv4", []string{"192.0.2.1", "192.0.2.2", "198.51.100.7"}, 1},
-		{"ipv4 and ipv6", []string{"192.0.2.1", "2001:db8::1", "2001:db8:42::7"}, 0},
+		{"ipv4", []string{"192.0.2.1", "192.0.2.2", "198.51.100.7"}, 1, false},
+		{"ipv4 and ipv6", []string{"192.0.2.1", "2001:db8::1", "2001:db8:42::7"}, 0, false},
+		{"older key order", []string{"192.0.2.1", "192.0.2.2", "198.51.100.7"}, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, t.TempDir())
 			cfg.Embedded.BatchBytes = 64 << 20 // all the flows in one INSERT, at the Flush
 			cfg.Embedded.FlushInterval = time.Hour
 			cfg.Embedded.PreAggregateInterval = time.Hour
+			var olderKey string
+			if tc.olderKey {
+				olderKey = createOlderAggregatedTables(t, cfg, s)
+			}
 			sink := startSink(t, cfg, s)
+			if tc.olderKey {
+				if got := query(t, sink.Conn(), "SELECT sorting_key FROM system.tables WHERE database = 'flowzero' AND name = 'flows_1m'"); got != olderKey {
+					t.Fatalf("flows_1m's key is %q after the migration, want it kept: %q", got, olderKey)
+				}
+			}
 			g := demo.NewGenerator(3)
 			fm := s.NewFlowMessage()
 			start := time.Unix(int64(baseTime), 0)
@@ -432,6 +446,33 @@ func TestSinkGroupsSortedForEngine(t *testing.T) {
 			checkAggregates(t, c, sink.DDL())
 		})
 	}
+}
+
+// createOlderAggregatedTables creates the aggregated tables as the DDL does, but with the
+// free part of their key (after the primary key) reversed, as a version with another order
+// would have left them, and returns that key as system.tables shows it.
+func createOlderAggregatedTables(t *testing.T, cfg Configuration, s *schema.Schema) string {
+	t.Helper()
+	ddl := NewDDL(cfg, s, t.TempDir())
+	_, key, primaryLen := ddl.aggregatedColumns()
+	older := slices.Clone(key)
+	slices.Reverse(older[primaryLen:])
+	c := openEngine(t, cfg)
+	defer c.Close()
+	if err := c.Exec("CREATE DATABASE IF NOT EXISTS flowzero"); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range cfg.Resolutions {
+		create := ddl.AggregatedObjects(r)[0].Create
+		from, to := "ORDER BY ("+strings.Join(key, ", ")+")", "ORDER BY ("+strings.Join(older, ", ")+")"
+		if !strings.Contains(create, from) {
+			t.Fatalf("no %q in %s", from, create)
+		}
+		if err := c.Exec(strings.Replace(create, from, to, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return strings.Join(older, ", ")
 }
 
 // distinctGroups counts the groups of the flows table at resolution iv.

@@ -136,7 +136,13 @@ func (s *Sink) Start() error {
 		var agg *nativeAggregator
 		err := errNotAggregable
 		if s.native != nil {
-			agg, err = newNativeAggregator(s.native, ddl.aggregatedKeyDims(), r.Interval)
+			// The groups go sorted by the table's key as it is (a table created by an
+			// earlier version keeps its order), so that the engine need not sort them.
+			dims, kerr := ddl.preAggregatedKeyDims(context.Background(), Embedded{Conn: conn}, r)
+			if kerr != nil {
+				s.log.Warn("store: reading the sorting key of the pre-aggregated table", "error", kerr)
+			}
+			agg, err = newNativeAggregator(s.native, dims, r.Interval)
 		}
 		if err != nil {
 			s.mu.Unlock()
