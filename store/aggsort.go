@@ -18,7 +18,7 @@ import (
 //
 // Each group's key becomes one integer with just the bits the groups need, as in
 // batchSorter: a part per active dimension, in key order (the dimensions are in that order,
-// see DDL.aggregatedKeyDims), holding its value relative to the smallest in the groups,
+// see DDL.preAggregatedKeyDims), holding its value relative to the smallest in the groups,
 // without the low bits every group shares (integers; the time divided by the interval;
 // LowCardinality values by their rank among the groups' values; addresses and fixed strings
 // as big-endian 64-bit chunks). With the group's number, the integers fit in 128 bits unless
