@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	"flowzero/schema"
@@ -152,6 +153,20 @@ func TestBatchSorterPermutation(t *testing.T) {
 					if perm[i] != want[i] {
 						t.Fatalf("row %d of the block is flow %d %v, want flow %d %v", i, perm[i], keys[perm[i]].vals, want[i], keys[want[i]].vals)
 					}
+				}
+			}
+			if tc.name == "ipv4 exporters" {
+				// Both ways of coding integers: by rank where the values are few for their
+				// range (two ETypes, five protocols), relative to the smallest where not
+				// (1000 source AS numbers under 1000, forwarding status 64-66).
+				var dense []string
+				for _, p := range enc.sorter.parts {
+					if p.dense {
+						dense = append(dense, enc.cols[p.col].name)
+					}
+				}
+				if got := strings.Join(dense, " "); got != "EType Proto" {
+					t.Errorf("parts coded by rank: %s, want EType Proto", got)
 				}
 			}
 		})
