@@ -341,7 +341,7 @@ func (st *radixKeys) radix(lo, hi uint) bool {
 			break
 		}
 	}
-	if sorted || hi <= lo {
+	if sorted {
 		return false
 	}
 	st.tmp = slices.Grow(st.tmp[:0], len(keys))[:len(keys)]

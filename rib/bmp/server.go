@@ -213,8 +213,6 @@ func (s *Server) acceptRD(rd RD) bool {
 	return ok
 }
 
-// sessionClosed keeps the routes of a finished session for Keep, then removes them; a
-// router that reconnects sends its table again under a new session meanwhile.
 // oldestUninitiatedLocked returns the earliest accepted connection still waiting for its
 // initiation message and not already evicted, or nil.
 func (s *Server) oldestUninitiatedLocked() *session {
@@ -230,6 +228,8 @@ func (s *Server) oldestUninitiatedLocked() *session {
 	return old
 }
 
+// sessionClosed keeps the routes of a finished session for Keep, then removes them; a
+// router that reconnects sends its table again under a new session meanwhile.
 func (s *Server) sessionClosed(sess *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
