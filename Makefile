@@ -56,7 +56,7 @@ FUTURE_DAYS   ?= +40d
 FUTURE_PKGS   ?= ./store/... ./app/...
 test-future: $(TEST_DEPS)
 	@command -v faketime >/dev/null || { echo "test-future: faketime not found (apt-get install faketime)"; exit 1; }
-	FLOWZERO_TEST_CLOCK_OFFSET=$(FUTURE_OFFSET) $(GO) test -count=1 -timeout 10m -exec 'faketime $(FUTURE_DAYS)' \
+	FLOWZERO_TEST_CLOCK_OFFSET=$(FUTURE_OFFSET) $(GO) test -count=1 -timeout 10m -exec 'faketime -f $(FUTURE_DAYS)' \
 	  $(if $(TEST_TAGS),-tags '$(TEST_TAGS)') $(FUTURE_PKGS)
 
 fuzz:
