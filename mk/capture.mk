@@ -20,7 +20,7 @@ bench-capture-wire: tools
 	  $(GO) test -run '^$$' -bench '^BenchmarkCaptureWire$$' -benchmem -benchtime=300ms -count=1 ./capture/; \
 	done | tee $(CACHE)/bench/capture-wire.txt
 	for i in $$(seq $(CAPTURE_BENCH_COUNT)); do \
-	  $(GO) test -run '^$$' -bench '^BenchmarkPcapngWrite$$' -benchmem -benchtime=300ms -count=1 ./capture/; \
+	  $(GO) test -run '^$$' -bench '^BenchmarkPcapngWrite$$' -benchmem -benchtime=300ms -count=1 ./capture/pcapng/; \
 	done | tee $(CACHE)/bench/capture-pcapng.txt
 	benchstat $(CACHE)/bench/capture-wire.txt
 	benchstat $(CACHE)/bench/capture-pcapng.txt
