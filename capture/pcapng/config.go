@@ -11,7 +11,8 @@ type Configuration struct {
 	// Path of the pcapng file; "-" is stdout. A FIFO is written as is: until a reader opens it,
 	// agents' frames wait (like tcpdump -w); when the reader goes away, what could not be
 	// written counts as server drops and frames wait for the next reader. It may hold
-	// strftime conversions (%Y %m %d %H %M %S), expanded at each time rotation like tcpdump -G.
+	// strftime conversions (%Y %m %d %H %M %S %j %F %T...), expanded in local time at each
+	// time rotation like tcpdump -G.
 	Path string `yaml:"path"`
 	// PerAgent writes one file per agent: "{agent}" in Path is replaced by the agent's name,
 	// or "-name" is inserted before the extension.

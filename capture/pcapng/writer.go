@@ -19,6 +19,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/ncruces/go-strftime"
 
 	"flowzero/internal/clock"
 )
@@ -393,7 +394,7 @@ func (o *Writer) openNext(now time.Time) error {
 func (o *Writer) fileName(now time.Time) string {
 	name := o.base
 	if o.cfg.RotateInterval > 0 {
-		name = strftime(name, now)
+		name = strftime.Format(name, now)
 	}
 	if o.cfg.RotateSize > 0 && (o.count > 0 || o.cfg.MaxFiles > 0) {
 		width := 0
@@ -506,16 +507,3 @@ func (o *Writer) InterruptWrites(deadline time.Time) {
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
-
-// strftime expands the conversions tcpdump users put in -G file names.
-func strftime(s string, t time.Time) string {
-	if !strings.Contains(s, "%") {
-		return s
-	}
-	r := strings.NewReplacer(
-		"%Y", fmt.Sprintf("%04d", t.Year()), "%m", fmt.Sprintf("%02d", int(t.Month())),
-		"%d", fmt.Sprintf("%02d", t.Day()), "%H", fmt.Sprintf("%02d", t.Hour()),
-		"%M", fmt.Sprintf("%02d", t.Minute()), "%S", fmt.Sprintf("%02d", t.Second()),
-		"%s", fmt.Sprint(t.Unix()), "%%", "%")
-	return r.Replace(s)
-}

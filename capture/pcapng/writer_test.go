@@ -25,11 +25,11 @@ func writeFrames(t *testing.T, o *Writer, id int, frames []pcapfile.Frame) {
 	}
 }
 
-// TestRotateTime drives the writer with a clock of its own: -G names from strftime, -W keeps
-// the newest files.
+// TestRotateTime drives the writer with a clock of its own: -G names from strftime (all of its
+// conversions, as tcpdump passes the name to strftime(3)), -W keeps the newest files.
 func TestRotateTime(t *testing.T) {
 	dir := t.TempDir()
-	cfg := Configuration{Path: filepath.Join(dir, "cap-%Y%m%d-%H%M%S.pcapng"), RotateInterval: time.Minute, MaxFiles: 2, FlushInterval: time.Second}
+	cfg := Configuration{Path: filepath.Join(dir, "cap-%Y%m%d-%H%M%S-%j.pcapng"), RotateInterval: time.Minute, MaxFiles: 2, FlushInterval: time.Second}
 	start := time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)
 	clk := capturetest.ClockAt(start)
 	o := NewWriter(cfg, Options{Clock: clk})
@@ -50,7 +50,7 @@ func TestRotateTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	names, _ := filepath.Glob(filepath.Join(dir, "*"))
-	want := []string{filepath.Join(dir, "cap-20261122-060101.pcapng"), filepath.Join(dir, "cap-20261122-060205.pcapng")}
+	want := []string{filepath.Join(dir, "cap-20261122-060101-326.pcapng"), filepath.Join(dir, "cap-20261122-060205-326.pcapng")}
 	if !slices.Equal(names, want) {
 		t.Fatalf("files %v, want %v", names, want)
 	}
