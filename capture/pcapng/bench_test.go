@@ -26,11 +26,13 @@ func BenchmarkPcapngWrite(b *testing.B) {
 			ci := gopacket.CaptureInfo{Timestamp: ts, CaptureLength: size, Length: size}
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
+			cpu := testutil.StartCPU(b)
 			for b.Loop() {
 				if err := w.WritePacket(ci, data); err != nil {
 					b.Fatal(err)
 				}
 			}
+			cpu.Stop(b)
 		})
 		b.Run(strconv.Itoa(size)+"/flowzero", func(b *testing.B) {
 			o := NewWriter(Configuration{Path: "-"}, Options{Stdout: io.Discard})
@@ -40,11 +42,13 @@ func BenchmarkPcapngWrite(b *testing.B) {
 			}
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
+			cpu := testutil.StartCPU(b)
 			for b.Loop() {
 				if err := o.WritePacket(id, ts.UnixNano(), uint32(size), data); err != nil {
 					b.Fatal(err)
 				}
 			}
+			cpu.Stop(b)
 		})
 	}
 }
