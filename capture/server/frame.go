@@ -53,9 +53,10 @@ type otherRecord struct {
 	drop wire.DropReport
 }
 
-// maxKeptPackets bounds the packets a frameRecords keeps room for between frames: a frame of
-// many tiny packets should not hold its memory for the connection's life.
-const maxKeptPackets = 1 << 16
+// maxKeptPackets bounds the packets a frameRecords keeps room for between frames (330 KB):
+// enough for a default 256 KiB frame of the smallest packets, so that a connection's rare
+// huge frame does not hold its memory for the connection's life.
+const maxKeptPackets = 1 << 13
 
 // decode decodes every record of a frame, so that a frame with a malformed record is refused
 // whole rather than written in part. On error it returns the number of packets the frame
