@@ -1,8 +1,7 @@
 // Package wire is the capture forwarder's binary framing: how an agent streams captured
-// packets to the server, and how the server acknowledges them. Fixed little-endian headers
-// batched in frames (the unit of compression and acknowledgement) keep the per-packet cost at
-// a header and a copy; encoding appends to the caller's buffer and decoding slices it, without
-// allocating. docs/design/capture.md compares it with the alternatives.
+// packets to the server, and how the server acknowledges them. Fixed little-endian headers,
+// batched in frames (the unit of compression and acknowledgement), are encoded by appending to
+// the caller's buffer and decoded by slicing it, without allocating (docs/design/capture.md).
 //
 // # Format, version 1 (all integers little-endian)
 //
