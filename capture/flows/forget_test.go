@@ -118,7 +118,8 @@ func TestIdleCloseForgetsFlows(t *testing.T) {
 	}
 }
 
-// newLongAggregator returns an aggregator whose flows only leave at Stop or Forget.
+// newLongAggregator returns an aggregator whose flows only leave at Stop or when a table is
+// closed.
 func newLongAggregator(t *testing.T) (*Aggregator, *flowCollector) {
 	t.Helper()
 	sch, err := schema.New(schema.DefaultConfiguration())
