@@ -3,7 +3,10 @@ package netflow
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"flowzero/decoder/packet"
 	"flowzero/internal/config"
@@ -33,6 +36,49 @@ type SamplingRateRule struct {
 	Default uint64 `yaml:"default"`
 	// Override replaces whatever the exporter says.
 	Override uint64 `yaml:"override"`
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler so that a prefix that does not parse is reported
+// with its line and key rather than in netip's words; unknown keys are refused as
+// elsewhere.
+func (r *SamplingRateRule) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: a sampling-rates item is a mapping with exporter, default and override", n.Line)}}
+	}
+	var errs []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		var err error
+		switch k.Value {
+		case "exporter":
+			p, perr := netip.ParsePrefix(v.Value)
+			if perr != nil {
+				// netip's error reads `netip.ParsePrefix("x"): reason`: keep the reason.
+				reason := perr.Error()
+				if i := strings.LastIndex(reason, "): "); i >= 0 {
+					reason = reason[i+3:]
+				}
+				errs = append(errs, fmt.Sprintf("line %d: exporter: %q is not a prefix (address/length): %s", v.Line, v.Value, reason))
+				continue
+			}
+			r.Exporter = p
+		case "default":
+			err = v.Decode(&r.Default)
+		case "override":
+			err = v.Decode(&r.Override)
+		default:
+			errs = append(errs, fmt.Sprintf("line %d: unknown key %q", k.Line, k.Value))
+		}
+		if te, ok := err.(*yaml.TypeError); ok {
+			errs = append(errs, te.Errors...)
+		} else if err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return &yaml.TypeError{Errors: errs}
+	}
+	return nil
 }
 
 // Configuration of the NetFlow v5/v9 and IPFIX decoder.
@@ -102,6 +148,11 @@ func (c Configuration) Validate() error {
 	for i, r := range c.SamplingRates {
 		if !r.Exporter.IsValid() {
 			return config.Errorf(fmt.Sprintf("sampling-rates[%d].exporter", i), "a prefix is required")
+		}
+		if m := r.Exporter.Masked(); m != r.Exporter {
+			// A typo more often than a wish to match the whole prefix: say both readings.
+			return config.Errorf(fmt.Sprintf("sampling-rates[%d].exporter", i), "%s has host bits set (%s or %s/%d?)",
+				r.Exporter, m, r.Exporter.Addr(), r.Exporter.Addr().BitLen())
 		}
 		if r.Default == 0 && r.Override == 0 {
 			return config.Errorf(fmt.Sprintf("sampling-rates[%d]", i), "set default or override")
