@@ -310,14 +310,18 @@ func (c *decodeContext) decodeV5(data []byte) error {
 		fm.OutIf = uint32(binary.BigEndian.Uint16(r[14:]))
 		fm.AppendUint(schema.ColumnPackets, uint64(binary.BigEndian.Uint32(r[16:])))
 		fm.AppendUint(schema.ColumnBytes, uint64(binary.BigEndian.Uint32(r[20:])))
-		first := exportMs - uint64(sysUptime) + uint64(binary.BigEndian.Uint32(r[24:]))
-		last := exportMs - uint64(sysUptime) + uint64(binary.BigEndian.Uint32(r[28:]))
-		fm.AppendUint(schema.ColumnTimeFlowStart, first/1000)
-		fm.AppendUint(schema.ColumnTimeFlowEnd, last/1000)
-		switch d.tsSource {
-		case tsFlowStart:
+		first := uptimeToUnixMs(exportMs, sysUptime, binary.BigEndian.Uint32(r[24:]))
+		last := uptimeToUnixMs(exportMs, sysUptime, binary.BigEndian.Uint32(r[28:]))
+		if first != 0 {
+			fm.AppendUint(schema.ColumnTimeFlowStart, first/1000)
+		}
+		if last != 0 {
+			fm.AppendUint(schema.ColumnTimeFlowEnd, last/1000)
+		}
+		switch {
+		case d.tsSource == tsFlowStart && first != 0:
 			fm.TimeReceived = first / 1000
-		case tsFlowEnd:
+		case d.tsSource == tsFlowEnd && last != 0:
 			fm.TimeReceived = last / 1000
 		}
 		srcPort := binary.BigEndian.Uint16(r[32:])
@@ -341,6 +345,19 @@ func (c *decodeContext) decodeV5(data []byte) error {
 		c.finish(rate)
 	}
 	return err
+}
+
+// uptimeToUnixMs converts a time in ms of the exporter's uptime, a 32-bit counter that wraps
+// every 49.7 days, to unix ms: its difference with the uptime at the export, modulo 2³² and
+// signed (RFC 3954 §8 gives no more), is added to the export time. A flow can thus be
+// dated up to 24.8 days around its export, whatever the uptime. 0 when the result is not
+// after 1970 (an exporter without a clock).
+func uptimeToUnixMs(exportMs uint64, exportUptime, t uint32) uint64 {
+	ms := int64(exportMs) + int64(int32(t-exportUptime))
+	if ms <= 0 {
+		return 0
+	}
+	return uint64(ms)
 }
 
 type tsSource uint8

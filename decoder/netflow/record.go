@@ -301,23 +301,24 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 		return off, reasonNone // no traffic in the reverse direction: no flow
 	}
 
-	// Timestamps: relative ones are ms of the exporter's uptime (RFC 3954 §8 / IE 160).
+	// Timestamps: relative ones are ms of the exporter's uptime (RFC 3954 §8), a 32-bit
+	// counter, dated from the uptime at the export: the NetFlow v9 header's, or the export
+	// time minus the system init time (IE 160, in the record or from options data).
 	if hasFirst || hasLast {
-		var base uint64
-		switch {
-		case sysInit != 0:
-			base = sysInit
-		case c.version == 9:
-			base = uint64(c.exportSec)*1000 - uint64(c.sysUptime)
-		default:
-			base = e.sysInit[c.domain]
+		exportMs := uint64(c.exportSec) * 1000
+		uptime, known := c.sysUptime, c.version == 9
+		if sysInit == 0 && c.version != 9 {
+			sysInit = e.sysInit[c.domain]
 		}
-		if base != 0 {
+		if sysInit != 0 {
+			uptime, known = uint32(exportMs-sysInit), true
+		}
+		if known {
 			if hasFirst {
-				startMs = base + firstUp
+				startMs = uptimeToUnixMs(exportMs, uptime, uint32(firstUp))
 			}
 			if hasLast {
-				endMs = base + lastUp
+				endMs = uptimeToUnixMs(exportMs, uptime, uint32(lastUp))
 			}
 		}
 	}

@@ -1,0 +1,192 @@
+package netflow
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"flowzero/schema"
+)
+
+// The tests of this file craft what real exporters send and the shared captures do not
+// hold (issue #25). Each datagram was checked with Wireshark's dissector: with
+// FLOWZERO_DUMP_DATAGRAMS=dir, flowFields writes the datagrams of each test to
+// dir/<test>.txt in text2pcap's format, then
+//
+//	text2pcap -u 2055,2055 dir/TestX.txt x.pcap && tshark -r x.pcap -d udp.port==2055,cflow -V
+//
+// shows the values the expectations rely on.
+
+// flowFields decodes datagrams in order with d and returns, per flow, its columns as a map.
+// Errors are returned per datagram.
+func flowFields(t *testing.T, d *Decoder, s *schema.Schema, dgs ...[]byte) ([]map[string]string, []error) {
+	t.Helper()
+	dumpDatagrams(t, dgs)
+	fm := s.NewFlowMessage()
+	var flows []map[string]string
+	var errs []error
+	for _, dg := range dgs {
+		err := d.Decode(Packet{Payload: dg, Exporter: testExporter, TimeReceived: testTime}, fm, func(fm *schema.FlowMessage) {
+			m := map[string]string{}
+			for _, kv := range strings.Split(flowString(t, s, fm.Finalize()), " ") {
+				k, v, _ := strings.Cut(kv, "=")
+				m[k] = v
+			}
+			flows = append(flows, m)
+		})
+		errs = append(errs, err)
+	}
+	return flows, errs
+}
+
+// dumpDatagrams appends datagrams to $FLOWZERO_DUMP_DATAGRAMS/<test>.txt as text2pcap input.
+func dumpDatagrams(t *testing.T, dgs [][]byte) {
+	dir := os.Getenv("FLOWZERO_DUMP_DATAGRAMS")
+	if dir == "" {
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+".txt"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, dg := range dgs {
+		for off := 0; off < len(dg); off += 16 {
+			fmt.Fprintf(f, "%06x % x\n", off, dg[off:min(off+16, len(dg))])
+		}
+		fmt.Fprintln(f)
+	}
+}
+
+// checkFlows compares the given columns of each flow ("" means absent).
+func checkFlows(t *testing.T, got []map[string]string, want []map[string]string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d flows, want %d: %v", len(got), len(want), got)
+	}
+	for i := range want {
+		for k, v := range want[i] {
+			if got[i][k] != v {
+				t.Errorf("flow %d: %s=%q, want %q (flow %v)", i, k, got[i][k], v, got[i])
+			}
+		}
+	}
+}
+
+// noErrors fails the test when a datagram returned an error.
+func noErrors(t *testing.T, errs []error) {
+	t.Helper()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("datagram %d: %v", i, err)
+		}
+	}
+}
+
+// be32 encodes big-endian 32-bit values.
+func be32(vs ...uint32) []byte {
+	var b []byte
+	for _, v := range vs {
+		b = binary.BigEndian.AppendUint32(b, v)
+	}
+	return b
+}
+
+// cat concatenates byte slices.
+func cat(parts ...[]byte) []byte {
+	var b []byte
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	return b
+}
+
+// exportSec is the export time of the crafted NetFlow v5 and v9 datagrams (2026-11-22
+// 06:00:00 UTC); IPFIX ones use 1700000000 (ipfixDatagram).
+const exportSec = 1795327200
+
+// v5Datagram builds a NetFlow v5 datagram: a 24-byte header (count, sysUptime, export time,
+// sampling interval) and 48-byte records.
+func v5Datagram(sysUptime uint32, sampling uint16, records ...[]byte) []byte {
+	b := be16(5, uint16(len(records)))
+	b = append(b, be32(sysUptime, exportSec, 0, 7)...) // uptime, secs, nsecs, sequence
+	b = append(b, 0, 0)                                // engine type and ID
+	b = append(b, be16(sampling)...)
+	for _, r := range records {
+		b = append(b, r...)
+	}
+	return b
+}
+
+// v5Record builds a NetFlow v5 record from 10.0.0.1:1024 to 10.0.0.2:80 over TCP.
+func v5Record(packets, bytes, first, last uint32) []byte {
+	r := cat([]byte{10, 0, 0, 1, 10, 0, 0, 2, 0, 0, 0, 0}, be16(1, 2), be32(packets, bytes, first, last))
+	r = append(r, be16(1024, 80)...)
+	r = append(r, 0, 0x18, 6, 0) // pad, TCP flags, protocol, ToS
+	r = append(r, be16(65001, 65002)...)
+	r = append(r, 24, 24, 0, 0) // masks, pad
+	return r
+}
+
+// TestUptimeWrap (issue #25, 1): flow times relative to the exporter's uptime are computed
+// modulo 2³², as a signed 32-bit offset from the export time: a FIRST_SWITCHED taken before
+// the 32-bit uptime counter wrapped (a router up for more than 49.7 days) is a few seconds
+// before the export, not 49.7 days after it. tshark agrees for NetFlow v5 (Duration 1.5 s);
+// for v9 it shows the same uptimes and a duration of -4294965.796 s, the unwrapped difference.
+func TestUptimeWrap(t *testing.T) {
+	s := allColumns(t)
+	// The uptime counter wrapped 1 s before the export (sysUptime 1000 ms); the flow started
+	// 2 s before the export (FIRST_SWITCHED 2^32 - 1000 ms) and ended 0.5 s before it.
+	const first, last = 1<<32 - 1000, 500
+	want := []map[string]string{{"TimeFlowStart": fmt.Sprint(exportSec - 2), "TimeFlowEnd": fmt.Sprint(exportSec - 1)}}
+
+	t.Run("netflow-v5", func(t *testing.T) {
+		d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+		flows, errs := flowFields(t, d, s, v5Datagram(1000, 0, v5Record(3, 300, first, last)))
+		noErrors(t, errs)
+		checkFlows(t, flows, want)
+	})
+	t.Run("netflow-v9", func(t *testing.T) {
+		d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+		// Template 256: addresses, IN_BYTES, IN_PKTS, FIRST_SWITCHED (22), LAST_SWITCHED (21);
+		// v9Datagram's sysUptime is 1000 ms.
+		tpl := nfSet(v9TemplateSetID, be16(256, 6, 8, 4, 12, 4, 1, 4, 2, 4, 22, 4, 21, 4))
+		data := nfSet(256, []byte{10, 0, 0, 1, 10, 0, 0, 2}, be32(300, 3, first, last))
+		flows, errs := flowFields(t, d, s, v9Datagram(tpl, data))
+		noErrors(t, errs)
+		checkFlows(t, flows, want)
+		// FIRST_SWITCHED 0xFFFFFFFF with an uptime of 10 ms: 11 ms before the export.
+		flows, errs = flowFields(t, d, s, func() []byte {
+			dg := v9Datagram(nfSet(256, []byte{10, 0, 0, 1, 10, 0, 0, 2}, be32(300, 3, 0xFFFFFFFF, 10)))
+			binary.BigEndian.PutUint32(dg[4:], 10)
+			return dg
+		}())
+		noErrors(t, errs)
+		checkFlows(t, flows, []map[string]string{{"TimeFlowStart": fmt.Sprint(exportSec - 1), "TimeFlowEnd": fmt.Sprint(exportSec)}})
+	})
+	t.Run("ipfix-ie160", func(t *testing.T) {
+		d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+		// The exporter booted 60 days before the export (1700000000 s): its uptime at the
+		// export, 5,184,000,000 ms, no longer fits in 32 bits, and flowStartSysUpTime (22)
+		// and flowEndSysUpTime (21) hold the uptimes of the flow modulo 2^32.
+		const exportMs = 1700000000 * 1000
+		const sysInit = exportMs - 60*86400*1000
+		up := uint32((exportMs - sysInit) % (1 << 32))
+		tpl := ipfixSet(ipfixTemplateSetID, be16(300, 5, 8, 4, 12, 4, 22, 4, 21, 4, 160, 8))
+		rec := cat([]byte{10, 0, 0, 1, 10, 0, 0, 2}, be32(up-2000, up-500), binary.BigEndian.AppendUint64(nil, sysInit))
+		flows, errs := flowFields(t, d, s, ipfixDatagram(tpl, ipfixSet(300, rec)))
+		noErrors(t, errs)
+		checkFlows(t, flows, []map[string]string{{"TimeFlowStart": "1699999998", "TimeFlowEnd": "1699999999"}})
+
+		// The same with the system init time from an options record of the domain.
+		opts := ipfixSet(ipfixOptionsSetID, be16(301, 2, 1, 149, 4, 160, 8))
+		optsData := ipfixSet(301, cat(be32(7), binary.BigEndian.AppendUint64(nil, sysInit)))
+		tpl2 := ipfixSet(ipfixTemplateSetID, be16(302, 4, 8, 4, 12, 4, 22, 4, 21, 4))
+		flows, errs = flowFields(t, d, s, ipfixDatagram(opts, optsData, tpl2, ipfixSet(302, cat([]byte{10, 0, 0, 1, 10, 0, 0, 2}, be32(up-2000, up-500)))))
+		noErrors(t, errs)
+		checkFlows(t, flows, []map[string]string{{"TimeFlowStart": "1699999998", "TimeFlowEnd": "1699999999"}})
+	})
+}
