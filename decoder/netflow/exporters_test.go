@@ -190,3 +190,50 @@ func TestUptimeWrap(t *testing.T) {
 		checkFlows(t, flows, []map[string]string{{"TimeFlowStart": "1699999998", "TimeFlowEnd": "1699999999"}})
 	})
 }
+
+// TestZeroLengthFields (issue #25, 3): template fields of length 0 carry nothing and are
+// skipped; the template is kept, since its records can be framed.
+func TestZeroLengthFields(t *testing.T) {
+	s := allColumns(t)
+	t.Run("netflow-v9", func(t *testing.T) {
+		// softflowd-era templates: six type-0/length-0 entries among the fields.
+		d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+		tpl := nfSet(v9TemplateSetID, be16(256, 10, 8, 4, 0, 0, 0, 0, 12, 4, 0, 0, 1, 4, 0, 0, 2, 4, 0, 0, 0, 0))
+		data := nfSet(256, []byte{10, 0, 0, 1, 10, 0, 0, 2}, be32(1500, 2), []byte{10, 0, 0, 3, 10, 0, 0, 4}, be32(40, 1))
+		flows, errs := flowFields(t, d, s, v9Datagram(tpl, data))
+		noErrors(t, errs)
+		checkFlows(t, flows, []map[string]string{
+			{"SrcAddr": "10.0.0.1", "DstAddr": "10.0.0.2", "Bytes": "1500", "Packets": "2"},
+			{"SrcAddr": "10.0.0.3", "DstAddr": "10.0.0.4", "Bytes": "40", "Packets": "1"},
+		})
+	})
+	t.Run("ipfix", func(t *testing.T) {
+		// flowStartSeconds (150) and flowEndSeconds (151) announced with length 0.
+		d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+		tpl := ipfixSet(ipfixTemplateSetID, be16(300, 6, 8, 4, 12, 4, 150, 0, 151, 0, 1, 8, 2, 8))
+		rec := cat([]byte{10, 0, 0, 1, 10, 0, 0, 2}, be32(0, 1500, 0, 2))
+		flows, errs := flowFields(t, d, s, ipfixDatagram(tpl, ipfixSet(300, rec)))
+		noErrors(t, errs)
+		checkFlows(t, flows, []map[string]string{{"SrcAddr": "10.0.0.1", "Bytes": "1500", "Packets": "2", "TimeFlowStart": ""}})
+	})
+}
+
+// TestVariableLengthV9 (issue #25, 4): H3C NetStream sends NetFlow v9 templates with a field
+// of length 0xFFFF, encoded as in RFC 7011 §7 (one length byte, or 255 and two length bytes),
+// which Wireshark decodes too.
+func TestVariableLengthV9(t *testing.T) {
+	s := allColumns(t)
+	d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+	// Template 256: addresses, IN_BYTES, IF_NAME (82) of variable length, IN_PKTS.
+	tpl := nfSet(v9TemplateSetID, be16(256, 5, 8, 4, 12, 4, 1, 4, 82, 0xFFFF, 2, 4))
+	data := nfSet(256,
+		[]byte{10, 0, 0, 1, 10, 0, 0, 2}, be32(1500), []byte{3, 'G', 'E', '0'}, be32(2),
+		[]byte{10, 0, 0, 3, 10, 0, 0, 4}, be32(40), []byte{255, 0, 5, 'G', 'E', '0', '/', '1'}, be32(1),
+	)
+	flows, errs := flowFields(t, d, s, v9Datagram(tpl, data))
+	noErrors(t, errs)
+	checkFlows(t, flows, []map[string]string{
+		{"SrcAddr": "10.0.0.1", "DstAddr": "10.0.0.2", "Bytes": "1500", "Packets": "2"},
+		{"SrcAddr": "10.0.0.3", "DstAddr": "10.0.0.4", "Bytes": "40", "Packets": "1"},
+	})
+}

@@ -86,17 +86,13 @@ func (d *Decoder) compileTemplate(version uint16, fieldSpecs []byte, count int, 
 			pen = binary.BigEndian.Uint32(p)
 			p = p[4:]
 		}
-		if version == 9 && length == variableLength {
-			return nil, reasonBadTemplate, false // NetFlow v9 has no variable-length fields
-		}
-		if length == 0 && i >= scopeFields {
-			// A field of no bytes carries nothing (reduced-size encoding stops at 1 byte,
-			// RFC 7011 §6.2). Scope fields are exempt: NetFlow v9 exporters send the
-			// System scope with length 0 (see the data+templates capture).
-			return nil, reasonBadTemplate, false
-		}
+		// A variable-length field (0xFFFF) is read as RFC 7011 §7 says in NetFlow v9 too:
+		// H3C NetStream sends them, and Wireshark decodes them so.
 		f := field{length: length}
-		if i >= scopeFields {
+		// A field of no bytes carries nothing: it is skipped (softflowd-era v9 exporters
+		// send type-0/length-0 entries, some IPFIX exporters IEs 150/151 of length 0, and
+		// v9 exporters the System scope with length 0).
+		if i >= scopeFields && length != 0 {
 			switch pen {
 			case 0:
 				s := d.specFor(ianaSpecs[ie])
