@@ -292,11 +292,15 @@ func (c *decodeContext) decodeV5(data []byte) error {
 	if rate == 0 && c.e.defaultRate == 0 {
 		rate = 1 // the header says the export is not sampled
 	}
+	// The header's count and the records must agree: nothing is decoded from a datagram
+	// cut short, nor from one with more bytes than the count says, unless they are zero
+	// padding, since either contradicts itself.
 	records := data[headerLen:]
-	var err error
 	if len(records) < count*recordLen {
-		count = len(records) / recordLen
-		err = c.e.fail(reasonTruncatedRecord)
+		return c.e.fail(reasonTruncatedRecord)
+	}
+	if !allZero(records[count*recordLen:]) {
+		return c.e.fail(reasonBadLength)
 	}
 	d, fm := c.d, c.fm
 	exportMs := uint64(c.exportSec) * 1000
@@ -344,7 +348,7 @@ func (c *decodeContext) decodeV5(data []byte) error {
 		}
 		c.finish(rate)
 	}
-	return err
+	return nil
 }
 
 // uptimeToUnixMs converts a time in ms of the exporter's uptime, a 32-bit counter that wraps

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+
 	"flowzero/schema"
 )
 
@@ -236,4 +238,53 @@ func TestVariableLengthV9(t *testing.T) {
 		{"SrcAddr": "10.0.0.1", "DstAddr": "10.0.0.2", "Bytes": "1500", "Packets": "2"},
 		{"SrcAddr": "10.0.0.3", "DstAddr": "10.0.0.4", "Bytes": "40", "Packets": "1"},
 	})
+}
+
+// errorCount is the sum of flowzero_netflow_errors_total for the test exporter.
+func errorCount(t *testing.T, d *Decoder) float64 {
+	t.Helper()
+	var n float64
+	for r := reasonNone + 1; r < reasonCount; r++ {
+		n += promtest.ToFloat64(d.metrics.errors.WithLabelValues(testExporter.Addr().String(), reasonNames[r]))
+	}
+	return n
+}
+
+// TestHarmlessSets (issue #25, 7): sets that are malformed but lose nothing are not errors,
+// so that the error counters mean corruption: an empty (options) template set (set length
+// 4) and bytes after the last record of a set that cannot hold another record (padding, RFC
+// 7011 §3.3.1; Wireshark shows them as padding).
+func TestHarmlessSets(t *testing.T) {
+	s := allColumns(t)
+	// Template 300: addresses, octetDeltaCount (8), packetDeltaCount (8): 24-byte records.
+	tpl := ipfixSet(ipfixTemplateSetID, be16(300, 4, 8, 4, 12, 4, 1, 8, 2, 8))
+	rec := cat([]byte{10, 0, 0, 1, 10, 0, 0, 2}, be32(0, 1500, 0, 2))
+	// Template 301: addresses and a variable-length interfaceName (82): 9 bytes at least.
+	vtpl := ipfixSet(ipfixTemplateSetID, be16(301, 3, 8, 4, 12, 4, 82, 0xFFFF))
+	vrec := cat([]byte{10, 0, 0, 3, 10, 0, 0, 4}, []byte{3, 'e', 't', '0'})
+	nonZero := []byte{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
+	want := []map[string]string{{"SrcAddr": "10.0.0.1", "Bytes": "1500"}}
+	for _, tc := range []struct {
+		name  string
+		dg    []byte
+		flows []map[string]string
+	}{
+		{"empty options-template set", ipfixDatagram(nfSet(ipfixOptionsSetID), tpl, nfSet(300, rec)), want},
+		{"empty template set", ipfixDatagram(nfSet(ipfixTemplateSetID), tpl, nfSet(300, rec)), want},
+		{"empty data set", ipfixDatagram(tpl, nfSet(300), nfSet(300, rec)), want},
+		{"v9 empty options-template set", v9Datagram(nfSet(v9OptionsTemplateSetID), nfSet(v9TemplateSetID, be16(256, 2, 8, 4, 12, 4)), nfSet(256, []byte{10, 0, 0, 1, 10, 0, 0, 2})), []map[string]string{{"SrcAddr": "10.0.0.1"}}},
+		{"17 zero bytes after the last record", ipfixDatagram(tpl, nfSet(300, rec, make([]byte, 17))), want},
+		{"17 bytes of garbage after the last record", ipfixDatagram(tpl, nfSet(300, rec, nonZero)), want},
+		{"17 zero bytes after a variable-length record", ipfixDatagram(vtpl, nfSet(301, vrec, make([]byte, 17))), []map[string]string{{"SrcAddr": "10.0.0.3"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+			flows, errs := flowFields(t, d, s, tc.dg)
+			noErrors(t, errs)
+			checkFlows(t, flows, tc.flows)
+			if n := errorCount(t, d); n != 0 {
+				t.Errorf("%v errors counted, want 0", n)
+			}
+		})
+	}
 }
