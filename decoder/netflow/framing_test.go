@@ -195,4 +195,3 @@ func TestRandomDatagrams(t *testing.T) {
 		t.Errorf("only %d of %d random datagrams counted as errors", counted, n)
 	}
 }
-

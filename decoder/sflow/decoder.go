@@ -189,17 +189,15 @@ func (d *Decoder) Decode(pkt Packet, fm *schema.FlowMessage, emit func(*schema.F
 	samples := be32(b[off+12:])
 	b = b[off+16:]
 
+	// The announced samples must be framed by their lengths inside the datagram: a length
+	// or a count that contradicts it leaves every sample boundary in doubt, so that nothing
+	// of the datagram is decoded.
+	if !samplesFit(b, samples) {
+		return g.fail(reasonTruncatedDatagram)
+	}
 	for range samples {
 		// §5 sample_record: data format (enterprise << 12 | format), then opaque data.
-		if len(b) < 8 {
-			g.fail(reasonTruncatedDatagram)
-			break
-		}
 		format, length := be32(b), be32(b[4:])
-		if uint64(length) > uint64(len(b)-8) {
-			g.fail(reasonTruncatedDatagram)
-			break
-		}
 		sample := b[8 : 8+length]
 		b = b[8+length:]
 		t := sampleOther
@@ -241,6 +239,18 @@ func (d *Decoder) Decode(pkt Packet, fm *schema.FlowMessage, emit func(*schema.F
 		return g.err
 	}
 	return nil
+}
+
+// samplesFit reports whether n sample records (§5: data format, length, then as many bytes)
+// fit in b.
+func samplesFit(b []byte, n uint32) bool {
+	for range n {
+		if len(b) < 8 || uint64(be32(b[4:])) > uint64(len(b)-8) {
+			return false
+		}
+		b = b[8+be32(b[4:]):]
+	}
+	return true
 }
 
 // Kinds of samples that carry a flow.
@@ -502,9 +512,10 @@ func (g *datagram) flowSample(s []byte, kind int) {
 		return
 	}
 	if len(s) > 0 {
-		// The record count is lower than the records present: the flow is emitted (its
-		// records are sound), the inconsistency counted.
+		// The record count is lower than the records present: the sample contradicts
+		// itself, and the records left out could have changed the flow.
 		g.fail(reasonTrailingBytes)
+		return
 	}
 
 	if l3Length > 0 {
