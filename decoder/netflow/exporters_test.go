@@ -288,3 +288,76 @@ func TestHarmlessSets(t *testing.T) {
 		})
 	}
 }
+
+// TestTotalCounters (issue #25, 2): octetTotalCount and packetTotalCount (IPFIX IEs 85, 86;
+// NetFlow v9 IN_PERMANENT_BYTES/PKTS) give Bytes and Packets when the template has no delta
+// counter (YAF, Cisco ASA, ...), in each direction of a biflow; a delta counter wins
+// wherever it is in the template.
+func TestTotalCounters(t *testing.T) {
+	s := allColumns(t)
+	addrs := []byte{10, 0, 0, 1, 10, 0, 0, 2}
+	for _, tc := range []struct {
+		name  string
+		dg    []byte
+		flows []map[string]string
+	}{
+		{"IPFIX totals only", ipfixDatagram(
+			ipfixSet(ipfixTemplateSetID, be16(300, 4, 8, 4, 12, 4, 85, 8, 86, 8)),
+			ipfixSet(300, cat(addrs, be32(0, 9000, 0, 6)))),
+			[]map[string]string{{"Bytes": "9000", "Packets": "6"}}},
+		{"IPFIX totals before deltas", ipfixDatagram(
+			ipfixSet(ipfixTemplateSetID, be16(300, 6, 8, 4, 12, 4, 85, 8, 86, 8, 1, 4, 2, 4)),
+			ipfixSet(300, cat(addrs, be32(0, 9000, 0, 6, 1500, 1)))),
+			[]map[string]string{{"Bytes": "1500", "Packets": "1"}}},
+		{"NetFlow v9 IN_PERMANENT_BYTES/PKTS", v9Datagram(
+			nfSet(v9TemplateSetID, be16(256, 4, 8, 4, 12, 4, 85, 4, 86, 4)),
+			nfSet(256, addrs, be32(9000, 6))),
+			[]map[string]string{{"Bytes": "9000", "Packets": "6"}}},
+		{"YAF biflow of totals", ipfixDatagram(
+			// octetTotalCount, packetTotalCount and their reverse (PEN 29305) elements.
+			ipfixSet(ipfixTemplateSetID, cat(be16(300, 6, 8, 4, 12, 4, 85, 8, 86, 8), be16(0x8000|85, 8), be32(29305), be16(0x8000|86, 8), be32(29305))),
+			ipfixSet(300, cat(addrs, be32(0, 9000, 0, 6, 0, 700, 0, 5)))),
+			[]map[string]string{
+				{"SrcAddr": "10.0.0.1", "DstAddr": "10.0.0.2", "Bytes": "9000", "Packets": "6"},
+				{"SrcAddr": "10.0.0.2", "DstAddr": "10.0.0.1", "Bytes": "700", "Packets": "5"},
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+			flows, errs := flowFields(t, d, s, tc.dg)
+			noErrors(t, errs)
+			checkFlows(t, flows, tc.flows)
+		})
+	}
+}
+
+// TestNSELCounters (issue #25, 2): Cisco ASA (NSEL) counts a connection with initiator and
+// responder counters (IEs 231/232 octets, 298/299 packets). Neither Akvorado (the first one
+// present wins) nor GoFlow2 (not mapped) documents a choice; flowzero emits both directions
+// as for an RFC 5103 biflow, as Elastic's and Datadog's NetFlow inputs do: the initiator's
+// flow, then, when the responder sent something, the responder's with sources and
+// destinations swapped.
+func TestNSELCounters(t *testing.T) {
+	s := allColumns(t)
+	// NetFlow v9 template 263: addresses, ports, protocol, 231, 232, 298, 299.
+	tpl := nfSet(v9TemplateSetID, be16(263, 9, 8, 4, 12, 4, 7, 2, 11, 2, 4, 1, 231, 4, 232, 4, 298, 4, 299, 4))
+	rec := func(io, ro, ip, rp uint32) []byte {
+		return cat([]byte{192, 0, 2, 1, 198, 51, 100, 7}, be16(50000, 443), []byte{6}, be32(io, ro, ip, rp))
+	}
+	d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+	flows, errs := flowFields(t, d, s, v9Datagram(tpl, nfSet(263, rec(75, 881, 2, 3), rec(60, 0, 1, 0))))
+	noErrors(t, errs)
+	checkFlows(t, flows, []map[string]string{
+		{"SrcAddr": "192.0.2.1", "DstAddr": "198.51.100.7", "SrcPort": "50000", "DstPort": "443", "Bytes": "75", "Packets": "2"},
+		{"SrcAddr": "198.51.100.7", "DstAddr": "192.0.2.1", "SrcPort": "443", "DstPort": "50000", "Bytes": "881", "Packets": "3", "Proto": "6"},
+		{"SrcAddr": "192.0.2.1", "DstAddr": "198.51.100.7", "Bytes": "60", "Packets": "1"},
+	})
+	// Older ASA releases send octets only: the responder's flow is there when it sent bytes.
+	tpl = nfSet(v9TemplateSetID, be16(264, 7, 8, 4, 12, 4, 7, 2, 11, 2, 4, 1, 231, 4, 232, 4))
+	flows, errs = flowFields(t, d, s, v9Datagram(tpl, nfSet(264, rec(75, 881, 0, 0)[:21])))
+	noErrors(t, errs)
+	checkFlows(t, flows, []map[string]string{
+		{"SrcAddr": "192.0.2.1", "Bytes": "75", "Packets": ""},
+		{"SrcAddr": "198.51.100.7", "Bytes": "881", "Packets": ""},
+	})
+}

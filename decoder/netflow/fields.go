@@ -12,6 +12,7 @@ const (
 	actUint           // fm.AppendUint(col, value)
 	actMAC            // fm.AppendUint(col, 48-bit value)
 	actIP             // fm.AppendIP(col, address)
+	actBytes          // byte counter (decides whether a reverse flow without packet counter is empty)
 	actPackets        // packet counter (also decides whether a reverse flow is empty)
 	actSrcAddr
 	actDstAddr
@@ -69,17 +70,27 @@ const (
 	penJuniper = 2636
 )
 
+// Counters with a rule of their own (see compileTemplate).
+const (
+	ieOctetTotal       = 85
+	iePacketTotal      = 86
+	ieResponderOctets  = 232
+	ieResponderPackets = 299
+)
+
 // ianaSpecs maps IANA IPFIX information elements (also NetFlow v9 field types 1-127, which
 // RFC 7012 keeps compatible) to actions. Absent elements are skipped.
 var ianaSpecs = map[uint16]spec{
-	1:   {actUint, schema.ColumnBytes}, // octetDeltaCount
-	23:  {actUint, schema.ColumnBytes}, // postOctetDeltaCount
-	231: {actUint, schema.ColumnBytes}, // initiatorOctets
-	232: {actUint, schema.ColumnBytes}, // responderOctets
-	2:   {actPackets, schema.ColumnPackets},
+	1:   {actBytes, schema.ColumnBytes},     // octetDeltaCount
+	23:  {actBytes, schema.ColumnBytes},     // postOctetDeltaCount
+	85:  {actBytes, schema.ColumnBytes},     // octetTotalCount (v9 IN_PERMANENT_BYTES)
+	231: {actBytes, schema.ColumnBytes},     // initiatorOctets
+	232: {actBytes, schema.ColumnBytes},     // responderOctets: reverse direction
+	2:   {actPackets, schema.ColumnPackets}, // packetDeltaCount
 	24:  {actPackets, schema.ColumnPackets}, // postPacketDeltaCount
+	86:  {actPackets, schema.ColumnPackets}, // packetTotalCount (v9 IN_PERMANENT_PKTS)
 	298: {actPackets, schema.ColumnPackets}, // initiatorPackets
-	299: {actPackets, schema.ColumnPackets}, // responderPackets
+	299: {actPackets, schema.ColumnPackets}, // responderPackets: reverse direction
 	4:   {actProto, schema.ColumnProto},
 	5:   {actUint, schema.ColumnIPTos},
 	6:   {actUint, schema.ColumnTCPFlags},
@@ -168,7 +179,7 @@ func init() {
 func (a action) alwaysNeeded() bool {
 	switch a {
 	case actRate, actSamplerID, actPktInterval, actPktSpace, actSampSize, actSampPop, actSysInit,
-		actPackets, actProto, actSrcPort, actDstPort:
+		actBytes, actPackets, actProto, actSrcPort, actDstPort:
 		return true
 	case actFirstUptime, actLastUptime, actStartSec, actEndSec, actStartMs, actEndMs,
 		actStartNTP, actEndNTP, actStartDeltaUs, actEndDeltaUs:
@@ -244,6 +255,8 @@ func reverseSpec(s spec) spec {
 		}
 	case actDirection:
 		return spec{actSkip, 0} // the direction of the forward flow does not describe the reverse one
+	case actBytes, actPackets:
+		return spec{actSkip, 0} // the forward counters do not count the reverse traffic
 	}
 	return s
 }

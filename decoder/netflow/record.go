@@ -121,7 +121,7 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 		sysInit              uint64
 		startMs, endMs       uint64
 		nMPLS                int
-		packets              uint64
+		packets, bytes       uint64
 		frame                []byte
 	)
 	steps := t.fwd
@@ -157,6 +157,9 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 			if a, ok := addrFrom(v); ok {
 				fm.AppendIP(col, a)
 			}
+		case actBytes:
+			bytes = beUint(v)
+			fm.AppendUint(col, bytes)
 		case actPackets:
 			packets = beUint(v)
 			fm.AppendUint(col, packets)
@@ -297,7 +300,7 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 	if fixed {
 		off = t.fixedLen
 	}
-	if reverse && (!t.reversePackets || packets == 0) {
+	if reverse && (t.reverseCounter == actPackets && packets == 0 || t.reverseCounter == actBytes && bytes == 0 || t.reverseCounter == actSkip) {
 		return off, reasonNone // no traffic in the reverse direction: no flow
 	}
 
