@@ -3,6 +3,7 @@ package netflow
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
+	"flowzero/decoder/packet"
 	"flowzero/schema"
 )
 
@@ -360,4 +362,67 @@ func TestNSELCounters(t *testing.T) {
 		{"SrcAddr": "192.0.2.1", "Bytes": "75", "Packets": ""},
 		{"SrcAddr": "198.51.100.7", "Bytes": "881", "Packets": ""},
 	})
+}
+
+// TestRepeatedElements (issue #25, 5): Cisco's SRv6 templates carry the outer IPv6
+// header's elements (27, 28, 7, 11, 4), then the inner packet's again. Every column takes
+// its first value, the outer header's; with decapsulation configured, the flow is the inner
+// packet and the outer header's addresses and protocol go to the tunnel columns, as for a
+// decapsulated data-link frame. Elements of one column (IPv4 and IPv6 fields of dual-stack
+// templates) give the first value that is not zero.
+func TestRepeatedElements(t *testing.T) {
+	s := allColumns(t)
+	outer := cat(
+		[]byte{0xfc, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+		[]byte{0xfc, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2},
+		be16(0, 0), []byte{41})
+	inner6 := cat(
+		[]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+		[]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2},
+		be16(51000, 443), []byte{6})
+	inner4 := cat([]byte{192, 0, 2, 1, 198, 51, 100, 2}, be16(51000, 443), []byte{17})
+	counters := be32(1500, 1)
+	srv6 := be16(27, 16, 28, 16, 7, 2, 11, 2, 4, 1)
+	tpl6 := ipfixSet(ipfixTemplateSetID, cat(be16(300, 12), srv6, srv6, be16(1, 4, 2, 4)))
+	tpl4 := ipfixSet(ipfixTemplateSetID, cat(be16(301, 12), srv6, be16(8, 4, 12, 4, 7, 2, 11, 2, 4, 1), be16(1, 4, 2, 4)))
+	dg := ipfixDatagram(tpl6, tpl4, ipfixSet(300, cat(outer, inner6, counters)), ipfixSet(301, cat(outer, inner4, counters)))
+	outerFlow := map[string]string{"SrcAddr": "fc00::1", "DstAddr": "fc00::2", "Proto": "41", "SrcPort": "", "DstPort": "", "EType": "34525", "Bytes": "1500", "TunnelSrcAddr": ""}
+	t.Run("outer header", func(t *testing.T) {
+		d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+		flows, errs := flowFields(t, d, s, dg)
+		noErrors(t, errs)
+		checkFlows(t, flows, []map[string]string{outerFlow, outerFlow})
+	})
+	t.Run("decapsulated", func(t *testing.T) {
+		cfg := DefaultConfiguration()
+		cfg.Packet.Decapsulation = packet.DecapSRv6
+		d, _ := newTestDecoder(t, cfg, s)
+		flows, errs := flowFields(t, d, s, dg)
+		noErrors(t, errs)
+		tunnel := map[string]string{"TunnelSrcAddr": "fc00::1", "TunnelDstAddr": "fc00::2", "TunnelProto": "41", "Bytes": "1500"}
+		checkFlows(t, flows, []map[string]string{
+			union(tunnel, map[string]string{"SrcAddr": "2001:db8::1", "DstAddr": "2001:db8::2", "Proto": "6", "SrcPort": "51000", "DstPort": "443", "EType": "34525"}),
+			union(tunnel, map[string]string{"SrcAddr": "192.0.2.1", "DstAddr": "198.51.100.2", "Proto": "17", "SrcPort": "51000", "DstPort": "443", "EType": "2048"}),
+		})
+	})
+	t.Run("dual-stack template", func(t *testing.T) {
+		// IPv4 and IPv6 addresses, masks and ICMP type/code: one family is zero.
+		d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+		tpl := ipfixSet(ipfixTemplateSetID, be16(302, 9, 8, 4, 12, 4, 27, 16, 28, 16, 9, 1, 29, 1, 4, 1, 32, 2, 139, 2))
+		v4 := cat([]byte{192, 0, 2, 1, 198, 51, 100, 2}, make([]byte, 32), []byte{24, 0, 1}, be16(0x0800, 0))
+		v6 := cat(make([]byte, 8), inner6[:32], []byte{0, 64, 58}, be16(0, 0x8000))
+		flows, errs := flowFields(t, d, s, ipfixDatagram(tpl, ipfixSet(302, cat(v4, v6))))
+		noErrors(t, errs)
+		checkFlows(t, flows, []map[string]string{
+			{"SrcAddr": "192.0.2.1", "SrcNetMask": "24", "EType": "2048", "ICMPv4Type": "8", "ICMPv4Code": ""},
+			{"SrcAddr": "2001:db8::1", "SrcNetMask": "64", "EType": "34525", "ICMPv6Type": "128", "ICMPv6Code": ""},
+		})
+	})
+}
+
+// union returns the keys of a and b (b wins).
+func union(a, b map[string]string) map[string]string {
+	m := maps.Clone(a)
+	maps.Copy(m, b)
+	return m
 }

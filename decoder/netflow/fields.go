@@ -8,16 +8,18 @@ import "flowzero/schema"
 type action uint8
 
 const (
-	actSkip    action = iota
-	actUint           // fm.AppendUint(col, value)
-	actMAC            // fm.AppendUint(col, 48-bit value)
-	actIP             // fm.AppendIP(col, address)
-	actBytes          // byte counter (decides whether a reverse flow without packet counter is empty)
-	actPackets        // packet counter (also decides whether a reverse flow is empty)
-	actSrcAddr
-	actDstAddr
-	actNextHop    // IP next hop (IEs 15, 62): used when no BGP next hop is set
-	actBGPNextHop // BGP next hop (IEs 18, 63)
+	actSkip       action = iota
+	actUint              // fm.AppendUint(col, value)
+	actMAC               // fm.AppendUint(col, 48-bit value)
+	actIP                // fm.AppendIP(col, address)
+	actBytes             // byte counter (decides whether a reverse flow without packet counter is empty)
+	actPackets           // packet counter (also decides whether a reverse flow is empty)
+	actSrcAddr           // the first address that is not zero
+	actDstAddr           //
+	actSrcAddrTun        // in a tunnel's template: the last address, the first to TunnelSrcAddr
+	actDstAddrTun        //
+	actNextHop           // IP next hop (IEs 15, 62): used when no BGP next hop is set
+	actBGPNextHop        // BGP next hop (IEs 18, 63)
 	actSrcMask
 	actDstMask
 	actSrcAS
@@ -31,6 +33,7 @@ const (
 	actSrcPort
 	actDstPort
 	actProto
+	actTunnelProto  // in a tunnel's template: the outer header's protocol
 	actIPVersion    // IE 60
 	actEtherType    // IE 256
 	actRate         // IEs 34, 50: sampling interval carried in the record
@@ -179,7 +182,7 @@ func init() {
 func (a action) alwaysNeeded() bool {
 	switch a {
 	case actRate, actSamplerID, actPktInterval, actPktSpace, actSampSize, actSampPop, actSysInit,
-		actBytes, actPackets, actProto, actSrcPort, actDstPort:
+		actBytes, actPackets, actProto, actSrcPort, actDstPort, actTunnelProto:
 		return true
 	case actFirstUptime, actLastUptime, actStartSec, actEndSec, actStartMs, actEndMs,
 		actStartNTP, actEndNTP, actStartDeltaUs, actEndDeltaUs:
@@ -210,6 +213,10 @@ func reverseSpec(s spec) spec {
 		return swap(actDstAddr, schema.ColumnDstAddr)
 	case actDstAddr:
 		return swap(actSrcAddr, schema.ColumnSrcAddr)
+	case actSrcAddrTun:
+		return swap(actDstAddrTun, schema.ColumnDstAddr)
+	case actDstAddrTun:
+		return swap(actSrcAddrTun, schema.ColumnSrcAddr)
 	case actSrcMask:
 		return swap(actDstMask, schema.ColumnDstNetMask)
 	case actDstMask:

@@ -120,6 +120,7 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 		hasFirst, hasLast    bool
 		sysInit              uint64
 		startMs, endMs       uint64
+		tunSrc, tunDst       netip.Addr
 		nMPLS                int
 		packets, bytes       uint64
 		frame                []byte
@@ -151,8 +152,12 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 		act, col := s.act, s.col
 		switch act {
 		case actSkip:
-		case actUint, actMAC:
+		case actUint:
 			fm.AppendUint(col, beUint(v))
+		case actMAC:
+			if x := beUint(v); x != 0 {
+				fm.AppendUint(col, x) // the first that is not zero
+			}
 		case actIP:
 			if a, ok := addrFrom(v); ok {
 				fm.AppendIP(col, a)
@@ -164,28 +169,49 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 			packets = beUint(v)
 			fm.AppendUint(col, packets)
 		case actSrcAddr:
-			if a, ok := addrFrom(v); ok {
+			if a, ok := addrFrom(v); ok && !fm.SrcAddr.IsValid() {
 				fm.SrcAddr = a
 				etype = etherTypeOf(a)
 			}
 		case actDstAddr:
+			if a, ok := addrFrom(v); ok && !fm.DstAddr.IsValid() {
+				fm.DstAddr = a
+				etype = etherTypeOf(a)
+			}
+		case actSrcAddrTun:
 			if a, ok := addrFrom(v); ok {
+				if !tunSrc.IsValid() {
+					tunSrc = a
+				}
+				fm.SrcAddr = a
+				etype = etherTypeOf(a)
+			}
+		case actDstAddrTun:
+			if a, ok := addrFrom(v); ok {
+				if !tunDst.IsValid() {
+					tunDst = a
+				}
 				fm.DstAddr = a
 				etype = etherTypeOf(a)
 			}
 		case actNextHop:
-			if a, ok := addrFrom(v); ok && !bgpNextHop {
+			if a, ok := addrFrom(v); ok && !fm.NextHop.IsValid() {
 				fm.NextHop = a
 			}
 		case actBGPNextHop:
-			if a, ok := addrFrom(v); ok {
+			// The BGP next hop wins over the IP one, wherever it is.
+			if a, ok := addrFrom(v); ok && !bgpNextHop {
 				fm.NextHop = a
 				bgpNextHop = true
 			}
 		case actSrcMask:
-			fm.SrcNetMask = uint8(beUint(v))
+			if m := uint8(beUint(v)); fm.SrcNetMask == 0 {
+				fm.SrcNetMask = m
+			}
 		case actDstMask:
-			fm.DstNetMask = uint8(beUint(v))
+			if m := uint8(beUint(v)); fm.DstNetMask == 0 {
+				fm.DstNetMask = m
+			}
 		case actSrcAS:
 			fm.SrcAS = uint32(beUint(v))
 		case actDstAS:
@@ -219,6 +245,8 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 		case actProto:
 			proto = uint8(beUint(v))
 			fm.AppendUint(schema.ColumnProto, uint64(proto))
+		case actTunnelProto:
+			fm.AppendUint(schema.ColumnTunnelProto, beUint(v))
 		case actIPVersion:
 			switch beUint(v) {
 			case 4:
@@ -269,12 +297,21 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 				nMPLS++
 			}
 		case actICMPTypeCode:
-			x := beUint(v)
-			icmpType, icmpCode, icmpFound = uint8(x>>8), uint8(x), true
+			// The first that is not zero: dual-stack templates carry IEs 32 and 139.
+			if x := beUint(v); icmpType == 0 && icmpCode == 0 {
+				icmpType, icmpCode = uint8(x>>8), uint8(x)
+			}
+			icmpFound = true
 		case actICMPType:
-			icmpType, icmpFound = uint8(beUint(v)), true
+			if icmpType == 0 {
+				icmpType = uint8(beUint(v))
+			}
+			icmpFound = true
 		case actICMPCode:
-			icmpCode, icmpFound = uint8(beUint(v)), true
+			if icmpCode == 0 {
+				icmpCode = uint8(beUint(v))
+			}
+			icmpFound = true
 		case actDirection:
 			switch beUint(v) {
 			case 0:
@@ -370,6 +407,15 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 				fm.AppendUint(schema.ColumnICMPv6Type, uint64(icmpType))
 				fm.AppendUint(schema.ColumnICMPv6Code, uint64(icmpCode))
 			}
+		}
+	}
+	if t.tunnel {
+		// The outer header's addresses, when the record has an inner header.
+		if tunSrc.IsValid() && tunSrc != fm.SrcAddr {
+			fm.AppendIP(schema.ColumnTunnelSrcAddr, tunSrc)
+		}
+		if tunDst.IsValid() && tunDst != fm.DstAddr {
+			fm.AppendIP(schema.ColumnTunnelDstAddr, tunDst)
 		}
 	}
 	if etypeExplicit != 0 {

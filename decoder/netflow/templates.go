@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 
+	"flowzero/decoder/packet"
 	"flowzero/schema"
 )
 
@@ -46,6 +47,9 @@ type template struct {
 	// reverse flow is emitted (not when it is 0), actSkip when there is none.
 	biflow         bool
 	reverseCounter action
+	// tunnel is set when the template repeats header elements (an outer and an inner
+	// header) and decapsulation is configured: see resolveRepeats.
+	tunnel bool
 	// fixedLen is the record length when no field has a variable length, else -1.
 	fixedLen int
 	// fwd and rev are the steps of the record decoder in each direction: for fixed-length
@@ -164,6 +168,7 @@ func (d *Decoder) compileTemplate(version uint16, fieldSpecs []byte, count int, 
 			}
 		}
 	}
+	t.tunnel = d.resolveRepeats(t, specs)
 	// Counters, in each direction: a total counter (octetTotalCount, packetTotalCount: IEs
 	// 85, 86) counts only when the template has no delta counter of its kind.
 	for _, dir := range []bool{false, true} {
@@ -212,6 +217,82 @@ func (d *Decoder) compileTemplate(version uint16, fieldSpecs []byte, count int, 
 	}
 	t.wire = append([]byte(nil), wire...)
 	return t, 0, true
+}
+
+// resolveRepeats applies the rule for the IANA information elements (and their RFC 5103
+// reverse) that a template holds more than once: Cisco's SRv6 templates carry the outer IPv6 header's addresses, ports and protocol,
+// then the inner packet's. Each is read once, at its first occurrence (the outer header),
+// like every column. With decapsulation configured, a template that repeats header
+// elements describes a tunnel, and the flow is the inner packet, as for a decapsulated
+// data-link frame: the last occurrence of each element is read, the addresses are the last
+// ones that are not zero, and the outer header's (the first ones) go to TunnelSrcAddr,
+// TunnelDstAddr, its protocol to TunnelProto. It reports whether the template is a tunnel's.
+func (d *Decoder) resolveRepeats(t *template, specs []fieldSpec) bool {
+	type key struct {
+		ie  uint16
+		pen uint32
+	}
+	first := make(map[key]int, len(specs))
+	last := make(map[key]int, len(specs))
+	repeats, header := false, false
+	for i, sp := range specs {
+		if sp.pen != 0 && sp.pen != penReverse {
+			continue // a vendor's elements are its own (Juniper repeats commonPropertiesId, one property each)
+		}
+		k := key{sp.ie, sp.pen}
+		if _, ok := first[k]; ok {
+			repeats = true
+			header = header || (sp.pen == 0 && headerElement(sp.ie))
+		} else {
+			first[k] = i
+		}
+		last[k] = i
+	}
+	if !repeats {
+		return false
+	}
+	tunnel := header && d.cfg.Packet.Decapsulation != packet.DecapNone
+	for i, sp := range specs {
+		k := key{sp.ie, sp.pen}
+		if _, ok := first[k]; !ok {
+			continue // a vendor's element
+		}
+		f := &t.fields[i]
+		if !tunnel {
+			if first[k] != i {
+				f.act, f.ract = actSkip, actSkip
+			}
+			continue
+		}
+		for _, dir := range []bool{false, true} {
+			switch a := f.actIn(dir); {
+			case a == actSrcAddr:
+				f.setActIn(dir, actSrcAddrTun)
+			case a == actDstAddr:
+				f.setActIn(dir, actDstAddrTun)
+			case a == actProto && first[k] == i && last[k] != i:
+				f.setActIn(dir, actTunnelProto)
+				if dir {
+					f.rcol = schema.ColumnTunnelProto
+				} else {
+					f.col = schema.ColumnTunnelProto
+				}
+			case last[k] != i:
+				f.setActIn(dir, actSkip)
+			}
+		}
+	}
+	return tunnel
+}
+
+// headerElement tells if an IANA element describes a packet's IP or transport header, whose
+// repetition in a template means an outer and an inner header.
+func headerElement(ie uint16) bool {
+	switch ie {
+	case 4, 7, 8, 11, 12, 27, 28: // protocol, ports, IPv4 and IPv6 addresses
+		return true
+	}
+	return false
 }
 
 // actIn returns the field's action in one direction.
