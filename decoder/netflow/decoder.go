@@ -265,10 +265,14 @@ func (c *decodeContext) begin() {
 	}
 }
 
-// finish applies the sampling rate override/default and emits the flow.
+// finish applies the sampling rate override/default and emits the flow. Without sampling
+// information, a flow stands for itself (rate 1): every volume is Bytes × SamplingRate.
 func (c *decodeContext) finish(rate uint64) {
 	if rate == 0 {
 		rate = c.e.defaultRate
+	}
+	if rate == 0 {
+		rate = 1
 	}
 	if c.e.overrideRate != 0 {
 		rate = c.e.overrideRate
@@ -287,11 +291,8 @@ func (c *decodeContext) decodeV5(data []byte) error {
 	count := int(binary.BigEndian.Uint16(data[2:]))
 	sysUptime := binary.BigEndian.Uint32(data[4:])
 	c.exportSec = binary.BigEndian.Uint32(data[8:])
-	// Sampling: 2 bits of mode, 14 bits of interval.
+	// Sampling: 2 bits of mode, 14 bits of interval (0: not sampled, see finish).
 	rate := uint64(binary.BigEndian.Uint16(data[22:]) & 0x3fff)
-	if rate == 0 && c.e.defaultRate == 0 {
-		rate = 1 // the header says the export is not sampled
-	}
 	// The header's count and the records must agree: nothing is decoded from a datagram
 	// cut short, nor from one with more bytes than the count says, unless they are zero
 	// padding, since either contradicts itself.

@@ -605,8 +605,8 @@ func TestVariableLengthAndEnterprise(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"Bytes=65536 DstAddr=198.51.100.1 EType=2048 ExporterAddress=192.0.2.10 Packets=3 SrcAddr=192.0.2.1 TimeReceived=1795327200",
-		"Bytes=40 DstAddr=198.51.100.2 EType=2048 ExporterAddress=192.0.2.10 Packets=1 SrcAddr=192.0.2.2 TimeReceived=1795327200",
+		"Bytes=65536 DstAddr=198.51.100.1 EType=2048 ExporterAddress=192.0.2.10 Packets=3 SamplingRate=1 SrcAddr=192.0.2.1 TimeReceived=1795327200",
+		"Bytes=40 DstAddr=198.51.100.2 EType=2048 ExporterAddress=192.0.2.10 Packets=1 SamplingRate=1 SrcAddr=192.0.2.2 TimeReceived=1795327200",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

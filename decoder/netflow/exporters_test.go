@@ -12,6 +12,7 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"flowzero/decoder/packet"
+	"flowzero/internal/config"
 	"flowzero/schema"
 )
 
@@ -425,4 +426,39 @@ func union(a, b map[string]string) map[string]string {
 	m := maps.Clone(a)
 	maps.Copy(m, b)
 	return m
+}
+
+// TestNoSamplingInformation (issue #25, 6): a flow for which nothing gives a sampling rate
+// (record, options data, NetFlow v5 header) gets the exporter's configured default, else 1,
+// in every protocol: every volume is Bytes × SamplingRate, and 0 would erase it. The
+// override always wins.
+func TestNoSamplingInformation(t *testing.T) {
+	s := allColumns(t)
+	addrs := []byte{10, 0, 0, 1, 10, 0, 0, 2}
+	dgs := [][]byte{
+		v5Datagram(1000, 0, v5Record(3, 300, 500, 900)),
+		v9Datagram(nfSet(v9TemplateSetID, be16(256, 3, 8, 4, 12, 4, 1, 4)), nfSet(256, addrs, be32(300))),
+		ipfixDatagram(ipfixSet(ipfixTemplateSetID, be16(300, 3, 8, 4, 12, 4, 1, 4)), ipfixSet(300, cat(addrs, be32(300)))),
+	}
+	for _, tc := range []struct {
+		name  string
+		rules string
+		rate  string
+	}{
+		{"unsampled", "", "1"},
+		{"default", "sampling-rates: [{exporter: 192.0.2.0/24, default: 64}]", "64"},
+		{"override", "sampling-rates: [{exporter: 192.0.2.0/24, override: 512}]", "512"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfiguration()
+			if err := config.Decode([]byte(tc.rules), &cfg); err != nil {
+				t.Fatal(err)
+			}
+			d, _ := newTestDecoder(t, cfg, s)
+			flows, errs := flowFields(t, d, s, dgs...)
+			noErrors(t, errs)
+			r := map[string]string{"SamplingRate": tc.rate, "Bytes": "300"}
+			checkFlows(t, flows, []map[string]string{r, r, r})
+		})
+	}
 }

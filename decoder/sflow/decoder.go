@@ -317,7 +317,9 @@ func (g *datagram) flowSample(s []byte, kind int) {
 	fm.Reset()
 	g.bgpNextHop = false
 	fm.TimeReceived = g.ts
-	fm.SamplingRate = uint64(rate)
+	// A rate of 0 says nothing about sampling: the flow stands for itself, as NetFlow and
+	// IPFIX flows without sampling information do.
+	fm.SamplingRate = uint64(max(rate, 1))
 	fm.ExporterAddress = g.address
 	if inFormat == ifFormatIndex && inValue != ifLocal {
 		fm.InIf = inValue

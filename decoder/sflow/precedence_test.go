@@ -39,3 +39,21 @@ func TestFirstValueWins(t *testing.T) {
 		t.Errorf("flow:\n%s", diff)
 	}
 }
+
+// TestNoSamplingRate (issue #25, 6): a flow sample with a sampling rate of 0 says nothing
+// about sampling: its flow gets 1, as NetFlow and IPFIX flows without sampling information
+// do, since every volume is Bytes × SamplingRate.
+func TestNoSamplingRate(t *testing.T) {
+	records := xdr{}.record(3, xdr{}.u32(60, 6, 0x0a000001, 0xc0000201, 40000, 443, 0x02, 0))
+	sample := append(xdr{}.u32(1, 7, 0, 0, 0, 3, 4, 1), records...) // rate 0
+	data := xdr{}.u32(5, 1, 0xc0000263, 0, 1, 0, 1).record(1, sample)
+	s := allColumns(t)
+	d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+	flows, err := decodeAll(t, d, s, data)
+	if err != nil || len(flows) != 1 {
+		t.Fatalf("Decode() = %d flows, %v", len(flows), err)
+	}
+	if got := flows[0]["SamplingRate"]; got != flowtest.Normalize(1, got) {
+		t.Errorf("SamplingRate %v, want 1", got)
+	}
+}
