@@ -462,7 +462,8 @@ func TestTimestampSource(t *testing.T) {
 	}
 }
 
-// TestMaxExporters: sessions beyond the bound are refused and counted.
+// TestMaxExporters: sessions beyond the bound are refused and counted, once the sessions
+// are established (see TestSpoofedSessions for the others).
 func TestMaxExporters(t *testing.T) {
 	s := allColumns(t)
 	cfg := DefaultConfiguration()
@@ -470,8 +471,10 @@ func TestMaxExporters(t *testing.T) {
 	d, reg := newTestDecoder(t, cfg, s)
 	fm := s.NewFlowMessage()
 	p := payloads(t, "nfv5.pcap")[0]
-	if err := d.Decode(Packet{Payload: p, Exporter: testExporter}, fm, func(*schema.FlowMessage) {}); err != nil {
-		t.Fatal(err)
+	for range 2 {
+		if err := d.Decode(Packet{Payload: p, Exporter: testExporter}, fm, func(*schema.FlowMessage) {}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	other := netip.MustParseAddrPort("192.0.2.11:2055")
 	if err := d.Decode(Packet{Payload: p, Exporter: other}, fm, func(*schema.FlowMessage) {}); !errors.Is(err, ErrTooManyExporters) {
@@ -481,8 +484,8 @@ func TestMaxExporters(t *testing.T) {
 		t.Errorf("sessions dropped: %v, want 1", got)
 	}
 	// Once the first session has been idle long enough, it makes room.
-	session(t, d).lastSeen.Add(-2 * 3600)
-	if err := d.Decode(Packet{Payload: p, Exporter: other}, fm, func(*schema.FlowMessage) {}); err != nil {
+	later := time.Time{}.Add(cfg.SessionIdleTimeout)
+	if err := d.Decode(Packet{Payload: p, Exporter: other, TimeReceived: later}, fm, func(*schema.FlowMessage) {}); err != nil {
 		t.Errorf("second exporter after eviction: %v", err)
 	}
 	if _, ok := d.exporters[testExporter]; ok || len(d.exporters) != 1 {

@@ -337,6 +337,7 @@ func (d *Decoder) specFor(s spec) spec {
 // storeTemplate adds or replaces a template; it returns false (and counts) when the
 // session is full. A refresh with identical bytes changes nothing.
 func (d *Decoder) storeTemplate(e *exporter, key templateKey, version uint16, fieldSpecs []byte, count, scopeFields int, options bool, wire []byte, received int64) bool {
+	e.templatesStored++
 	old := e.templates[key]
 	if old != nil && old.options == options && bytes.Equal(old.wire, wire) {
 		old.received = received
