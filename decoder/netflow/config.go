@@ -32,7 +32,8 @@ const (
 type SamplingRateRule struct {
 	// Exporter is the prefix of exporter addresses the rule applies to.
 	Exporter netip.Prefix `yaml:"exporter"`
-	// Default is used when neither the flow record nor an options record gives a rate.
+	// Default is used when neither the flow record, nor an options record, nor the NetFlow v5
+	// header gives a rate (without it, such flows get 1: each counts once).
 	Default uint64 `yaml:"default"`
 	// Override replaces whatever the exporter says.
 	Override uint64 `yaml:"override"`
@@ -89,10 +90,16 @@ type Configuration struct {
 	// applies (the rule is resolved once, when the exporter is first seen).
 	SamplingRates []SamplingRateRule `yaml:"sampling-rates"`
 	// MaxExporters bounds the number of exporter transport sessions (address and source
-	// port) kept in memory; datagrams from more are dropped and counted.
+	// port) kept in memory. When it is reached, a new session takes the place of one idle
+	// for session-idle-timeout, else of the least recently active one not established yet
+	// (fewer than two datagrams, or no valid template or flow: what spoofed sources leave);
+	// failing both, its datagrams are dropped and counted. Spoofed sources that send valid
+	// datagrams cannot be told from exporters: allow-list the exporters
+	// (collector.exporters.allow) where that matters.
 	MaxExporters int `yaml:"max-exporters"`
 	// SessionIdleTimeout is how long a session must have been idle before it can be
-	// evicted to make room for a new one when max-exporters is reached.
+	// evicted to make room for a new one when max-exporters is reached (established
+	// sessions are not evicted earlier).
 	SessionIdleTimeout time.Duration `yaml:"session-idle-timeout"`
 	// MaxTemplatesPerExporter bounds the templates (data and options) of one session.
 	MaxTemplatesPerExporter int `yaml:"max-templates-per-exporter"`
@@ -117,7 +124,9 @@ type Configuration struct {
 	TemplatesSaveInterval time.Duration `yaml:"templates-save-interval"`
 	// Packet configures the parser of sampled frames carried in RFC 7133 data-link
 	// sections (IE 315), including decapsulation: when one is set, flows whose frame does
-	// not carry the tunnel are dropped and counted.
+	// not carry the tunnel are dropped and counted, and templates that repeat the header
+	// elements of an outer and an inner packet (Cisco SRv6) give the inner one, the outer
+	// one in the tunnel columns.
 	Packet packet.Configuration `yaml:"packet"`
 }
 

@@ -406,6 +406,18 @@ func TestRepeatedElements(t *testing.T) {
 			union(tunnel, map[string]string{"SrcAddr": "192.0.2.1", "DstAddr": "198.51.100.2", "Proto": "17", "SrcPort": "51000", "DstPort": "443", "EType": "2048"}),
 		})
 	})
+	t.Run("times", func(t *testing.T) {
+		// flowStartSysUpTime (22) before flowStartMilliseconds (152): the absolute time
+		// wins wherever it is; of two absolute ones, the first.
+		d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+		tpl := ipfixSet(ipfixTemplateSetID, be16(303, 6, 8, 4, 22, 4, 160, 8, 152, 8, 153, 8, 151, 4))
+		const sysInit = 1699990000000
+		rec := cat([]byte{192, 0, 2, 1}, be32(1000), binary.BigEndian.AppendUint64(nil, sysInit),
+			binary.BigEndian.AppendUint64(nil, 1699999990000), binary.BigEndian.AppendUint64(nil, 1699999995000), be32(1699999999))
+		flows, errs := flowFields(t, d, s, ipfixDatagram(tpl, ipfixSet(303, rec)))
+		noErrors(t, errs)
+		checkFlows(t, flows, []map[string]string{{"TimeFlowStart": "1699999990", "TimeFlowEnd": "1699999995"}})
+	})
 	t.Run("dual-stack template", func(t *testing.T) {
 		// IPv4 and IPv6 addresses, masks and ICMP type/code: one family is zero.
 		d, _ := newTestDecoder(t, DefaultConfiguration(), s)

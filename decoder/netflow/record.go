@@ -1,6 +1,7 @@
 package netflow
 
 import (
+	"cmp"
 	"encoding/binary"
 	"net/netip"
 
@@ -250,16 +251,18 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 		case actIPVersion:
 			switch beUint(v) {
 			case 4:
-				etypeExplicit = etherTypeIPv4
+				etypeExplicit = cmp.Or(etypeExplicit, etherTypeIPv4)
 			case 6:
-				etypeExplicit = etherTypeIPv6
+				etypeExplicit = cmp.Or(etypeExplicit, etherTypeIPv6)
 			}
 		case actEtherType:
-			etypeExplicit = beUint(v)
+			etypeExplicit = cmp.Or(etypeExplicit, beUint(v))
 		case actRate:
-			sampling.rate = beUint(v)
+			sampling.rate = cmp.Or(sampling.rate, beUint(v))
 		case actSamplerID:
-			sampling.samplerID, sampling.hasSampler = beUint(v), true
+			if !sampling.hasSampler {
+				sampling.samplerID, sampling.hasSampler = beUint(v), true
+			}
 		case actPktInterval:
 			sampling.pktInterval = beUint(v)
 		case actPktSpace:
@@ -269,27 +272,48 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 		case actSampPop:
 			sampling.population = beUint(v)
 		case actFirstUptime:
-			firstUp, hasFirst = beUint(v), true
+			if !hasFirst {
+				firstUp, hasFirst = beUint(v), true
+			}
 		case actLastUptime:
-			lastUp, hasLast = beUint(v), true
+			if !hasLast {
+				lastUp, hasLast = beUint(v), true
+			}
 		case actSysInit:
-			sysInit = beUint(v)
+			sysInit = cmp.Or(sysInit, beUint(v))
+		// Absolute times: the first that is not zero.
 		case actStartSec:
-			startMs = beUint(v) * 1000
+			if startMs == 0 {
+				startMs = beUint(v) * 1000
+			}
 		case actEndSec:
-			endMs = beUint(v) * 1000
+			if endMs == 0 {
+				endMs = beUint(v) * 1000
+			}
 		case actStartMs:
-			startMs = beUint(v)
+			if startMs == 0 {
+				startMs = beUint(v)
+			}
 		case actEndMs:
-			endMs = beUint(v)
+			if endMs == 0 {
+				endMs = beUint(v)
+			}
 		case actStartNTP:
-			startMs = ntpToMillis(v)
+			if startMs == 0 {
+				startMs = ntpToMillis(v)
+			}
 		case actEndNTP:
-			endMs = ntpToMillis(v)
+			if endMs == 0 {
+				endMs = ntpToMillis(v)
+			}
 		case actStartDeltaUs:
-			startMs = uint64(c.exportSec)*1000 - beUint(v)/1000
+			if startMs == 0 {
+				startMs = uint64(c.exportSec)*1000 - beUint(v)/1000
+			}
 		case actEndDeltaUs:
-			endMs = uint64(c.exportSec)*1000 - beUint(v)/1000
+			if endMs == 0 {
+				endMs = uint64(c.exportSec)*1000 - beUint(v)/1000
+			}
 		case actMPLS:
 			// RFC 3032 §2.1 label stack entry without TTL: label (20 bits), TC, S.
 			if x := beUint(v); x != 0 && nMPLS < len(e.mpls) {
@@ -354,10 +378,11 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 			uptime, known = uint32(exportMs-sysInit), true
 		}
 		if known {
-			if hasFirst {
+			// Absolute times, when the record has them, win.
+			if hasFirst && startMs == 0 {
 				startMs = uptimeToUnixMs(exportMs, uptime, uint32(firstUp))
 			}
-			if hasLast {
+			if hasLast && endMs == 0 {
 				endMs = uptimeToUnixMs(exportMs, uptime, uint32(lastUp))
 			}
 		}
@@ -471,9 +496,11 @@ func (c *decodeContext) optionsRecord(t *template, rec []byte) (int, reason) {
 		off = next
 		switch f.act {
 		case actRate:
-			sampling.rate = beUint(v)
+			sampling.rate = cmp.Or(sampling.rate, beUint(v))
 		case actSamplerID:
-			sampling.samplerID, sampling.hasSampler = beUint(v), true
+			if !sampling.hasSampler {
+				sampling.samplerID, sampling.hasSampler = beUint(v), true
+			}
 		case actPktInterval:
 			sampling.pktInterval = beUint(v)
 		case actPktSpace:
