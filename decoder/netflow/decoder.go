@@ -346,6 +346,9 @@ type decodeContext struct {
 	flows     int
 	// pendingExpired is set once the pending data sets were checked for expiry.
 	pendingExpired bool
+	// tunnel holds the outer header's addresses of the record being decoded, for the
+	// templates of a tunnel (see resolveRepeats); zero otherwise.
+	tunnel [2]netip.Addr
 
 	// rateCache remembers the last sampler lookup of this datagram: records of one
 	// datagram nearly always share their sampler.

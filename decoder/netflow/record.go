@@ -121,7 +121,6 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 		hasFirst, hasLast    bool
 		sysInit              uint64
 		startMs, endMs       uint64
-		tunSrc, tunDst       netip.Addr
 		nMPLS                int
 		packets, bytes       uint64
 		frame                []byte
@@ -181,16 +180,16 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 			}
 		case actSrcAddrTun:
 			if a, ok := addrFrom(v); ok {
-				if !tunSrc.IsValid() {
-					tunSrc = a
+				if !c.tunnel[0].IsValid() {
+					c.tunnel[0] = a
 				}
 				fm.SrcAddr = a
 				etype = etherTypeOf(a)
 			}
 		case actDstAddrTun:
 			if a, ok := addrFrom(v); ok {
-				if !tunDst.IsValid() {
-					tunDst = a
+				if !c.tunnel[1].IsValid() {
+					c.tunnel[1] = a
 				}
 				fm.DstAddr = a
 				etype = etherTypeOf(a)
@@ -436,12 +435,13 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 	}
 	if t.tunnel {
 		// The outer header's addresses, when the record has an inner header.
-		if tunSrc.IsValid() && tunSrc != fm.SrcAddr {
-			fm.AppendIP(schema.ColumnTunnelSrcAddr, tunSrc)
+		if a := c.tunnel[0]; a.IsValid() && a != fm.SrcAddr {
+			fm.AppendIP(schema.ColumnTunnelSrcAddr, a)
 		}
-		if tunDst.IsValid() && tunDst != fm.DstAddr {
-			fm.AppendIP(schema.ColumnTunnelDstAddr, tunDst)
+		if a := c.tunnel[1]; a.IsValid() && a != fm.DstAddr {
+			fm.AppendIP(schema.ColumnTunnelDstAddr, a)
 		}
+		c.tunnel = [2]netip.Addr{}
 	}
 	if etypeExplicit != 0 {
 		etype = etypeExplicit
