@@ -29,7 +29,11 @@ func newAssetsConsole(t *testing.T, build fstest.MapFS) (*Console, *http.ServeMu
 	t.Helper()
 	cfg := DefaultConfiguration()
 	cfg.ViewsFile = t.TempDir() + "/views.json"
-	c, err := New(cfg, Dependencies{Assets: build, Registry: prometheus.NewRegistry()})
+	deps := Dependencies{Registry: prometheus.NewRegistry()}
+	if build != nil {
+		deps.Assets = build // a nil MapFS in the interface would not be nil
+	}
+	c, err := New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
