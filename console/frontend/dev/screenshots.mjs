@@ -34,6 +34,16 @@ const scenarios = [
     path: "/visualize?v=1&dimensions=SrcAS",
     steps: [{ click: ".filter-editor .cm-content" }, { selectAll: true }, { type: "SrcAddr = 192.0.2.300 AND Proto = TCP" }, { key: "Escape" }, { wait: 1500 }],
   },
+  {
+    name: "visualize-save-view",
+    path: "/visualize?v=1&graph=sankey&dimensions=SrcAS,InIfProvider&filter=InIfBoundary+=+external",
+    steps: [{ click: 'button[title="Save these settings under a name"]' }, { wait: 500 }, { type: "Transit providers by source AS" }, { wait: 300 }],
+  },
+  {
+    name: "visualize-saved",
+    path: "/visualize?v=1&graph=sankey&dimensions=SrcAS,InIfProvider&filter=InIfBoundary+=+external",
+    steps: [{ click: 'button[title="Save these settings under a name"]' }, { wait: 500 }, { type: "Transit providers by source AS" }, { key: "Enter" }, { wait: 1500 }],
+  },
   { name: "flows", path: "/flows" },
   { name: "exporters", path: "/exporters?exporter=192.0.2.1" },
   { name: "views", path: "/views" },
@@ -127,8 +137,9 @@ async function shoot(cdp, scenario, dark) {
       }
     }
     if (step.key) {
-      await s("Input.dispatchKeyEvent", { type: "keyDown", key: step.key, code: step.key, windowsVirtualKeyCode: step.key === "Escape" ? 27 : 0 });
-      await s("Input.dispatchKeyEvent", { type: "keyUp", key: step.key, code: step.key, windowsVirtualKeyCode: step.key === "Escape" ? 27 : 0 });
+      const code = { Escape: 27, Enter: 13 }[step.key] ?? 0;
+      await s("Input.dispatchKeyEvent", { type: "keyDown", key: step.key, code: step.key, windowsVirtualKeyCode: code, ...(step.key === "Enter" ? { text: "\r" } : {}) });
+      await s("Input.dispatchKeyEvent", { type: "keyUp", key: step.key, code: step.key, windowsVirtualKeyCode: code });
     }
     if (step.wait) await sleep(step.wait);
   }

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
 import LZString from "lz-string";
+import { stringifyQuery } from "vue-router";
 import { decodeAkvorado, decodeState, encodeState, hasState } from "./url";
 import { MigrationError, neutralState, type VisualizeState } from "./visualize";
 
@@ -51,6 +52,13 @@ describe("URL state", () => {
     const { state, notes } = roundTrip(s);
     expect(notes).toEqual([]);
     expect(state).toEqual(s);
+  });
+
+  // The page navigates with vue-router, which re-encodes the query: the address bar must
+  // show what encodeState wrote.
+  test.each(changes.map((c) => [JSON.stringify(c), c] as const))("vue-router writes %s the same way", (_, change) => {
+    const q = encodeState({ ...neutralState(), ...change });
+    expect(stringifyQuery(Object.fromEntries(new URLSearchParams(q)))).toBe(q);
   });
 
   test("all settings at once", () => {

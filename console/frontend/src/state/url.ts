@@ -25,10 +25,12 @@ const keys: [keyof VisualizeState, string][] = [
 ];
 
 // readable percent-encodes a value, but leaves the characters that are safe in a query value
-// and common in filters and times as they are, and writes spaces as "+".
+// and common in filters and times as they are, and writes spaces as "+": the encoding
+// vue-router applies when the page navigates (url.test.ts checks they agree).
 function readable(value: string): string {
   return encodeURIComponent(value)
     .replace(/%20/g, "+")
+    .replace(/%3F/gi, "?")
     .replace(/%2C/gi, ",")
     .replace(/%3A/gi, ":")
     .replace(/%2F/gi, "/")

@@ -154,7 +154,7 @@ export function timeSeriesOption(data: LineResponse, graph: GraphType, d: Displa
 // gridLayout places n small charts in columns × rows filling width × height.
 export function gridLayout(n: number, width: number): { cols: number; rows: number } {
   const maxCols = Math.max(1, Math.floor(width / 260));
-  const cols = Math.min(maxCols, Math.max(1, Math.ceil(Math.sqrt(n * 1.6))));
+  const cols = Math.max(1, Math.min(n, maxCols, Math.ceil(Math.sqrt(n * 1.6))));
   return { cols, rows: Math.ceil(n / cols) };
 }
 
