@@ -36,9 +36,9 @@ clean: console-clean
 
 console-test: console-deps
 	cd $(CONSOLE_FRONTEND) && node_modules/.bin/vue-tsc --noEmit -p tsconfig.json
-	cd $(CONSOLE_FRONTEND) && node_modules/.bin/vitest run --reporter=dot
+	cd $(CONSOLE_FRONTEND) && NO_COLOR=1 node_modules/.bin/vitest run --reporter=dot
 	cd $(CONSOLE_FRONTEND) && for tz in $(CONSOLE_TEST_ZONES); do \
-	  TZ=$$tz node_modules/.bin/vitest run --reporter=dot src/lib/time.test.ts || exit 1; done
+	  TZ=$$tz NO_COLOR=1 node_modules/.bin/vitest run --reporter=dot src/lib/time.test.ts || exit 1; done
 
 console-dev: console-deps
 	cd $(CONSOLE_FRONTEND) && node_modules/.bin/vite
