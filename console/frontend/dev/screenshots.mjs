@@ -44,7 +44,18 @@ const scenarios = [
     path: "/visualize?v=1&graph=sankey&dimensions=SrcAS,InIfProvider&filter=InIfBoundary+=+external",
     steps: [{ click: 'button[title="Save these settings under a name"]' }, { wait: 500 }, { type: "Transit providers by source AS" }, { key: "Enter" }, { wait: 1500 }],
   },
+  {
+    name: "visualize-brush-zoom",
+    path: "/visualize?v=1&dimensions=SrcAS&limit=5",
+    steps: [{ drag: [500, 300, 760, 300] }, { wait: 2000 }],
+  },
+  {
+    name: "visualize-table-hover",
+    path: "/visualize?v=1&graph=lines&dimensions=SrcAS&limit=5",
+    steps: [{ scroll: 300 }, { hover: "table tbody tr:nth-child(2)" }, { wait: 800 }],
+  },
   { name: "flows", path: "/flows" },
+  { name: "flows-live", path: "/flows?columns=TimeReceived,ExporterName,SrcAddr,DstAddr,Proto,DstPort,Bytes,Packets", steps: [{ click: 'button[title="Show flows as they arrive"]' }, { wait: 5000 }] },
   { name: "exporters", path: "/exporters?exporter=192.0.2.1" },
   { name: "views", path: "/views" },
   { name: "not-found", path: "/nowhere" },
@@ -125,6 +136,28 @@ async function shoot(cdp, scenario, dark) {
       const [x, y] = result.value;
       await s("Input.dispatchMouseEvent", { type: "mousePressed", x, y, button: "left", clickCount: 1 });
       await s("Input.dispatchMouseEvent", { type: "mouseReleased", x, y, button: "left", clickCount: 1 });
+    }
+    if (step.drag) {
+      const [x1, y1, x2, y2] = step.drag;
+      await s("Input.dispatchMouseEvent", { type: "mouseMoved", x: x1, y: y1 });
+      await s("Input.dispatchMouseEvent", { type: "mousePressed", x: x1, y: y1, button: "left", clickCount: 1 });
+      for (let i = 1; i <= 10; i++) {
+        await s("Input.dispatchMouseEvent", { type: "mouseMoved", x: x1 + ((x2 - x1) * i) / 10, y: y1 + ((y2 - y1) * i) / 10, button: "left", buttons: 1 });
+        await sleep(20);
+      }
+      await s("Input.dispatchMouseEvent", { type: "mouseReleased", x: x2, y: y2, button: "left", clickCount: 1 });
+    }
+    if (step.scroll) {
+      await s("Runtime.evaluate", { expression: `window.scrollBy(0, ${step.scroll})` });
+      await sleep(300);
+    }
+    if (step.hover) {
+      const { result } = await s("Runtime.evaluate", {
+        expression: `(() => { const r = document.querySelector(${JSON.stringify(step.hover)}).getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()`,
+        returnByValue: true,
+      });
+      const [x, y] = result.value;
+      await s("Input.dispatchMouseEvent", { type: "mouseMoved", x, y });
     }
     if (step.selectAll) {
       await s("Input.dispatchKeyEvent", { type: "keyDown", key: "a", code: "KeyA", modifiers: 2, windowsVirtualKeyCode: 65 });

@@ -118,5 +118,10 @@ describe("display", () => {
     expect(formatDuration(2 * 86400_000)).toBe("2 d");
     expect(formatDuration(15 * 60_000)).toBe("15 min");
     expect(formatDuration(42_000)).toBe("42 s");
+    expect(formatDuration(6773_000)).toBe("1 h 52 min");
+    expect(formatDuration((2 * 86400 + 3 * 3600 + 5) * 1000)).toBe("2 d 3 h");
+    expect(formatDuration((86400 + 59) * 1000)).toBe("1 d");
+    expect(formatDuration(125_000)).toBe("2 min 5 s");
+    expect(formatDuration(0)).toBe("0 s");
   });
 });

@@ -216,11 +216,17 @@ export function formatAgo(d: Date | string, now: Date): string {
   return `${Math.floor(s / 86400)} d ago`;
 }
 
-// formatDuration names a length of time: 6 h, 2 d, 15 min.
+// formatDuration names a length of time by its two largest units: 6 h, 2 d 3 h, 1 h 52 min,
+// 15 min, 42 s.
 export function formatDuration(ms: number): string {
-  const s = Math.round(ms / 1000);
-  if (s % 86400 === 0) return `${s / 86400} d`;
-  if (s % 3600 === 0) return `${s / 3600} h`;
-  if (s % 60 === 0) return `${s / 60} min`;
-  return `${s} s`;
+  let s = Math.round(ms / 1000);
+  const parts: string[] = [];
+  for (const [unit, n] of [["d", 86400], ["h", 3600], ["min", 60], ["s", 1]] as const) {
+    const v = Math.floor(s / n);
+    s -= v * n;
+    if (v > 0 || (parts.length > 0 && parts.length < 2)) parts.push(`${v} ${unit}`);
+    if (parts.length === 2) break;
+  }
+  const out = parts.filter((p) => !p.startsWith("0 "));
+  return out.length ? out.join(" ") : "0 s";
 }
