@@ -54,6 +54,7 @@ const scenarios = [
     path: "/visualize?v=1&graph=lines&dimensions=SrcAS&limit=5",
     steps: [{ scroll: 300 }, { hover: "table tbody tr:nth-child(2)" }, { wait: 800 }],
   },
+  { name: "navigate-away", path: "/visualize?v=1&dimensions=SrcAS", steps: [{ click: 'header a[href="/flows"]' }, { wait: 2000 }, { eval: "location.pathname" }] },
   { name: "flows", path: "/flows" },
   { name: "flows-live", path: "/flows?columns=TimeReceived,ExporterName,SrcAddr,DstAddr,Proto,DstPort,Bytes,Packets", steps: [{ click: 'button[title="Show flows as they arrive"]' }, { wait: 5000 }] },
   { name: "exporters", path: "/exporters?exporter=192.0.2.1" },
@@ -109,6 +110,19 @@ function connect(url) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// locate waits up to 10 s for selector and returns where to point in it.
+async function locate(s, selector, at) {
+  for (let i = 0; i < 50; i++) {
+    const { result } = await s("Runtime.evaluate", {
+      expression: `(() => { const e = document.querySelector(${JSON.stringify(selector)}); if (!e) return null; const r = e.getBoundingClientRect(); return { x: r.x, y: r.y, width: r.width, height: r.height }; })()`,
+      returnByValue: true,
+    });
+    if (result.value) return at(result.value);
+    await sleep(200);
+  }
+  throw new Error(`no element ${selector}`);
+}
+
 async function shoot(cdp, scenario, dark) {
   const { targetId } = await cdp.send("Target.createTarget", { url: "about:blank" });
   const { sessionId } = await cdp.send("Target.attachToTarget", { targetId, flatten: true });
@@ -129,11 +143,7 @@ async function shoot(cdp, scenario, dark) {
   await sleep(2500);
   for (const step of scenario.steps ?? []) {
     if (step.click) {
-      const { result } = await s("Runtime.evaluate", {
-        expression: `(() => { const r = document.querySelector(${JSON.stringify(step.click)}).getBoundingClientRect(); return [r.x + 10, r.y + 8]; })()`,
-        returnByValue: true,
-      });
-      const [x, y] = result.value;
+      const [x, y] = await locate(s, step.click, (r) => [r.x + 10, r.y + 8]);
       await s("Input.dispatchMouseEvent", { type: "mousePressed", x, y, button: "left", clickCount: 1 });
       await s("Input.dispatchMouseEvent", { type: "mouseReleased", x, y, button: "left", clickCount: 1 });
     }
@@ -152,11 +162,7 @@ async function shoot(cdp, scenario, dark) {
       await sleep(300);
     }
     if (step.hover) {
-      const { result } = await s("Runtime.evaluate", {
-        expression: `(() => { const r = document.querySelector(${JSON.stringify(step.hover)}).getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()`,
-        returnByValue: true,
-      });
-      const [x, y] = result.value;
+      const [x, y] = await locate(s, step.hover, (r) => [r.x + r.width / 2, r.y + r.height / 2]);
       await s("Input.dispatchMouseEvent", { type: "mouseMoved", x, y });
     }
     if (step.selectAll) {
@@ -173,6 +179,10 @@ async function shoot(cdp, scenario, dark) {
       const code = { Escape: 27, Enter: 13 }[step.key] ?? 0;
       await s("Input.dispatchKeyEvent", { type: "keyDown", key: step.key, code: step.key, windowsVirtualKeyCode: code, ...(step.key === "Enter" ? { text: "\r" } : {}) });
       await s("Input.dispatchKeyEvent", { type: "keyUp", key: step.key, code: step.key, windowsVirtualKeyCode: code });
+    }
+    if (step.eval) {
+      const { result } = await s("Runtime.evaluate", { expression: step.eval, returnByValue: true });
+      console.log(`     ${step.eval} = ${JSON.stringify(result.value)}`);
     }
     if (step.wait) await sleep(step.wait);
   }
@@ -203,6 +213,14 @@ try {
   const exited = new Promise((r) => proc.on("exit", r));
   proc.kill();
   await exited;
-  rmSync(profile, { recursive: true, force: true, maxRetries: 3 });
+  // Chromium's helper processes may still write to the profile for a moment.
+  for (let i = 0; i < 10; i++) {
+    try {
+      rmSync(profile, { recursive: true, force: true });
+      break;
+    } catch {
+      await sleep(300);
+    }
+  }
 }
 process.exit(failed ? 1 : 0);

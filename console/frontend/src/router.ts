@@ -1,4 +1,8 @@
+import { ref } from "vue";
 import { createRouter, createWebHistory } from "vue-router";
+
+// The last Visualize URL of this tab: the navigation bar returns to it.
+export const lastVisualize = ref("/visualize");
 
 // Each page is a chunk of its own: the home page does not load the filter editor.
 export const router = createRouter({
@@ -17,4 +21,5 @@ export const router = createRouter({
 
 router.afterEach((to) => {
   document.title = `${(to.meta.title as string) ?? ""} · flowzero`;
+  if (to.name === "visualize") lastVisualize.value = to.fullPath;
 });
