@@ -1,0 +1,51 @@
+package classifier
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+const (
+	kindExporter = iota
+	kindInterface
+	kindCount
+)
+
+var (
+	kindNames = [kindCount]string{"exporter", "interface"}
+	kindKeys  = [kindCount]string{"exporter-classifiers", "interface-classifiers"}
+)
+
+type metrics struct {
+	// runs counts classifications by kind: each is a cache miss or refresh of the caller.
+	runs [kindCount]prometheus.Counter
+	// errors holds one handle per rule.
+	errors [kindCount][]prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer, exporterRules, interfaceRules int) (*metrics, error) {
+	runs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "flowzero", Subsystem: "enrich", Name: "classifier_runs_total",
+		Help: "Exporters or interfaces classified by the rules (a miss or a refresh of the metadata cache), by kind.",
+	}, []string{"kind"})
+	errors := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "flowzero", Subsystem: "enrich", Name: "classifier_errors_total",
+		Help: "Classifier rules that failed at run time (the classification stops there), by kind and rule index.",
+	}, []string{"kind", "rule"})
+	m := &metrics{}
+	for k, n := range [kindCount]int{exporterRules, interfaceRules} {
+		m.runs[k] = runs.WithLabelValues(kindNames[k])
+		for i := range n {
+			m.errors[k] = append(m.errors[k], errors.WithLabelValues(kindNames[k], strconv.Itoa(i)))
+		}
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{runs, errors} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
