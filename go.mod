@@ -7,6 +7,7 @@ require (
 	github.com/expr-lang/expr v1.17.8
 	github.com/gaissmai/bart v0.30.0
 	github.com/gopacket/gopacket v1.7.7
+	github.com/gosnmp/gosnmp v1.47.0
 	github.com/klauspost/compress v1.20.3
 	github.com/ncruces/go-strftime v1.1.0
 	github.com/prometheus/client_golang v1.25.0
