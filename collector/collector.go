@@ -38,7 +38,7 @@ type Decoder interface {
 }
 
 // Enricher fills flow fields from other sources (routing table, interface metadata) between
-// decoding and encoding.
+// decoding and encoding. A flow it rejects (FlowMessage.Rejected) is dropped.
 type Enricher interface {
 	Enrich(fm *schema.FlowMessage)
 }

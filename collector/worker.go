@@ -260,6 +260,9 @@ func (w *worker) emit(fm *schema.FlowMessage) {
 	}
 	if w.c.deps.Enricher != nil {
 		w.c.deps.Enricher.Enrich(fm)
+		if fm.Rejected() {
+			return // counted by the step that rejected it
+		}
 	}
 	msg := fm.Finalize()
 	w.emitted++

@@ -121,6 +121,8 @@ type Configuration struct {
 	// wins): the exporter's name and classification, and its interfaces by SNMP index.
 	// Flows of exporters not listed keep these columns empty.
 	Exporters map[string]ExporterMetadata `yaml:"exporters"`
+	// Dynamic completes Exporters with SNMP and classifier rules (metadata_cache_config.go).
+	Dynamic DynamicMetadataConfiguration `yaml:",inline"`
 }
 
 // DefaultConfiguration is Akvorado's default precedence: the exporter's data, then the RIB.
@@ -129,6 +131,7 @@ func DefaultConfiguration() Configuration {
 		ASNProviders:      []ASNProvider{ASNFlow, ASNRouting},
 		NetProviders:      []NetProvider{NetFlow, NetRouting},
 		RoutingAttributes: true,
+		Dynamic:           DefaultDynamicMetadataConfiguration(),
 	}
 }
 
@@ -154,5 +157,8 @@ func (c *Configuration) Validate() error {
 		}
 		seenNet[p] = true
 	}
-	return validateMetadata(c.Exporters)
+	if err := validateMetadata(c.Exporters); err != nil {
+		return err
+	}
+	return c.Dynamic.Validate()
 }

@@ -121,6 +121,8 @@ type Metadata struct {
 const maxSeenExporters = 4096
 
 type exporterInfo struct {
+	// meta is the configuration, which MetadataCache merges with SNMP and rules.
+	meta     *ExporterMetadata
 	fragment *schema.Fragment
 	// dense holds the interfaces of index below maxDenseIndex, sparse the others.
 	dense  []*interfaceInfo
@@ -174,7 +176,7 @@ func newExporterInfo(e *ExporterMetadata, s *schema.Schema) (*exporterInfo, erro
 	if err != nil {
 		return nil, err
 	}
-	info := &exporterInfo{fragment: f, sparse: map[uint32]*interfaceInfo{}}
+	info := &exporterInfo{meta: e, fragment: f, sparse: map[uint32]*interfaceInfo{}}
 	for idx, i := range e.Interfaces {
 		ii, err := newInterfaceInfo(&i, s)
 		if err != nil {
@@ -286,9 +288,12 @@ type FlowEnricher interface {
 // Chain runs enrichment steps in order.
 type Chain []FlowEnricher
 
-// Enrich runs every step on fm.
+// Enrich runs every step on fm, and stops at a step that rejects it.
 func (c Chain) Enrich(fm *schema.FlowMessage) {
 	for _, e := range c {
 		e.Enrich(fm)
+		if fm.Rejected() {
+			return
+		}
 	}
 }

@@ -84,6 +84,8 @@ type FlowMessage struct {
 	// framed is 1 + the start of the framed message once Finalize ran (0 before), and
 	// framedEnd its end: Finalize returns buf[framed-1:framedEnd] again until Reset.
 	framed, framedEnd int
+	// rejected is set by Reject.
+	rejected bool
 	// sanitized counts values fixed or dropped since NewFlowMessage (kept by Reset).
 	sanitized uint64
 	// enc is the schema's column table (Schema.enc), copied here so that an Append reads
@@ -155,7 +157,16 @@ func (m *FlowMessage) Reset() {
 	m.state = m.schema.state
 	m.set = columnBitset{}
 	m.n, m.framed = pbwire.ReserveDelimited, 0
+	m.rejected = false
 }
+
+// Reject marks the flow as refused by enrichment (a classifier rule, or an interface that
+// no source knows when such flows are to be dropped): whoever runs the enrichment drops it
+// instead of finalizing it. Reset clears the mark.
+func (m *FlowMessage) Reject() { m.rejected = true }
+
+// Rejected reports whether Reject was called since Reset.
+func (m *FlowMessage) Rejected() bool { return m.rejected }
 
 // Sanitized is the number of values fixed or dropped by the Append methods since the message
 // was created (enum values outside the enum, strings too long for their FixedString column,

@@ -483,7 +483,8 @@ func (m *metrics) forAgent(name string) agentMetrics {
 	}
 }
 
-// Enricher is what SinkEmitter calls before finalizing a flow (collector.Enricher).
+// Enricher is what SinkEmitter calls before finalizing a flow (collector.Enricher); a flow it
+// rejects (FlowMessage.Rejected) is dropped.
 type Enricher interface {
 	Enrich(fm *schema.FlowMessage)
 }
@@ -512,6 +513,9 @@ func (e *SinkEmitter) Emit(fm *schema.FlowMessage) {
 	defer e.mu.Unlock()
 	if e.enricher != nil {
 		e.enricher.Enrich(fm)
+		if fm.Rejected() {
+			return // counted by the step that rejected it
+		}
 	}
 	msg := fm.Finalize()
 	if e.batch != nil && len(e.batch.Data)+len(msg) > cap(e.batch.Data) {

@@ -1,0 +1,431 @@
+package enrich
+
+import (
+	"fmt"
+	"net/netip"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+
+	"flowzero/enrich/snmp/snmptest"
+	"flowzero/internal/config"
+	"flowzero/internal/testutil"
+	"flowzero/schema"
+)
+
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+const rulesYAML = `
+exporters:
+  192.0.2.1:
+    name: edge1.par1
+    group: europe
+    interfaces:
+      10:
+        name: et-0/0/1
+        description: "Transit: Cogent 1-3834938493"
+        speed: 100000
+      11:
+        name: et-0/0/2
+        description: "PNI: Netflix (WL6-1190)"
+        provider: netflix-static
+      20:
+        name: ae12
+        description: "core: par2"
+  192.0.2.2:
+    name: edge2.fra1
+    default:
+      name: unknown
+exporter-classifiers:
+  - ClassifySiteRegex(Exporter.Name, "^[^.]+\\.([a-z]+)[0-9]", "$1")
+  - Exporter.Name startsWith "edge" && ClassifyRole("edge") && ClassifyGroup("rules")
+  - Exporter.IP == "192.0.2.66" && Reject()
+  - Exporter.IP startsWith "2001:db8:" && ClassifyTenant("v6")
+interface-classifiers:
+  - Interface.Index == 666 && Reject()
+  - |
+    ClassifyConnectivityRegex(Interface.Description, "^(?i)(transit|pni|ppni|ix):? ", "$1") &&
+    ClassifyProviderRegex(Interface.Description, "^[^ ]+? ([^ ]+)", "$1") &&
+    ClassifyExternal()
+  - Interface.Name == "" && Interface.Index > 0 && SetName(Format("if%d", Interface.Index))
+  - ClassifyInternal()
+`
+
+func newTestCache(t *testing.T, yaml string, s *schema.Schema, clk *manualClock) (*MetadataCache, *prometheus.Registry) {
+	t.Helper()
+	cfg := DefaultConfiguration()
+	if err := config.Decode([]byte(yaml), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	deps := MetadataCacheDependencies{Registry: reg}
+	if clk != nil {
+		deps.Clock = clk
+	}
+	m, err := NewMetadataCache(cfg.Dynamic, cfg.Exporters, s, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m == nil {
+		t.Fatal("no cache")
+	}
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Stop() })
+	return m, reg
+}
+
+// enrichOne runs a flow through the cache and returns its columns (nil: rejected).
+func enrichOne(t *testing.T, e FlowEnricher, s *schema.Schema, exporter string, in, out uint32, vlans ...uint16) map[string]any {
+	t.Helper()
+	fm := s.NewFlowMessage()
+	fm.ExporterAddress = netip.MustParseAddr(exporter)
+	fm.InIf, fm.OutIf = in, out
+	if len(vlans) == 2 {
+		fm.SrcVlan, fm.DstVlan = vlans[0], vlans[1]
+	}
+	e.Enrich(fm)
+	if fm.Rejected() {
+		return nil
+	}
+	got := decodeColumns(t, s, fm.Finalize())
+	for _, k := range []string{"ExporterAddress", "InIf", "OutIf", "SrcVlan", "DstVlan"} {
+		delete(got, k)
+	}
+	return got
+}
+
+func TestMetadataCacheRules(t *testing.T) {
+	s, err := schema.New(schema.Configuration{Enabled: []string{"SrcVlan", "DstVlan"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, reg := newTestCache(t, rulesYAML, s, nil)
+	ext, in := uint64(schema.BoundaryExternal), uint64(schema.BoundaryInternal)
+	for _, tc := range []struct {
+		name     string
+		exporter string
+		in, out  uint32
+		want     map[string]any
+	}{
+		{
+			// Static name and group win; rules fill role and site, and classify interfaces
+			// from their static descriptions.
+			name: "static and rules", exporter: "192.0.2.1", in: 10, out: 20,
+			want: map[string]any{
+				"ExporterName": "edge1.par1", "ExporterGroup": "europe", "ExporterRole": "edge", "ExporterSite": "par",
+				"InIfName": "et-0/0/1", "InIfDescription": "Transit: Cogent 1-3834938493", "InIfSpeed": uint64(100000),
+				"InIfConnectivity": "transit", "InIfProvider": "cogent", "InIfBoundary": ext,
+				"OutIfName": "ae12", "OutIfDescription": "core: par2", "OutIfBoundary": in,
+			},
+		},
+		{
+			// A static provider is kept; the rule fills connectivity and boundary.
+			name: "static provider kept", exporter: "192.0.2.1", in: 11, out: 0,
+			want: map[string]any{
+				"ExporterName": "edge1.par1", "ExporterGroup": "europe", "ExporterRole": "edge", "ExporterSite": "par",
+				"InIfName": "et-0/0/2", "InIfDescription": "PNI: Netflix (WL6-1190)",
+				"InIfConnectivity": "pni", "InIfProvider": "netflix-static", "InIfBoundary": ext,
+				"OutIfBoundary": in,
+			},
+		},
+		{
+			// An interface static metadata does not list: SetName names it.
+			name: "unlisted interface", exporter: "192.0.2.1", in: 77, out: 10,
+			want: map[string]any{
+				"ExporterName": "edge1.par1", "ExporterGroup": "europe", "ExporterRole": "edge", "ExporterSite": "par",
+				"InIfName": "if77", "InIfBoundary": in,
+				"OutIfName": "et-0/0/1", "OutIfDescription": "Transit: Cogent 1-3834938493", "OutIfSpeed": uint64(100000),
+				"OutIfConnectivity": "transit", "OutIfProvider": "cogent", "OutIfBoundary": ext,
+			},
+		},
+		{
+			// The static default's name wins over SetName.
+			name: "static default", exporter: "192.0.2.2", in: 5, out: 6,
+			want: map[string]any{
+				"ExporterName": "edge2.fra1", "ExporterGroup": "rules", "ExporterRole": "edge", "ExporterSite": "fra",
+				"InIfName": "unknown", "InIfBoundary": in, "OutIfName": "unknown", "OutIfBoundary": in,
+			},
+		},
+		{
+			name: "no static metadata", exporter: "2001:db8::7", in: 5000, out: 3,
+			want: map[string]any{"ExporterTenant": "v6", "InIfName": "if5000", "InIfBoundary": in, "OutIfName": "if3", "OutIfBoundary": in},
+		},
+		{name: "exporter rejected", exporter: "192.0.2.66", in: 1, out: 2},
+		{name: "interface rejected", exporter: "192.0.2.1", in: 10, out: 666},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := enrichOne(t, m, s, tc.exporter, tc.in, tc.out)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %v\nwant %v", got, tc.want)
+			}
+		})
+	}
+	const rejected = `
+# HELP flowzero_enrich_rejected_flows_total Flows dropped by enrichment, by exporter and reason: a Reject() in an exporter or interface rule, or an interface no source knows with drop-unknown-interfaces.
+# TYPE flowzero_enrich_rejected_flows_total counter
+flowzero_enrich_rejected_flows_total{exporter="192.0.2.1",reason="exporter-rule"} 0
+flowzero_enrich_rejected_flows_total{exporter="192.0.2.1",reason="interface-rule"} 1
+flowzero_enrich_rejected_flows_total{exporter="192.0.2.1",reason="unknown-interface"} 0
+flowzero_enrich_rejected_flows_total{exporter="192.0.2.2",reason="exporter-rule"} 0
+flowzero_enrich_rejected_flows_total{exporter="192.0.2.2",reason="interface-rule"} 0
+flowzero_enrich_rejected_flows_total{exporter="192.0.2.2",reason="unknown-interface"} 0
+flowzero_enrich_rejected_flows_total{exporter="192.0.2.66",reason="exporter-rule"} 1
+flowzero_enrich_rejected_flows_total{exporter="192.0.2.66",reason="interface-rule"} 0
+flowzero_enrich_rejected_flows_total{exporter="192.0.2.66",reason="unknown-interface"} 0
+flowzero_enrich_rejected_flows_total{exporter="2001:db8::7",reason="exporter-rule"} 0
+flowzero_enrich_rejected_flows_total{exporter="2001:db8::7",reason="interface-rule"} 0
+flowzero_enrich_rejected_flows_total{exporter="2001:db8::7",reason="unknown-interface"} 0
+`
+	if err := promtest.GatherAndCompare(reg, strings.NewReader(rejected), "flowzero_enrich_rejected_flows_total"); err != nil {
+		t.Error(err)
+	}
+	// Each (exporter, interface) was classified once: 10, 20, 11, 0, 77 and 666 of
+	// 192.0.2.1, 5 and 6 of 192.0.2.2, 5000 and 3 of 2001:db8::7; the interfaces of the
+	// rejected exporter are never looked up.
+	if n := promtest.ToFloat64(m.metrics.misses); n != 10 {
+		t.Errorf("%v misses", n)
+	}
+	// Flows again: all hits, no allocation.
+	fm := s.NewFlowMessage()
+	exporter := netip.MustParseAddr("192.0.2.1")
+	if allocs := testing.AllocsPerRun(1000, func() {
+		fm.Reset()
+		fm.ExporterAddress, fm.InIf, fm.OutIf = exporter, 10, 20
+		m.Enrich(fm)
+		fm.Finalize()
+	}); allocs != 0 {
+		t.Errorf("%v allocations per flow", allocs)
+	}
+	if n := promtest.ToFloat64(m.metrics.misses); n != 10 {
+		t.Errorf("%v misses after hits", n)
+	}
+}
+
+func TestMetadataCacheVLAN(t *testing.T) {
+	s, err := schema.New(schema.Configuration{Enabled: []string{"SrcVlan", "DstVlan"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := newTestCache(t, `
+exporters:
+  192.0.2.1:
+    interfaces:
+      3:
+        name: xe-0/0/3
+interface-classifiers:
+  - Interface.VLAN > 0 && SetName(Format("%s.%d", Interface.Name, Interface.VLAN))
+  - Interface.VLAN == 100 && ClassifyConnectivity("customer")
+`, s, nil)
+	if !m.byVLAN {
+		t.Fatal("rules read Interface.VLAN: interfaces must be cached per VLAN")
+	}
+	// The static name wins over SetName; the VLAN still classifies.
+	for _, tc := range []struct {
+		vlan uint16
+		want map[string]any
+	}{
+		{100, map[string]any{"InIfName": "xe-0/0/3", "InIfConnectivity": "customer"}},
+		{200, map[string]any{"InIfName": "xe-0/0/3"}},
+	} {
+		if got := enrichOne(t, m, s, "192.0.2.1", 3, 0, tc.vlan, 0); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("VLAN %d: %v, want %v", tc.vlan, got, tc.want)
+		}
+	}
+	// Without a static name, SetName names each VLAN.
+	for _, vlan := range []uint16{100, 200} {
+		got := enrichOne(t, m, s, "192.0.2.9", 0, 7, 0, vlan)
+		if got["OutIfName"] != fmt.Sprintf(".%d", vlan) {
+			t.Errorf("VLAN %d: %v", vlan, got)
+		}
+	}
+}
+
+func TestMetadataCacheDropUnknown(t *testing.T) {
+	s, _ := schema.New(schema.DefaultConfiguration())
+	m, reg := newTestCache(t, `
+exporters:
+  192.0.2.1:
+    interfaces:
+      3:
+        name: xe-0/0/3
+drop-unknown-interfaces: true
+`, s, nil)
+	if got := enrichOne(t, m, s, "192.0.2.1", 3, 0); !reflect.DeepEqual(got, map[string]any{"InIfName": "xe-0/0/3"}) {
+		t.Errorf("known interface and 0: %v", got)
+	}
+	if got := enrichOne(t, m, s, "192.0.2.1", 3, 4); got != nil {
+		t.Errorf("unknown interface kept: %v", got)
+	}
+	if got := enrichOne(t, m, s, "192.0.2.5", 0, 0); got == nil {
+		t.Errorf("flow without interfaces dropped")
+	}
+	if n := promtest.ToFloat64(m.metrics.rejected.WithLabelValues("192.0.2.1", "unknown-interface")); n != 1 {
+		t.Errorf("%v rejected", n)
+	}
+	_ = reg
+}
+
+func TestMetadataCacheBounds(t *testing.T) {
+	s, _ := schema.New(schema.DefaultConfiguration())
+	clk := &manualClock{now: testutil.Now()}
+	m, _ := newTestCache(t, `
+exporters:
+  192.0.2.0/24:
+    name: static
+    default:
+      name: default
+interface-classifiers:
+  - ClassifyProvider("rules")
+classifier-cache-size: 5
+classifier-cache-duration: 1h
+`, s, clk)
+	// Interfaces 100 to 103, and 0, fill the cache; 104 gets the static default alone.
+	for i := range uint32(4) {
+		if got := enrichOne(t, m, s, "192.0.2.1", 100+i, 0); got["InIfProvider"] != "rules" || got["OutIfProvider"] != "rules" {
+			t.Fatalf("interface %d: %v", 100+i, got)
+		}
+	}
+	want := map[string]any{"ExporterName": "static", "InIfName": "default", "OutIfName": "default", "OutIfProvider": "rules"}
+	if got := enrichOne(t, m, s, "192.0.2.1", 104, 0); !reflect.DeepEqual(got, want) {
+		t.Errorf("over the bound: %v", got)
+	}
+	if n := promtest.ToFloat64(m.metrics.full); n != 1 {
+		t.Errorf("%v refused", n)
+	}
+	// Interfaces used within the hour stay, the others go.
+	m.sweep()
+	clk.Add(40 * time.Minute)
+	enrichOne(t, m, s, "192.0.2.1", 100, 0)
+	m.sweep()
+	clk.Add(40 * time.Minute)
+	m.sweep()
+	e := m.exporters.Load().get(netip.MustParseAddr("192.0.2.1"))
+	var left []uint32
+	m.eachSlot(e, func(s *ifaceSlot) { left = append(left, s.index) })
+	slices.Sort(left)
+	if !slices.Equal(left, []uint32{0, 100}) || m.slots != 2 {
+		t.Errorf("after expiry: %v (%d slots)", left, m.slots)
+	}
+	if n := promtest.ToFloat64(m.metrics.entries); n != 2 {
+		t.Errorf("entries gauge %v", n)
+	}
+	// Room again: 104 is classified.
+	if got := enrichOne(t, m, s, "192.0.2.1", 104, 100); got["InIfProvider"] != "rules" {
+		t.Errorf("after expiry: %v", got)
+	}
+}
+
+func TestMetadataCacheOff(t *testing.T) {
+	s, _ := schema.New(schema.DefaultConfiguration())
+	cfg := DefaultConfiguration()
+	m, err := NewMetadataCache(cfg.Dynamic, nil, s, MetadataCacheDependencies{})
+	if m != nil || err != nil {
+		t.Errorf("nothing enabled: %v, %v", m, err)
+	}
+	for _, tc := range []struct{ yaml, key string }{
+		{"interface-classifiers:\n  - Interface.Nme == \"\"\n", "interface-classifiers[0]: line 1, column 11"},
+		{"classifier-cache-size: 0\n", "classifier-cache-size"},
+		{"snmp:\n  enabled: true\n  workers: 0\n", "snmp.workers"},
+		{"snmp:\n  enabled: true\n  credentials:\n    ::/0:\n      user-name: u\n      authentication-protocol: sha\n", "snmp.credentials.::/0.authentication-passphrase"},
+	} {
+		cfg := DefaultConfiguration()
+		err := config.Decode([]byte(tc.yaml), &cfg)
+		if err == nil || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%q: error %v does not name %s", tc.yaml, err, tc.key)
+		}
+	}
+}
+
+// TestMetadataCacheSNMP runs the cache against Debian's snmpd: flows on interfaces not
+// polled yet go on at once without names, then get the agent's names, descriptions and
+// speeds and the rules' classification of them; the sysName feeds the exporter rules.
+func TestMetadataCacheSNMP(t *testing.T) {
+	ifaces := snmptest.Interfaces(t)
+	var indexes []uint32
+	for index := range ifaces {
+		indexes = append(indexes, index)
+	}
+	slices.Sort(indexes)
+	aliases, speeds := map[uint32]string{}, map[uint32]uint32{}
+	for i, index := range indexes {
+		aliases[index] = fmt.Sprintf("Transit: Provider%d", i)
+		speeds[index] = 10000 * uint32(i+1)
+	}
+	agent := snmptest.Start(t, snmptest.Options{Community: "flowzero-ro", SysName: "edge3.ams1.example.net", Aliases: aliases, Speeds: speeds})
+	s, _ := schema.New(schema.DefaultConfiguration())
+	m, reg := newTestCache(t, fmt.Sprintf(`
+exporter-classifiers:
+  - ClassifySiteRegex(Exporter.Name, "^[^.]+\\.([a-z]+)[0-9]", "$1")
+interface-classifiers:
+  - |
+    ClassifyConnectivityRegex(Interface.Description, "^(?i)(transit|pni|ppni|ix):? ", "$1") &&
+    ClassifyProviderRegex(Interface.Description, "^[^ ]+? ([^ ]+)", "$1") &&
+    ClassifyExternal()
+snmp:
+  enabled: true
+  credentials:
+    ::/0:
+      communities: flowzero-ro
+  ports:
+    127.0.0.1: %d
+  poller-timeout: 500ms
+  poller-retries: 0
+  breaker-failures: 2
+`, agent.Addr.Port), s, nil)
+	exporter := "127.0.0.1"
+	in, out := indexes[0], indexes[len(indexes)-1]
+	// The first flow does not wait for the interfaces' poll (the sysName, asked when the
+	// exporter was first seen a moment before, may be there already).
+	if got := enrichOne(t, m, s, exporter, in, out); got["InIfName"] != nil || got["OutIfName"] != nil {
+		t.Errorf("first flow: %v", got)
+	}
+	want := map[string]any{
+		"ExporterName": "edge3.ams1.example.net", "ExporterSite": "ams",
+		"InIfName": ifaces[in], "InIfDescription": aliases[in], "InIfSpeed": uint64(speeds[in]),
+		"InIfConnectivity": "transit", "InIfProvider": "provider0", "InIfBoundary": uint64(schema.BoundaryExternal),
+		"OutIfName": ifaces[out], "OutIfDescription": aliases[out], "OutIfSpeed": uint64(speeds[out]),
+		"OutIfConnectivity": "transit", "OutIfProvider": fmt.Sprintf("provider%d", len(indexes)-1), "OutIfBoundary": uint64(schema.BoundaryExternal),
+	}
+	var got map[string]any
+	testutil.WaitUntil(t, "the SNMP answers in the flows", func() bool {
+		got = enrichOne(t, m, s, exporter, in, out)
+		return reflect.DeepEqual(got, want)
+	})
+	if n := promtest.ToFloat64(m.metrics.refreshes); n < 2 {
+		t.Errorf("%v refreshes", n)
+	}
+	// The agent goes silent: flows keep their columns.
+	agent.Pause(t)
+	defer agent.Resume(t)
+	m.SNMP().Lookup(netip.MustParseAddr(exporter), 31337)
+	testutil.WaitUntil(t, "the breaker to open", func() bool { return m.SNMP().BreakerOpen(netip.MustParseAddr(exporter)) })
+	if got := enrichOne(t, m, s, exporter, in, out); !reflect.DeepEqual(got, want) {
+		t.Errorf("agent silent: %v", got)
+	}
+	if n, err := promtest.GatherAndCount(reg, "flowzero_enrich_snmp_breaker_open"); err != nil || n != 1 {
+		t.Errorf("breaker metric: %d series, %v", n, err)
+	}
+}
