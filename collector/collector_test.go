@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"flowzero/internal/httpserver/httpservertest"
+	fzutil "flowzero/internal/testutil"
 	"flowzero/internal/lockedbuf"
 	"flowzero/output"
 	"flowzero/schema"
@@ -474,5 +476,27 @@ func TestCollectorHTTPGuards(t *testing.T) {
 	httpservertest.DribbleBody(t, conn, "/api/v0/test", done)
 	if !errors.Is(bodyErr, os.ErrDeadlineExceeded) {
 		t.Fatalf("reading the slow body: %v, want a deadline error", bodyErr)
+	}
+}
+
+// rejectOdd rejects every other flow it enriches.
+type rejectOdd struct{ n atomic.Int64 }
+
+func (r *rejectOdd) Enrich(fm *schema.FlowMessage) {
+	if r.n.Add(1)%2 == 1 {
+		fm.Reject()
+	}
+}
+
+func TestCollectorRejectedFlows(t *testing.T) {
+	enricher := &rejectOdd{}
+	c, sink, _ := startTestCollector(t, nil, func(d *Dependencies) { d.Enricher = enricher }, nil)
+	send(t, c.ListenAddrs()[0], "10:80")
+	fzutil.WaitUntil(t, "10 flows enriched", func() bool { return enricher.n.Load() == 10 })
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.msgs) != 5 {
+		t.Fatalf("%d flows delivered, want the 5 not rejected", len(sink.msgs))
 	}
 }

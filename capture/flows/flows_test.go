@@ -398,3 +398,33 @@ func TestSinkEmitter(t *testing.T) {
 		t.Fatalf("decoded %d flows", i)
 	}
 }
+
+// rejectSrc rejects the flows from one source address.
+type rejectSrc netip.Addr
+
+func (r rejectSrc) Enrich(fm *schema.FlowMessage) {
+	if fm.SrcAddr == netip.Addr(r) {
+		fm.Reject()
+	}
+}
+
+// TestSinkEmitterRejected checks that a flow the enricher rejects reaches no sink.
+func TestSinkEmitterRejected(t *testing.T) {
+	sch, err := schema.New(schema.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &countingSink{}
+	e := NewSinkEmitter(rejectSrc(netip.MustParseAddr("192.0.2.1")), []output.Sink{s}, 4096)
+	fm := sch.NewFlowMessage()
+	for i := range 10 {
+		fm.Reset()
+		fm.SrcAddr = netip.AddrFrom4([4]byte{192, 0, 2, byte(i % 2)})
+		fm.AppendUint(schema.ColumnBytes, 100)
+		e.Emit(fm)
+	}
+	e.Flush()
+	if s.flows != 5 {
+		t.Fatalf("sink got %d flows, want the 5 not rejected", s.flows)
+	}
+}
