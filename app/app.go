@@ -41,7 +41,8 @@ type App struct {
 	sflow     *sflow.Decoder
 	sinks     []output.Sink
 	routing   *enrich.Sources
-	enricher  enrich.FlowEnricher // nil when nothing is configured
+	enricher  enrich.FlowEnricher   // nil when nothing is configured
+	metadata  *enrich.MetadataCache // nil without SNMP, rules or drop-unknown-interfaces
 	collector *collector.Collector
 	// ConfigPath is re-read by Reload.
 	ConfigPath string
@@ -102,13 +103,14 @@ func New(cfg Configuration, log *slog.Logger) (*App, error) {
 	}
 	a.routing = routing
 	var steps enrich.Chain
-	md, err := enrich.NewMetadata(cfg.Enrich.Exporters, s)
+	md, mc, err := newMetadataStep(cfg.Enrich, s, a.registry, log)
 	if err != nil {
 		return nil, fmt.Errorf("enrich: %w", err)
 	}
 	if md != nil {
 		steps = append(steps, md)
 	}
+	a.metadata = mc
 	if cfg.Routing.Used() {
 		re, err := enrich.New(cfg.Enrich, routing.RIB, s)
 		if err != nil {
@@ -165,6 +167,12 @@ func (a *App) Start() error {
 	// enrichment works from the first second.
 	if err := a.routing.Start(); err != nil {
 		return fmt.Errorf("routing: %w", err)
+	}
+	// The SNMP cache file is read before the first flow.
+	if a.metadata != nil {
+		if err := a.metadata.Start(); err != nil {
+			return fmt.Errorf("enrich: %w", err)
+		}
 	}
 	lookup, err := ribhttp.New(a.registry, a.routing.RIB)
 	if err != nil {
@@ -282,6 +290,11 @@ func (a *App) Stop() error {
 	}
 	if e := a.routing.Stop(); e != nil && err == nil {
 		err = e
+	}
+	if a.metadata != nil {
+		if e := a.metadata.Stop(); e != nil && err == nil {
+			err = e
+		}
 	}
 	return err
 }

@@ -148,10 +148,11 @@ type Cache struct {
 	dirty     bool // changed since the last save
 	onUpdate  func(Update)
 
-	ready  chan *exporter
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	ready   chan *exporter
+	started bool
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 // New returns a cache (not started). Metrics go to reg (nil: not registered).
@@ -200,6 +201,7 @@ func (c *Cache) Start() error {
 			c.log.Warn("SNMP cache file not loaded; starting empty", "file", path, "error", err)
 		}
 	}
+	c.started = true
 	for range c.cfg.Workers {
 		c.wg.Go(c.worker)
 	}
@@ -207,11 +209,12 @@ func (c *Cache) Start() error {
 	return nil
 }
 
-// Stop stops the pollers (cancelling requests in flight) and saves the cache file.
+// Stop stops the pollers (cancelling requests in flight) and saves the cache file. A cache
+// never started saves nothing: its file may hold a previous run's answers.
 func (c *Cache) Stop() error {
 	c.cancel()
 	c.wg.Wait()
-	if c.cfg.CachePersistFile != "" {
+	if c.started && c.cfg.CachePersistFile != "" {
 		return c.Save(c.cfg.CachePersistFile)
 	}
 	return nil

@@ -1,0 +1,67 @@
+package app
+
+import (
+	"fmt"
+	"testing"
+
+	"flowzero/enrich"
+	"flowzero/internal/testdata"
+	"flowzero/schema"
+)
+
+// TestEnrichmentClassifiers replays the NetFlow v5 capture with classifier rules beside
+// static metadata: static values win, rules fill the rest, and the flows through the
+// interface a rule rejects are dropped.
+func TestEnrichmentClassifiers(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Enrich.Exporters = map[string]enrich.ExporterMetadata{
+		"127.0.0.0/8": {Name: "replay1.lab2", Interfaces: map[uint32]enrich.InterfaceMetadata{
+			124: {Name: "et-0/0/124", Description: "Transit: Cogent 1-234", Boundary: "internal"},
+		}},
+	}
+	cfg.Enrich.Dynamic.ExporterClassifiers = []string{`ClassifySiteRegex(Exporter.Name, "^[^.]+\\.([a-z]+)", "$1")`}
+	cfg.Enrich.Dynamic.InterfaceClassifiers = []string{
+		`Interface.Index == 118 && Reject()`,
+		`ClassifyConnectivityRegex(Interface.Description, "^(?i)(transit|pni|ix):? ", "$1") && ClassifyProviderRegex(Interface.Description, "^[^ ]+? ([^ ]+)", "$1") && ClassifyExternal()`,
+		`SetName(Format("if%d", Interface.Index)) && ClassifyInternal()`,
+	}
+	a, err := New(cfg, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	replayGroups(t, a, [][]string{{testdata.Path(t, "netflow", "nfv5.pcap")}}, 29-7)
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	flows := 0
+	for _, msg := range archivedMessages(t, cfg) {
+		got := map[string]any{}
+		a.Schema().DecodeMessage(msg, func(c *schema.Column, v any) { got[c.Name] = v })
+		if got["ExporterName"] != "replay1.lab2" || got["ExporterSite"] != "lab" {
+			t.Errorf("exporter columns: %v", got)
+		}
+		if got["InIf"] == uint64(118) {
+			t.Errorf("flow through a rejected interface: %v", got)
+		}
+		for _, dir := range []string{"In", "Out"} {
+			index := got[dir+"If"].(uint64)
+			want := map[string]any{"Name": fmt.Sprintf("if%d", index), "Boundary": uint64(schema.BoundaryInternal), "Provider": nil, "Connectivity": nil}
+			if index == 124 {
+				// The static name and boundary win; rules classify the static description.
+				want = map[string]any{"Name": "et-0/0/124", "Boundary": uint64(schema.BoundaryInternal), "Provider": "cogent", "Connectivity": "transit"}
+			}
+			for k, v := range want {
+				if got[dir+"If"+k] != v {
+					t.Errorf("%sIf %d: %s %v, want %v", dir, index, k, got[dir+"If"+k], v)
+				}
+			}
+		}
+		flows++
+	}
+	if flows != 22 {
+		t.Fatalf("%d flows, want the 22 not through interface 118", flows)
+	}
+}
