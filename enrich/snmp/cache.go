@@ -457,6 +457,7 @@ func (c *Cache) store(e *exporter, res pollResult, indexes []uint32, now time.Ti
 
 // clean makes an agent's string valid UTF-8 and at most maxStringLen bytes.
 func clean(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) > maxStringLen {
 		n := maxStringLen
 		for n > 0 && !utf8.RuneStart(s[n]) {
@@ -464,7 +465,7 @@ func clean(s string) string {
 		}
 		s = s[:n]
 	}
-	return strings.ToValidUTF8(s, "\uFFFD")
+	return s
 }
 
 // fail records a failed poll in the exporter's breaker. c.mu is held.

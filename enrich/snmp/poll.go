@@ -169,14 +169,14 @@ func decodeAnswer(vars []gosnmp.SnmpPDU, indexes []uint32) pollResult {
 		case col.hasDescr:
 			p.iface.Name = col.descr
 		}
-		p.found = col.hasName || col.hasDescr
-		switch {
-		case col.alias != "" && col.alias != p.iface.Name:
-			p.iface.Description = col.alias
-		case col.descr != p.iface.Name:
-			p.iface.Description = col.descr
-		}
-		if p.found {
+		// Without ifName or ifDescr, the agent does not know the interface.
+		if p.found = col.hasName || col.hasDescr; p.found {
+			switch {
+			case col.alias != "" && col.alias != p.iface.Name:
+				p.iface.Description = col.alias
+			case col.descr != p.iface.Name:
+				p.iface.Description = col.descr
+			}
 			p.iface.Speed = col.speed
 		}
 		res.interfaces[index] = p
