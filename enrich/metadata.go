@@ -112,7 +112,7 @@ type Metadata struct {
 	prefixes *bart.Table[*exporterInfo]
 	// seen maps exporter addresses already looked up to their metadata (nil: none), copied
 	// on write: lookups read it without locking.
-	seen   atomic.Pointer[map[[16]byte]*exporterInfo]
+	seen   atomic.Pointer[addrTable[*exporterInfo]]
 	seenMu sync.Mutex
 }
 
@@ -160,7 +160,7 @@ func NewMetadata(exporters map[string]ExporterMetadata, s *schema.Schema) (*Meta
 		}
 		m.prefixes.Insert(p, info)
 	}
-	m.seen.Store(&map[[16]byte]*exporterInfo{})
+	m.seen.Store(newAddrTable[*exporterInfo]())
 	return m, nil
 }
 
@@ -256,26 +256,19 @@ func (e *exporterInfo) iface(index uint32) *interfaceInfo {
 // exporter returns the metadata of the exporter at a, from the cache of addresses already
 // seen, or by longest prefix match (then cached).
 func (m *Metadata) exporter(a netip.Addr) *exporterInfo {
-	// Keyed by the 16-byte form: hashing it is cheaper than hashing a netip.Addr.
-	key := a.As16()
-	seen := *m.seen.Load()
-	if e, ok := seen[key]; ok {
+	seen := m.seen.Load()
+	if e, ok := seen.get(a); ok {
 		return e
 	}
 	e, _ := m.prefixes.Lookup(a.Unmap())
-	if len(seen) < maxSeenExporters {
+	if seen.len() < maxSeenExporters {
 		m.seenMu.Lock()
 		defer m.seenMu.Unlock()
-		cur := *m.seen.Load()
-		if _, ok := cur[key]; ok || len(cur) >= maxSeenExporters {
+		cur := m.seen.Load()
+		if _, ok := cur.get(a); ok || cur.len() >= maxSeenExporters {
 			return e // another worker added it, or the cache filled meanwhile
 		}
-		next := make(map[[16]byte]*exporterInfo, len(cur)+1)
-		for k, v := range cur {
-			next[k] = v
-		}
-		next[key] = e
-		m.seen.Store(&next)
+		m.seen.Store(cur.with(a, e))
 	}
 	return e
 }

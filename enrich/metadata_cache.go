@@ -1,10 +1,8 @@
 package enrich
 
 import (
-	"encoding/binary"
 	"errors"
 	"log/slog"
-	"math/bits"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -47,7 +45,7 @@ type MetadataCache struct {
 
 	// exporters maps exporter addresses to their state, copied on write: flows read it
 	// without locking.
-	exporters atomic.Pointer[exporterTable]
+	exporters atomic.Pointer[addrTable[*exporterState]]
 	// epoch changes at each sweep; a flow stores it in the interfaces it uses, so that the
 	// sweep knows which were used since the previous one.
 	epoch atomic.Uint32
@@ -75,7 +73,7 @@ type exporterState struct {
 	sparse atomic.Pointer[map[uint64]*ifaceSlot]
 	// fallback is what flows on new interfaces get when the cache is full: the static
 	// default interface, or nothing.
-	fallback *ifaceResult
+	fallback *ifaceSlot
 	rejected [rejectReasonCount]prometheus.Counter
 }
 
@@ -84,7 +82,8 @@ type exporterResult struct {
 	reject   bool
 }
 
-// ifaceSlot is one interface's cached columns.
+// ifaceSlot is one interface's cached columns. Its columns never change: a refresh
+// replaces the slot, so that a flow reaches the fragments with one pointer less.
 type ifaceSlot struct {
 	index uint32
 	vlan  uint16
@@ -92,12 +91,8 @@ type ifaceSlot struct {
 	used atomic.Uint32
 	// lastUsed is the time of the last sweep that saw it used (guarded by mu).
 	lastUsed time.Time
-	result   atomic.Pointer[ifaceResult]
-}
-
-type ifaceResult struct {
-	in, out *schema.Fragment
-	reject  bool
+	in, out  *schema.Fragment
+	reject   bool
 	// unknown: no source gave a name (index not 0).
 	unknown bool
 }
@@ -161,7 +156,7 @@ func NewMetadataCache(cfg DynamicMetadataConfiguration, exporters map[string]Exp
 		}
 		m.snmp.OnUpdate(m.snmpUpdate)
 	}
-	m.exporters.Store(newExporterTable(nil))
+	m.exporters.Store(newAddrTable[*exporterState]())
 	m.epoch.Store(1)
 	return m, nil
 }
@@ -219,9 +214,22 @@ func (m *MetadataCache) Enrich(fm *schema.FlowMessage) {
 		fm.Reject()
 		return
 	}
-	epoch := m.epoch.Load()
-	in := m.iface(e, fm.InIf, fm.SrcVlan, epoch)
-	out := m.iface(e, fm.OutIf, fm.DstVlan, epoch)
+	// The common case, inlined: interfaces numbered below maxDenseIndex, not keyed by VLAN.
+	var in, out *ifaceSlot
+	if !m.byVLAN {
+		in, out = e.denseSlot(fm.InIf), e.denseSlot(fm.OutIf)
+	}
+	if in == nil {
+		in = m.iface(e, fm.InIf, fm.SrcVlan)
+	}
+	if out == nil {
+		out = m.iface(e, fm.OutIf, fm.DstVlan)
+	}
+	// A store once per sweep interval, not per flow: the cache lines stay shared.
+	if epoch := m.epoch.Load(); in.used.Load() != epoch || out.used.Load() != epoch {
+		in.used.Store(epoch)
+		out.used.Store(epoch)
+	}
 	switch {
 	case in.reject || out.reject:
 		e.rejected[rejectInterface].Inc()
@@ -240,28 +248,33 @@ func (m *MetadataCache) Enrich(fm *schema.FlowMessage) {
 // exporter returns the state of the exporter at a, built on first sight; nil past
 // maxSeenExporters exporters.
 func (m *MetadataCache) exporter(a netip.Addr) *exporterState {
-	if e := m.exporters.Load().get(a); e != nil {
+	if e, ok := m.exporters.Load().get(a); ok {
 		return e
 	}
 	return m.newExporter(a)
 }
 
-// iface returns the cached columns of an interface, built on first sight.
-func (m *MetadataCache) iface(e *exporterState, index uint32, vlan uint16, epoch uint32) *ifaceResult {
+// denseSlot returns the cached slot of an interface numbered below maxDenseIndex, or nil.
+func (e *exporterState) denseSlot(index uint32) *ifaceSlot {
+	if d := *e.dense.Load(); index < uint32(len(d)) {
+		return d[index]
+	}
+	return nil
+}
+
+// iface returns the cached slot of an interface, built on first sight: the slow path of
+// denseSlot.
+func (m *MetadataCache) iface(e *exporterState, index uint32, vlan uint16) *ifaceSlot {
 	if !m.byVLAN {
 		vlan = 0
 	}
-	s := m.slot(e, index, vlan)
-	if s == nil {
-		if s = m.newSlot(e, index, vlan); s == nil {
-			return e.fallback
-		}
+	if s := m.slot(e, index, vlan); s != nil {
+		return s
 	}
-	// A store once per sweep interval, not per flow: the cache line stays shared.
-	if s.used.Load() != epoch {
-		s.used.Store(epoch)
+	if s := m.newSlot(e, index, vlan); s != nil {
+		return s
 	}
-	return s.result.Load()
+	return e.fallback
 }
 
 // newExporter builds an exporter's state (the slow path of exporter).
@@ -269,10 +282,10 @@ func (m *MetadataCache) newExporter(a netip.Addr) *exporterState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cur := m.exporters.Load()
-	if e := cur.get(a); e != nil {
+	if e, ok := cur.get(a); ok {
 		return e
 	}
-	if len(cur.all) >= maxSeenExporters {
+	if cur.len() >= maxSeenExporters {
 		m.metrics.exportersFull.Inc()
 		return nil
 	}
@@ -283,72 +296,15 @@ func (m *MetadataCache) newExporter(a netip.Addr) *exporterState {
 	e.dense.Store(&[]*ifaceSlot{})
 	e.sparse.Store(&map[uint64]*ifaceSlot{})
 	e.result.Store(m.computeExporter(e))
-	e.fallback = &ifaceResult{}
+	e.fallback = &ifaceSlot{}
 	if e.static != nil && e.static.def != nil {
-		e.fallback = &ifaceResult{in: e.static.def.in, out: e.static.def.out}
+		e.fallback = &ifaceSlot{in: e.static.def.in, out: e.static.def.out}
 	}
 	for r := range e.rejected {
 		e.rejected[r] = m.metrics.rejected.WithLabelValues(e.addr.String(), rejectReasonNames[r])
 	}
-	m.exporters.Store(newExporterTable(append(cur.all[:len(cur.all):len(cur.all)], e)))
+	m.exporters.Store(cur.with(e.addr, e))
 	return e
-}
-
-// exporterTable finds exporters by address: an open-addressing table with linear probing,
-// at most half full, keyed by the address's 16-byte form and hashed by a multiplication. It
-// is immutable (rebuilt when an exporter is added, which is rare): flows read it without
-// locking. A Go map does the same in about twice the time (aeshash of 16 bytes).
-type exporterTable struct {
-	slots []exporterTableSlot
-	shift uint
-	all   []*exporterState
-}
-
-type exporterTableSlot struct {
-	hi, lo uint64
-	e      *exporterState
-}
-
-func newExporterTable(all []*exporterState) *exporterTable {
-	size := 8
-	for size < 2*len(all) {
-		size *= 2
-	}
-	t := &exporterTable{slots: make([]exporterTableSlot, size), shift: uint(64 - bits.TrailingZeros(uint(size))), all: all}
-	for _, e := range all {
-		hi, lo := addrWords(e.addr)
-		i := t.index(hi, lo)
-		for t.slots[i].e != nil {
-			i = (i + 1) & (len(t.slots) - 1)
-		}
-		t.slots[i] = exporterTableSlot{hi, lo, e}
-	}
-	return t
-}
-
-// addrWords is the 16-byte form of a, IPv4 mapped (as flows may carry it either way). IPv4
-// takes the short way: As16 costs a dozen nanoseconds.
-func addrWords(a netip.Addr) (hi, lo uint64) {
-	if a.Is4() {
-		b := a.As4()
-		return 0, 0xffff<<32 | uint64(binary.BigEndian.Uint32(b[:]))
-	}
-	b := a.As16()
-	return binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
-}
-
-func (t *exporterTable) index(hi, lo uint64) int {
-	return int(((hi ^ lo) * 0x9e3779b97f4a7c15) >> t.shift)
-}
-
-func (t *exporterTable) get(a netip.Addr) *exporterState {
-	hi, lo := addrWords(a)
-	for i := t.index(hi, lo); ; i = (i + 1) & (len(t.slots) - 1) {
-		s := &t.slots[i]
-		if s.e == nil || (s.hi == hi && s.lo == lo) {
-			return s.e
-		}
-	}
 }
 
 // newSlot classifies an interface and caches it (the slow path of iface); nil when the
@@ -364,26 +320,32 @@ func (m *MetadataCache) newSlot(e *exporterState, index uint32, vlan uint16) *if
 		return nil
 	}
 	m.metrics.misses.Inc()
-	s := &ifaceSlot{index: index, vlan: vlan, lastUsed: m.clock.Now()}
-	s.result.Store(m.computeInterface(e, index, vlan))
-	if !m.byVLAN && index < maxDenseIndex {
-		cur := *e.dense.Load()
-		next := make([]*ifaceSlot, max(len(cur), int(index)+1))
-		copy(next, cur)
-		next[index] = s
-		e.dense.Store(&next)
-	} else {
-		cur := *e.sparse.Load()
-		next := make(map[uint64]*ifaceSlot, len(cur)+1)
-		for k, v := range cur {
-			next[k] = v
-		}
-		next[uint64(index)<<16|uint64(vlan)] = s
-		e.sparse.Store(&next)
-	}
+	s := m.computeInterface(e, index, vlan)
+	s.lastUsed = m.clock.Now()
+	m.store(e, s)
 	m.slots++
 	m.metrics.entries.Set(float64(m.slots))
 	return s
+}
+
+// store puts s in its exporter's tables, in place of the slot it refreshes if any. m.mu is
+// held.
+func (m *MetadataCache) store(e *exporterState, s *ifaceSlot) {
+	if !m.byVLAN && s.index < maxDenseIndex {
+		cur := *e.dense.Load()
+		next := make([]*ifaceSlot, max(len(cur), int(s.index)+1))
+		copy(next, cur)
+		next[s.index] = s
+		e.dense.Store(&next)
+		return
+	}
+	cur := *e.sparse.Load()
+	next := make(map[uint64]*ifaceSlot, len(cur)+1)
+	for k, v := range cur {
+		next[k] = v
+	}
+	next[uint64(s.index)<<16|uint64(s.vlan)] = s
+	e.sparse.Store(&next)
 }
 
 // slot returns a cached interface, or nil.
@@ -435,7 +397,7 @@ func (m *MetadataCache) computeExporter(e *exporterState) *exporterResult {
 
 // computeInterface merges an interface's static metadata, SNMP answer and rules into its
 // columns. m.mu is held.
-func (m *MetadataCache) computeInterface(e *exporterState, index uint32, vlan uint16) *ifaceResult {
+func (m *MetadataCache) computeInterface(e *exporterState, index uint32, vlan uint16) *ifaceSlot {
 	var st InterfaceMetadata
 	if e.static != nil {
 		if i, ok := e.static.meta.Interfaces[index]; ok {
@@ -471,7 +433,7 @@ func (m *MetadataCache) computeInterface(e *exporterState, index uint32, vlan ui
 	if cl.Description != "" {
 		description = cl.Description
 	}
-	r := &ifaceResult{reject: cl.Reject, unknown: index != 0 && !known}
+	r := &ifaceSlot{index: index, vlan: vlan, reject: cl.Reject, unknown: index != 0 && !known}
 	ii, err := newInterfaceInfo(&InterfaceMetadata{
 		Name: name, Description: description, Speed: speed,
 		Provider: cl.Provider, Connectivity: cl.Connectivity, Boundary: boundaryNames[cl.Boundary],
@@ -503,12 +465,15 @@ func (m *MetadataCache) encodeError(e *exporterState, index uint32, err error) {
 func (m *MetadataCache) snmpUpdate(u snmp.Update) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e := m.exporters.Load().get(u.Exporter)
-	if e == nil {
+	e, ok := m.exporters.Load().get(u.Exporter)
+	if !ok {
 		return
 	}
 	refresh := func(s *ifaceSlot) {
-		s.result.Store(m.computeInterface(e, s.index, s.vlan))
+		n := m.computeInterface(e, s.index, s.vlan)
+		n.used.Store(s.used.Load())
+		n.lastUsed = s.lastUsed
+		m.store(e, n)
 		m.metrics.refreshes.Inc()
 	}
 	if u.ExporterName {
@@ -541,7 +506,7 @@ func (m *MetadataCache) sweep() {
 	defer m.mu.Unlock()
 	epoch := m.epoch.Load()
 	m.epoch.Store(epoch + 1)
-	for _, e := range m.exporters.Load().all {
+	m.exporters.Load().values(func(e *exporterState) {
 		var used []uint32
 		expired := map[*ifaceSlot]bool{}
 		m.eachSlot(e, func(s *ifaceSlot) {
@@ -561,7 +526,7 @@ func (m *MetadataCache) sweep() {
 		if m.snmp != nil && len(used) > 0 {
 			m.snmp.Touch(e.addr, used...)
 		}
-	}
+	})
 }
 
 // forget removes interfaces from an exporter's tables. m.mu is held.

@@ -172,3 +172,38 @@ func BenchmarkMetadataCache(b *testing.B) {
 	b.Run("static-only", func(b *testing.B) { run(b, static) })
 	b.Run("none", func(b *testing.B) { run(b, Chain{}) })
 }
+
+// BenchmarkExporterTable compares MetadataCache's exporter table with the Go map keyed by the
+// 16-byte address that Metadata uses, over the exporters of a flow stream (docs/design/enrich.md).
+func BenchmarkExporterTable(b *testing.B) {
+	var states []*exporterState
+	m := map[[16]byte]*exporterState{}
+	t := newAddrTable[*exporterState]()
+	for i := range benchExporters {
+		e := &exporterState{addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)})}
+		states = append(states, e)
+		m[e.addr.As16()] = e
+		t = t.with(e.addr, e)
+	}
+	rnd := rand.New(rand.NewPCG(5, 6))
+	addrs := make([]netip.Addr, 4096)
+	for i := range addrs {
+		addrs[i] = states[rnd.IntN(len(states))].addr
+	}
+	var sink *exporterState
+	b.Run("table", func(b *testing.B) {
+		cpu := testutil.StartCPU(b)
+		for i := range b.N {
+			sink, _ = t.get(addrs[i&(len(addrs)-1)])
+		}
+		cpu.Stop(b)
+	})
+	b.Run("map-as16", func(b *testing.B) {
+		cpu := testutil.StartCPU(b)
+		for i := range b.N {
+			sink = m[addrs[i&(len(addrs)-1)].As16()]
+		}
+		cpu.Stop(b)
+	})
+	_ = sink
+}

@@ -322,7 +322,7 @@ classifier-cache-duration: 1h
 	m.sweep()
 	clk.Add(40 * time.Minute)
 	m.sweep()
-	e := m.exporters.Load().get(netip.MustParseAddr("192.0.2.1"))
+	e, _ := m.exporters.Load().get(netip.MustParseAddr("192.0.2.1"))
 	var left []uint32
 	m.eachSlot(e, func(s *ifaceSlot) { left = append(left, s.index) })
 	slices.Sort(left)
