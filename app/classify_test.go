@@ -32,7 +32,7 @@ func TestEnrichmentClassifiers(t *testing.T) {
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}
-	replayGroups(t, a, [][]string{{testdata.Path(t, "netflow", "nfv5.pcap")}}, 29-7)
+	replayGroups(t, a, [][]string{{testdata.Path(t, "netflow", "nfv5.pcap")}}, 29-5)
 	if err := a.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,22 @@ func TestEnrichmentClassifiers(t *testing.T) {
 		}
 		flows++
 	}
-	if flows != 22 {
-		t.Fatalf("%d flows, want the 22 not through interface 118", flows)
+	if flows != 24 {
+		t.Fatalf("%d flows, want the 24 not through interface 118", flows)
+	}
+	families, err := a.registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rejected := 0.0
+	for _, f := range families {
+		if f.GetName() == "flowzero_enrich_rejected_flows_total" {
+			for _, m := range f.GetMetric() {
+				rejected += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if rejected != 5 {
+		t.Errorf("%v flows counted as rejected, want 5", rejected)
 	}
 }
