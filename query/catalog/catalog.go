@@ -96,6 +96,8 @@ type Catalog struct {
 	// Protocols are the names of IP protocols; a filter may name a protocol instead of its
 	// number (Proto = TCP).
 	Protocols []Protocol
+	// Disabled names the schema's columns that are not enabled, for errors that say so.
+	Disabled []string
 
 	columns []*Column
 	byName  map[string]*Column

@@ -92,7 +92,7 @@ func TestFromStore(t *testing.T) {
 	if cat.ReverseOf(cat.Column("InIf")).Name != "OutIf" {
 		t.Error("reverse of InIf")
 	}
-	p := cat.WithProtocols([]Protocol{{6, "TCP"}})
+	p := cat.WithProtocols([]Protocol{{Number: 6, Name: "TCP"}})
 	if n, ok := p.Protocol("tcp"); !ok || n != 6 || p.ProtocolName(6) != "TCP" || len(cat.Protocols) != 0 {
 		t.Error("protocols")
 	}

@@ -70,7 +70,13 @@ func FromStore(s *schema.Schema, cfg store.Configuration, ddl *store.DDL) (*Cata
 		cols = append(cols, c)
 	}
 	flows := Table{Name: "flows", TTL: cfg.TTL, FlowCount: true}
-	return New(cfg.Database, cols, flows, tables, cfg.ASNames.URL != ""), nil
+	c := New(cfg.Database, cols, flows, tables, cfg.ASNames.URL != "")
+	for _, k := range schema.Keys() {
+		if !s.Enabled(k) {
+			c.Disabled = append(c.Disabled, k.String())
+		}
+	}
+	return c, nil
 }
 
 // column describes one schema column.
