@@ -33,7 +33,7 @@ type ValueSource interface {
 	Values(ctx context.Context, col *catalog.Column, prefix string, limit int) ([]Completion, error)
 }
 
-// MaxCompletions bounds a completion's answer.
+// MaxCompletions bounds the values a completion asks its ValueSource for.
 const MaxCompletions = 50
 
 // Complete proposes what may come at byte offset of a filter: columns, operators for a
@@ -44,11 +44,7 @@ func Complete(ctx context.Context, cat *catalog.Catalog, values ValueSource, tex
 	fc := filter.Complete(cat, text, offset)
 	out := CompleteResult{From: fc.From, To: fc.To, Completions: []Completion{}}
 	prefix := strings.ToLower(fc.Prefix)
-	add := func(c Completion) {
-		if len(out.Completions) < MaxCompletions {
-			out.Completions = append(out.Completions, c)
-		}
-	}
+	add := func(c Completion) { out.Completions = append(out.Completions, c) }
 	if fc.Values && fc.Column != nil {
 		col := fc.Column
 		var fixed []string
@@ -211,7 +207,7 @@ func (v engineValues) Values(ctx context.Context, col *catalog.Column, prefix st
 			chsql.Table(cat.Database, "asns"), chsql.String(prefix), chsql.String(strings.TrimPrefix(strings.ToLower(prefix), "as")), limit)
 	}
 	sql = fmt.Sprintf("SELECT label, any(detail) FROM (\n%s\n)\nGROUP BY label\nORDER BY min(rank), max(n) DESC, label\nLIMIT %d", sql, limit)
-	res, err := s.run(ctx, sql, completionTimeout)
+	res, err := s.run(ctx, sql, 2, completionTimeout)
 	if err != nil {
 		s.log.Debug("query: completion values", "column", col.Name, "error", err)
 		return nil, err

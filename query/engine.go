@@ -65,13 +65,17 @@ type result struct {
 	Data [][]any `json:"data"`
 }
 
-// parseResult parses the engine's JSONCompact output.
-func parseResult(out []byte) (*result, error) {
+// parseResult parses the engine's JSONCompact output, which must have at least cols
+// columns.
+func parseResult(out []byte, cols int) (*result, error) {
 	var r result
 	dec := json.NewDecoder(bytes.NewReader(out))
 	dec.UseNumber()
 	if err := dec.Decode(&r); err != nil {
 		return nil, &EngineError{Kind: EngineFailed, Err: fmt.Errorf("reading the engine's answer: %w", err)}
+	}
+	if len(r.Meta) < cols {
+		return nil, &EngineError{Kind: EngineFailed, Err: fmt.Errorf("the answer has %d columns, not %d", len(r.Meta), cols)}
 	}
 	for i, row := range r.Data {
 		if len(row) != len(r.Meta) {

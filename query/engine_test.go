@@ -50,7 +50,7 @@ func env(t *testing.T) *querytest.Env {
 func newService(t *testing.T) (*Service, *querytest.Env) {
 	t.Helper()
 	e := env(t)
-	s, err := New(DefaultConfiguration(), e.Catalog, e.Engine, testutil.Clock(), nil)
+	s, err := New(DefaultConfiguration(), e.Catalog, e.Engine, testutil.Clock(), quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -788,7 +788,7 @@ func widgetService(t *testing.T) (*Service, *querytest.Env, time.Time) {
 	t.Helper()
 	e := env(t)
 	now := e.Anchor.Add(30 * time.Second)
-	s, err := New(DefaultConfiguration(), e.Catalog, e.Engine, clock.Clock(fixedClock{now}), nil)
+	s, err := New(DefaultConfiguration(), e.Catalog, e.Engine, clock.Clock(fixedClock{now}), quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,7 @@ func (s *Service) Flows(ctx context.Context, req FlowsRequest) (*FlowsResult, er
 		w += fmt.Sprintf(" AND TimeReceived %s toDateTime(%d)", b.op, sec)
 	}
 	sql := flowsSQL(cat, cols, w, fmt.Sprintf("LIMIT %d OFFSET %d", limit, req.Offset))
-	res, err := s.run(ctx, sql, 0)
+	res, err := s.run(ctx, sql, len(cols), 0)
 	if err != nil {
 		return nil, err
 	}

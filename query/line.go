@@ -84,7 +84,7 @@ func (s *Service) Line(ctx context.Context, req LineRequest) (*LineResult, error
 	}
 	q := &seriesQuery{cat: cat, c: c, e: exprs{cat: cat, t4: c.t4, t6: c.t6}, axes: axes}
 	sql := q.sql()
-	res, err := s.run(ctx, sql, 0)
+	res, err := s.run(ctx, sql, 4, 0)
 	if err != nil {
 		return nil, err
 	}

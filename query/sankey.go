@@ -57,7 +57,7 @@ func (s *Service) Sankey(ctx context.Context, req SankeyRequest) (*SankeyResult,
 	sql := fmt.Sprintf("WITH rows AS (\n%s\n)\nSELECT [%s] AS dims, %s AS v\nFROM %s\nWHERE %s\nGROUP BY dims",
 		q.rowsCTE(), strings.Join(dims, ", "), unitExpr(c.units, w.table), quoteTable(cat, w.table),
 		where(w.start, w.end(), c.filter.SQL(false)))
-	res, err := s.run(ctx, sql, 0)
+	res, err := s.run(ctx, sql, 2, 0)
 	if err != nil {
 		return nil, err
 	}

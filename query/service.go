@@ -67,6 +67,9 @@ func (s *Service) Configuration() Configuration { return s.cfg }
 // Now returns the service's clock's time.
 func (s *Service) Now() time.Time { return s.clock.Now() }
 
+// tablesRetry is when the tables' state is read again after a failure.
+const tablesRetry = 5 * time.Second
+
 // tables returns the state of the tables, read again when older than TablesRefresh. When
 // reading fails, the last state read is kept, and without one the error is returned.
 func (s *Service) tables(ctx context.Context) (*tablesState, error) {
@@ -83,11 +86,17 @@ func (s *Service) tables(ctx context.Context) (*tablesState, error) {
 		return s.readTables(rctx)
 	})
 	if err != nil {
-		if st != nil {
-			s.log.Warn("query: cannot read the tables' oldest rows, keeping the last ones", "error", err)
-			return st, nil
+		if st == nil {
+			return nil, err
 		}
-		return nil, err
+		// Keep the last state, and read again in tablesRetry rather than at every query.
+		s.log.Warn("query: cannot read the tables' oldest rows, keeping the last ones", "error", err)
+		kept := *st
+		kept.read = s.clock.Now().Add(tablesRetry - s.cfg.TablesRefresh)
+		s.mu.Lock()
+		s.state = &kept
+		s.mu.Unlock()
+		return &kept, nil
 	}
 	st = v.(*tablesState)
 	s.mu.Lock()
@@ -110,7 +119,7 @@ func (s *Service) readTables(ctx context.Context) (*tablesState, error) {
 		parts = append(parts, fmt.Sprintf("SELECT %s AS name, toUnixTimestamp(min(TimeReceived)) AS oldest, count() AS n FROM %s",
 			chsql.String(t.Name), chsql.Table(s.base.Database, t.Name)))
 	}
-	res, err := s.run(ctx, "SELECT * FROM (\n"+strings.Join(parts, "\nUNION ALL\n")+"\n)", 0)
+	res, err := s.run(ctx, "SELECT * FROM (\n"+strings.Join(parts, "\nUNION ALL\n")+"\n)", 3, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +128,7 @@ func (s *Service) readTables(ctx context.Context) (*tablesState, error) {
 			st.oldest[cellString(row[0])] = time.Unix(cellInt(row[1]), 0).UTC()
 		}
 	}
-	res, err = s.run(ctx, "SELECT proto, name FROM "+chsql.Table(s.base.Database, "protocols")+" ORDER BY proto", 0)
+	res, err = s.run(ctx, "SELECT proto, name FROM "+chsql.Table(s.base.Database, "protocols")+" ORDER BY proto", 2, 0)
 	if err != nil {
 		s.log.Warn("query: no protocol names (the protocols dictionary cannot be read): filters take protocol numbers only", "error", err)
 		return st, nil
@@ -169,9 +178,9 @@ func (s *Service) Tables(ctx context.Context) ([]TableInfo, error) {
 	return out, nil
 }
 
-// run runs a SELECT with the query settings and parses its answer. timeout, when not 0,
-// shortens the configured one.
-func (s *Service) run(ctx context.Context, sql string, timeout time.Duration) (*result, error) {
+// run runs a SELECT with the query settings and parses its answer, which must have at
+// least cols columns. timeout, when not 0, shortens the configured one.
+func (s *Service) run(ctx context.Context, sql string, cols int, timeout time.Duration) (*result, error) {
 	if timeout == 0 || timeout > s.cfg.Timeout {
 		timeout = s.cfg.Timeout
 	}
@@ -181,7 +190,7 @@ func (s *Service) run(ctx context.Context, sql string, timeout time.Duration) (*
 	if err != nil {
 		return nil, classify(err)
 	}
-	return parseResult(out)
+	return parseResult(out, cols)
 }
 
 // statement appends the settings and the output format to a SELECT: the engine stops the

@@ -64,7 +64,7 @@ func (s *Service) Table(ctx context.Context, req TableRequest) (*TableResult, er
 func (s *Service) table(ctx context.Context, cat *catalog.Catalog, c common, w window) (*TableResult, error) {
 	q := &seriesQuery{cat: cat, c: c, e: exprs{cat: cat, t4: c.t4, t6: c.t6}, axes: []axis{{id: 1, w: w}}, totals: true}
 	sql := q.sql()
-	res, err := s.run(ctx, sql, 0)
+	res, err := s.run(ctx, sql, 7, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ func (s *Service) FlowRate(ctx context.Context) (*FlowRate, error) {
 	sql := fmt.Sprintf("WITH (SELECT max(TimeReceived) FROM %[1]s WHERE %[2]s) AS newest\n"+
 		"SELECT count() FROM %[1]s WHERE %[2]s AND TimeReceived > newest - %[3]d AND TimeReceived <= newest",
 		table, recent, int(RateWindow/time.Second))
-	res, err := s.run(ctx, sql, 0)
+	res, err := s.run(ctx, sql, 1, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func (s *Service) Exporters(ctx context.Context) (*Exporters, error) {
 	out.Table = w.table.Name
 	out.SQL = fmt.Sprintf("SELECT DISTINCT %s AS e\nFROM %s\nWHERE %s\nORDER BY e",
 		addressText(col.Name), quoteTable(cat, w.table), timeRange(now.Add(-RecentWindow), now.Add(time.Second)))
-	res, err := s.run(ctx, out.SQL, 0)
+	res, err := s.run(ctx, out.SQL, 1, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (s *Service) LastFlow(ctx context.Context) (*LastFlow, error) {
 	cat := s.base
 	cols := cat.Columns()
 	sql := flowsSQL(cat, cols, fmt.Sprintf("TimeReceived <= toDateTime(%d)", s.clock.Now().Unix()+1), "LIMIT 1")
-	res, err := s.run(ctx, sql, 0)
+	res, err := s.run(ctx, sql, len(cols), 0)
 	if err != nil {
 		return nil, err
 	}
