@@ -163,9 +163,9 @@ func TestStats(t *testing.T) {
 
 func TestClassify(t *testing.T) {
 	for msg, kind := range map[string]string{
-		"Code: 159. DB::Exception: Timeout exceeded: elapsed 30.1 seconds, maximum: 30. (TIMEOUT_EXCEEDED)":                EngineTimeout,
+		"Code: 159. DB::Exception: Timeout exceeded: elapsed 30.1 seconds, maximum: 30. (TIMEOUT_EXCEEDED)":                   EngineTimeout,
 		"clickhouse: HTTP 500, code 241: Code: 241. DB::Exception: Memory limit (for query) exceeded (MEMORY_LIMIT_EXCEEDED)": EngineMemory,
-		"Code: 60. DB::Exception: Unknown table expression identifier 'flowzero.flows'. (UNKNOWN_TABLE)":                    EngineFailed,
+		"Code: 60. DB::Exception: Unknown table expression identifier 'flowzero.flows'. (UNKNOWN_TABLE)":                      EngineFailed,
 	} {
 		var ee *EngineError
 		if err := classify(errors.New(msg)); !errors.As(err, &ee) || ee.Kind != kind {
