@@ -33,7 +33,9 @@ func newCache(ttl time.Duration, maxBytes int) *cache {
 	return &cache{ttl: ttl, max: maxBytes, order: list.New(), entries: map[string]*list.Element{}}
 }
 
-func (e *cacheEntry) bytes() int { return len(e.key) + len(e.a.body) + len(e.a.sql) + len(e.a.table) + 64 }
+func (e *cacheEntry) bytes() int {
+	return len(e.key) + len(e.a.body) + len(e.a.sql) + len(e.a.table) + 64
+}
 
 func (c *cache) get(key string, now time.Time) *answer {
 	if c.ttl <= 0 {
