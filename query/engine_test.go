@@ -917,3 +917,34 @@ func TestConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestDimensionKinds groups by columns of each kind and checks how their values show (in
+// the order of their traffic).
+func TestDimensionKinds(t *testing.T) {
+	s, e := newService(t)
+	start := e.Anchor.Add(-time.Hour)
+	for _, c := range []struct {
+		dims []string
+		rows string
+	}{
+		{[]string{"DstASPath"}, "[64511 3356] [64510 174] [] [64510]"},
+		{[]string{"SrcCommunities", "SrcLargeCommunities"}, "[ ] [65000:100 65000:1:2]"},
+		{[]string{"SrcMAC"}, "[00:00:00:00:00:00] [00:11:22:33:44:aa]"},
+		{[]string{"EType", "Proto"}, "[IPv4 TCP] [IPv4 UDP] [IPv6 UDP]"},
+		{[]string{"SrcCountry"}, "[FR] [DE] [US]"},
+		{[]string{"ExporterAddress"}, "[192.0.2.1] [192.0.2.2]"},
+		{[]string{"DstNetPrefix"}, "[203.0.113.0/24] [198.51.100.0/24] [2001:db8:2::/48]"},
+	} {
+		res, err := s.Line(context.Background(), LineRequest{Common: Common{Start: start, End: e.Anchor, Dimensions: c.dims, Limit: 10}, Points: 60})
+		if err != nil {
+			t.Fatalf("%v: %v", c.dims, err)
+		}
+		var rows []string
+		for _, r := range res.Rows {
+			rows = append(rows, fmt.Sprint(r))
+		}
+		if got := strings.Join(rows, " "); got != c.rows {
+			t.Errorf("%v: rows %s, want %s", c.dims, got, c.rows)
+		}
+	}
+}

@@ -136,7 +136,7 @@ func (s *Service) Top(ctx context.Context, dimension, filterText string) (*Top, 
 	}
 	cat := st.catalog
 	now := s.clock.Now()
-	req := Common{Start: now.Add(-RecentWindow), End: now, Dimensions: []string{dimension}, Limit: TopLimit, Filter: filterText}
+	req := Common{Start: now.Add(-RecentWindow), End: now, Dimensions: []string{dimension}, Limit: min(TopLimit, s.cfg.DimensionsLimit), Filter: filterText}
 	c, err := req.validate(cat, s.cfg, 1, 1)
 	if err != nil {
 		if re, ok := err.(*RequestError); ok && re.Field == "dimensions[0]" {
