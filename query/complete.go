@@ -143,11 +143,8 @@ func (s *Service) Complete(ctx context.Context, text string, offset int) Complet
 	return Complete(ctx, s.Catalog(ctx), engineValues{s}, text, offset)
 }
 
-// Completion queries look at recent flows only and stop early.
-const (
-	completionWindow  = 10 * time.Minute
-	completionTimeout = 2 * time.Second
-)
+// completionWindow is how far back completion looks for values.
+const completionWindow = 10 * time.Minute
 
 // engineValues proposes the values of a column with the most traffic in the flows of the
 // last completionWindow (the finest aggregated table when it holds the column), and AS
@@ -207,7 +204,7 @@ func (v engineValues) Values(ctx context.Context, col *catalog.Column, prefix st
 			chsql.Table(cat.Database, "asns"), chsql.String(prefix), chsql.String(strings.TrimPrefix(strings.ToLower(prefix), "as")), limit)
 	}
 	sql = fmt.Sprintf("SELECT label, any(detail) FROM (\n%s\n)\nGROUP BY label\nORDER BY min(rank), max(n) DESC, label\nLIMIT %d", sql, limit)
-	res, err := s.run(ctx, sql, 2, completionTimeout)
+	res, err := s.run(ctx, sql, 2, s.cfg.CompletionTimeout)
 	if err != nil {
 		s.log.Debug("query: completion values", "column", col.Name, "error", err)
 		return nil, err

@@ -32,6 +32,10 @@ type Configuration struct {
 	CacheDuration time.Duration `yaml:"cache-duration"`
 	// CacheSize bounds the cached answers, in bytes.
 	CacheSize int `yaml:"cache-size"`
+	// CompletionTimeout bounds the engine's search for values to propose in filter
+	// completion (the most frequent in recent flows, AS names); past it, only the fixed
+	// lists and the columns are proposed.
+	CompletionTimeout time.Duration `yaml:"completion-timeout"`
 	// TablesRefresh is how long the oldest row of each table, which the table choice needs,
 	// and the protocol names are remembered before they are read again.
 	TablesRefresh time.Duration `yaml:"tables-refresh"`
@@ -39,7 +43,8 @@ type Configuration struct {
 
 // DefaultConfiguration returns the defaults: 50 rows at most, 200 points, the external
 // traffic as the default filter, 30 s and 2 GiB per query, 4 queries at once and 32
-// waiting, answers cached 5 s (32 MiB), tables read again every minute.
+// waiting, answers cached 5 s (32 MiB), completion values within 2 s, tables read again
+// every minute.
 func DefaultConfiguration() Configuration {
 	return Configuration{
 		DimensionsLimit: 50,
@@ -52,6 +57,8 @@ func DefaultConfiguration() Configuration {
 		CacheDuration:   5 * time.Second,
 		CacheSize:       32 << 20,
 		TablesRefresh:   time.Minute,
+		// Completion runs while the user types: it must answer fast or not at all.
+		CompletionTimeout: 2 * time.Second,
 	}
 }
 
@@ -75,6 +82,8 @@ func (c Configuration) Validate() error {
 		return config.Errorf("cache-duration", "must not be negative")
 	case c.CacheSize < 0:
 		return config.Errorf("cache-size", "must not be negative")
+	case c.CompletionTimeout < time.Second || c.CompletionTimeout%time.Second != 0:
+		return config.Errorf("completion-timeout", "must be a whole number of seconds, at least 1s, not %s", c.CompletionTimeout)
 	case c.TablesRefresh < time.Second:
 		return config.Errorf("tables-refresh", "must be at least 1s, not %s", c.TablesRefresh)
 	}

@@ -47,10 +47,18 @@ func env(t *testing.T) *querytest.Env {
 	return theEnv
 }
 
+// engineConfig is the configuration of the engine tests: completion values may take the
+// time a loaded machine (or faketime) needs.
+func engineConfig() Configuration {
+	cfg := DefaultConfiguration()
+	cfg.CompletionTimeout = cfg.Timeout
+	return cfg
+}
+
 func newService(t *testing.T) (*Service, *querytest.Env) {
 	t.Helper()
 	e := env(t)
-	s, err := New(DefaultConfiguration(), e.Catalog, e.Engine, testutil.Clock(), quietLogger())
+	s, err := New(engineConfig(), e.Catalog, e.Engine, testutil.Clock(), quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -788,7 +796,7 @@ func widgetService(t *testing.T) (*Service, *querytest.Env, time.Time) {
 	t.Helper()
 	e := env(t)
 	now := e.Anchor.Add(30 * time.Second)
-	s, err := New(DefaultConfiguration(), e.Catalog, e.Engine, clock.Clock(fixedClock{now}), quietLogger())
+	s, err := New(engineConfig(), e.Catalog, e.Engine, clock.Clock(fixedClock{now}), quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,15 +40,16 @@ func TestConfigurationValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for key, change := range map[string]func(*Configuration){
-		"dimensions-limit": func(c *Configuration) { c.DimensionsLimit = 0 },
-		"points":           func(c *Configuration) { c.Points = 4 },
-		"timeout":          func(c *Configuration) { c.Timeout = 1500 * time.Millisecond },
-		"max-memory":       func(c *Configuration) { c.MaxMemory = 1 << 20 },
-		"max-concurrent":   func(c *Configuration) { c.MaxConcurrent = 0 },
-		"max-queued":       func(c *Configuration) { c.MaxQueued = -1 },
-		"cache-duration":   func(c *Configuration) { c.CacheDuration = -time.Second },
-		"cache-size":       func(c *Configuration) { c.CacheSize = -1 },
-		"tables-refresh":   func(c *Configuration) { c.TablesRefresh = 0 },
+		"dimensions-limit":   func(c *Configuration) { c.DimensionsLimit = 0 },
+		"points":             func(c *Configuration) { c.Points = 4 },
+		"timeout":            func(c *Configuration) { c.Timeout = 1500 * time.Millisecond },
+		"max-memory":         func(c *Configuration) { c.MaxMemory = 1 << 20 },
+		"max-concurrent":     func(c *Configuration) { c.MaxConcurrent = 0 },
+		"max-queued":         func(c *Configuration) { c.MaxQueued = -1 },
+		"cache-duration":     func(c *Configuration) { c.CacheDuration = -time.Second },
+		"cache-size":         func(c *Configuration) { c.CacheSize = -1 },
+		"tables-refresh":     func(c *Configuration) { c.TablesRefresh = 0 },
+		"completion-timeout": func(c *Configuration) { c.CompletionTimeout = 500 * time.Millisecond },
 	} {
 		c := DefaultConfiguration()
 		change(&c)

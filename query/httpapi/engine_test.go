@@ -46,7 +46,9 @@ func TestEngine(t *testing.T) {
 	e := theEnv
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	now := e.Anchor.Add(30 * time.Second)
-	svc, err := query.New(query.DefaultConfiguration(), e.Catalog, e.Engine, fixedClock{now}, log)
+	cfg := query.DefaultConfiguration()
+	cfg.CompletionTimeout = cfg.Timeout // as long as a loaded machine needs
+	svc, err := query.New(cfg, e.Catalog, e.Engine, fixedClock{now}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
