@@ -131,6 +131,8 @@ type series struct {
 	// bytes, packets and flows over the range (totals only; flows -1 when not counted).
 	bytes, packets uint64
 	flows          int64
+	// rank is what topBy ranks the series by.
+	rank float64
 }
 
 func (s *series) other() bool { return len(s.dims) > 0 && s.dims[0] == "Other" }
@@ -164,6 +166,9 @@ func readSeries(res *result, n int, topBy TopBy, totals bool) []*series {
 			}
 		}
 	}
+	for _, s := range all {
+		s.rank = measure(s.values, topBy)
+	}
 	direct := map[string]int{}
 	sort.SliceStable(all, func(i, j int) bool {
 		a, b := all[i], all[j]
@@ -173,9 +178,8 @@ func readSeries(res *result, n int, topBy TopBy, totals bool) []*series {
 		if a.other() != b.other() {
 			return b.other()
 		}
-		ma, mb := measure(a.values, topBy), measure(b.values, topBy)
-		if ma != mb {
-			return ma > mb
+		if a.rank != b.rank {
+			return a.rank > b.rank
 		}
 		return slices.Compare(a.dims, b.dims) < 0
 	})
