@@ -47,11 +47,11 @@ func env(t *testing.T) *querytest.Env {
 	return theEnv
 }
 
-// engineConfig is the configuration of the engine tests: completion values may take the
-// time a loaded machine (or faketime) needs.
+// engineConfig is the configuration of the engine tests: queries and completion values may
+// take the time a loaded machine (or faketime, make test-future) needs.
 func engineConfig() Configuration {
 	cfg := DefaultConfiguration()
-	cfg.CompletionTimeout = cfg.Timeout
+	cfg.Timeout, cfg.CompletionTimeout = 5*time.Minute, 5*time.Minute
 	return cfg
 }
 

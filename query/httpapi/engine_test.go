@@ -46,8 +46,9 @@ func TestEngine(t *testing.T) {
 	e := theEnv
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	now := e.Anchor.Add(30 * time.Second)
+	// As long as a loaded machine (or faketime, make test-future) needs.
 	cfg := query.DefaultConfiguration()
-	cfg.CompletionTimeout = cfg.Timeout // as long as a loaded machine needs
+	cfg.Timeout, cfg.CompletionTimeout = 5*time.Minute, 5*time.Minute
 	svc, err := query.New(cfg, e.Catalog, e.Engine, fixedClock{now}, log)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +62,7 @@ func TestEngine(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	call := func(method, path, body string, out any) *http.Response {
+	call := func(t *testing.T, method, path, body string, out any) *http.Response {
 		t.Helper()
 		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
 		if err != nil {
@@ -99,7 +100,7 @@ func TestEngine(t *testing.T) {
 
 	t.Run("line", func(t *testing.T) {
 		var out query.LineResult
-		res := call("POST", "/api/v0/query/line", `{`+rng+`, "dimensions": ["InIfBoundary"], "points": 360, "bidirectional": true, "previousPeriod": true}`, &out)
+		res := call(t, "POST", "/api/v0/query/line", `{`+rng+`, "dimensions": ["InIfBoundary"], "points": 360, "bidirectional": true, "previousPeriod": true}`, &out)
 		if res.Header.Get("X-Flowzero-Table") != "flows_1m" || !strings.HasPrefix(res.Header.Get("X-SQL-Query"), "WITH rows AS ( SELECT InIfBoundary AS r1") {
 			t.Errorf("headers %v", res.Header)
 		}
@@ -118,7 +119,7 @@ func TestEngine(t *testing.T) {
 	})
 	t.Run("sankey", func(t *testing.T) {
 		var out query.SankeyResult
-		call("POST", "/api/v0/query/sankey", `{`+rng+`, "dimensions": ["InIfBoundary", "OutIfBoundary"]}`, &out)
+		call(t, "POST", "/api/v0/query/sankey", `{`+rng+`, "dimensions": ["InIfBoundary", "OutIfBoundary"]}`, &out)
 		var sum float64
 		for _, v := range out.Values {
 			sum += v
@@ -129,7 +130,7 @@ func TestEngine(t *testing.T) {
 	})
 	t.Run("table", func(t *testing.T) {
 		var out query.TableResult
-		call("POST", "/api/v0/query/table", `{`+rng+`, "dimensions": ["ExporterName"], "table": "flows"}`, &out)
+		call(t, "POST", "/api/v0/query/table", `{`+rng+`, "dimensions": ["ExporterName"], "table": "flows"}`, &out)
 		var sum, flows float64
 		for _, r := range out.Rows {
 			sum += float64(r.Bytes)
@@ -147,24 +148,24 @@ func TestEngine(t *testing.T) {
 	})
 	t.Run("flows", func(t *testing.T) {
 		var out query.FlowsResult
-		call("POST", "/api/v0/query/flows", `{`+rng+`, "filter": "SrcAS = AS64504", "limit": 3, "columns": ["TimeReceived", "SrcAS", "Bytes"]}`, &out)
+		call(t, "POST", "/api/v0/query/flows", `{`+rng+`, "filter": "SrcAS = AS64504", "limit": 3, "columns": ["TimeReceived", "SrcAS", "Bytes"]}`, &out)
 		if len(out.Rows) != 3 || fmt.Sprint(out.Rows[0]) != fmt.Sprintf("[%s 64504 6000]", end.Add(-time.Second).Format(time.RFC3339)) {
 			t.Errorf("flows %v", out.Rows)
 		}
 	})
 	t.Run("widgets", func(t *testing.T) {
 		var rate query.FlowRate
-		call("GET", "/api/v0/query/widgets/flow-rate", "", &rate)
+		call(t, "GET", "/api/v0/query/widgets/flow-rate", "", &rate)
 		var ex query.Exporters
-		call("GET", "/api/v0/query/widgets/exporters", "", &ex)
+		call(t, "GET", "/api/v0/query/widgets/exporters", "", &ex)
 		var last struct {
 			Flow map[string]any `json:"flow"`
 		}
-		call("GET", "/api/v0/query/widgets/last-flow", "", &last)
+		call(t, "GET", "/api/v0/query/widgets/last-flow", "", &last)
 		var top query.Top
-		call("GET", "/api/v0/query/widgets/top?dimension=ExporterName&filter=Proto+%3D+TCP", "", &top)
+		call(t, "GET", "/api/v0/query/widgets/top?dimension=ExporterName&filter=Proto+%3D+TCP", "", &top)
 		var graph query.LineResult
-		call("GET", "/api/v0/query/widgets/graph?points=100&filter=InIfBoundary+%3D+external", "", &graph)
+		call(t, "GET", "/api/v0/query/widgets/graph?points=100&filter=InIfBoundary+%3D+external", "", &graph)
 		if rate.Rate != 0.1 || ex.Count != 2 || last.Flow["SrcAS"] != 64504.0 || len(top.Top) != 1 || top.Top[0].Name != "edge1" ||
 			top.Top[0].Percent != 100 || graph.Table != "flows_5m" || graph.Interval != 600 {
 			t.Errorf("rate %+v, exporters %+v, last %v, top %+v, graph %s/%d", rate, ex, last.Flow["SrcAS"], top, graph.Table, graph.Interval)
@@ -172,19 +173,19 @@ func TestEngine(t *testing.T) {
 	})
 	t.Run("filter", func(t *testing.T) {
 		var v ValidateResult
-		call("POST", "/api/v0/query/filter/validate", `{"filter": "srcas = 64500 and inifname like 'et-%'"}`, &v)
+		call(t, "POST", "/api/v0/query/filter/validate", `{"filter": "srcas = 64500 and inifname like 'et-%'"}`, &v)
 		if !v.Valid || v.Normalized != `SrcAS = AS64500 AND InIfName LIKE "et-%"` {
 			t.Errorf("validate %+v", v)
 		}
 		var c query.CompleteResult
-		call("POST", "/api/v0/query/filter/complete", `{"filter": "SrcAS = alp", "offset": 11}`, &c)
+		call(t, "POST", "/api/v0/query/filter/complete", `{"filter": "SrcAS = alp", "offset": 11}`, &c)
 		if len(c.Completions) != 1 || c.Completions[0].Label != "AS64500" || c.Completions[0].Detail != "ALPHA-NET" || c.From != 8 {
 			t.Errorf("complete %+v", c)
 		}
 	})
 	t.Run("config", func(t *testing.T) {
 		var c query.ConfigInfo
-		call("GET", "/api/v0/query/config", "", &c)
+		call(t, "GET", "/api/v0/query/config", "", &c)
 		if len(c.Tables) != 4 || c.Tables[1].Name != "flows_1m" || c.Tables[1].Oldest == nil || c.DimensionsLimit != 50 {
 			t.Errorf("config %+v", c)
 		}
