@@ -826,7 +826,7 @@ func TestWidgets(t *testing.T) {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(last.Flow["SrcAS"], last.Flow["TimeReceived"], last.Flow["ExporterAddress"], last.Flow["SrcAddr"]) !=
-		fmt.Sprint(64504, e.Anchor.Add(-time.Second).Format(time.RFC3339), "192.0.2.1", "198.51.100.99") {
+		fmt.Sprint(64504, e.Anchor.Add(-time.Second).UTC().Format(time.RFC3339), "192.0.2.1", "198.51.100.99") {
 		t.Errorf("last flow %v", last.Flow)
 	}
 	if len(last.Flow) != len(e.Catalog.Columns()) {

@@ -149,7 +149,7 @@ func TestEngine(t *testing.T) {
 	t.Run("flows", func(t *testing.T) {
 		var out query.FlowsResult
 		call(t, "POST", "/api/v0/query/flows", `{`+rng+`, "filter": "SrcAS = AS64504", "limit": 3, "columns": ["TimeReceived", "SrcAS", "Bytes"]}`, &out)
-		if len(out.Rows) != 3 || fmt.Sprint(out.Rows[0]) != fmt.Sprintf("[%s 64504 6000]", end.Add(-time.Second).Format(time.RFC3339)) {
+		if len(out.Rows) != 3 || fmt.Sprint(out.Rows[0]) != fmt.Sprintf("[%s 64504 6000]", end.Add(-time.Second).UTC().Format(time.RFC3339)) {
 			t.Errorf("flows %v", out.Rows)
 		}
 	})
