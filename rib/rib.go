@@ -119,12 +119,16 @@ type peerState struct {
 // go through Begin/Tx (or the one-change helpers Add, Withdraw, RemovePeer).
 type RIB struct {
 	cur atomic.Pointer[bart.Fast[Route]]
+	// peerAS is the AS of each peer by ID, published with the trie so that PeerAS knows the
+	// peer of every route a lookup can return.
+	peerAS atomic.Pointer[[]uint32]
 
 	mu       sync.Mutex // serializes writers
 	paths    *bart.Table[[]path]
 	peers    []peerState
 	peerIdx  map[PeerKey]PeerID
 	interner interner
+	newPeers bool // peers registered since peerAS was published
 	sel      Selection
 	selPeer  netip.Addr
 	routes   int
@@ -161,6 +165,29 @@ func NewTable(cfg Configuration) *RIB {
 // address) are looked up as IPv4.
 func (r *RIB) Lookup(a netip.Addr) (Route, bool) {
 	return r.cur.Load().Lookup(a.Unmap())
+}
+
+// PeerAS returns the AS number of a peer (0 for an unknown ID). Like Lookup, it never blocks
+// and never allocates: enrichment takes the origin AS of a route with an empty AS path (a
+// route originated in the peer's own AS, typically iBGP) from it.
+func (r *RIB) PeerAS(id PeerID) uint32 {
+	if as := r.peerAS.Load(); as != nil && int(id) < len(*as) {
+		return (*as)[id]
+	}
+	return 0
+}
+
+// publishPeersLocked publishes the peers' AS numbers for PeerAS when peers were registered.
+func (r *RIB) publishPeersLocked() {
+	if !r.newPeers {
+		return
+	}
+	as := make([]uint32, len(r.peers))
+	for i := range r.peers {
+		as[i] = r.peers[i].info.AS
+	}
+	r.peerAS.Store(&as)
+	r.newPeers = false
 }
 
 // LookupPrefix returns the selected route of the longest prefix containing p.
@@ -239,6 +266,7 @@ func (r *RIB) Peer(k PeerKey, bgpID netip.Addr) PeerID {
 	defer r.mu.Unlock()
 	id := r.peerLocked(k, bgpID)
 	r.pubPeers.Store(int64(len(r.peers)))
+	r.publishPeersLocked()
 	return id
 }
 
@@ -255,6 +283,7 @@ func (r *RIB) peerLocked(k PeerKey, bgpID netip.Addr) PeerID {
 		named: r.selPeer.IsValid() && k.Address == r.selPeer,
 	})
 	r.peerIdx[k] = id
+	r.newPeers = true
 	return id
 }
 
@@ -322,6 +351,7 @@ func (tx *Tx) Commit() {
 	r.pubRoutes.Store(int64(r.routes))
 	r.pubSets.Store(int64(r.interner.len()))
 	r.pubPeers.Store(int64(len(r.peers)))
+	r.publishPeersLocked() // before the trie: a route is never seen before its peer's AS
 	if tx.owned && tx.changes >= compactThreshold {
 		// A bulk change (MRT load, snapshot, full BMP dump) built the trie among millions of
 		// other allocations; a copy lays its nodes out together, in traversal order, which
