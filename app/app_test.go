@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -11,8 +12,10 @@ import (
 
 	"flowzero/collector"
 	"flowzero/internal/pcapfile"
+	"flowzero/internal/testutil"
 	"flowzero/output/file"
 	"flowzero/output/jsonl"
+	"flowzero/replay"
 )
 
 // testConfig listens on loopback with free ports and archives to a temporary directory.
@@ -32,37 +35,44 @@ func testConfig(t testing.TB) Configuration {
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// testDeps are the app's dependencies in tests: a quiet logger and the test clock.
+func testDeps() Dependencies { return Dependencies{Logger: quietLogger(), Clock: testutil.Clock()} }
+
 // replayGroups replays each capture group into the running app and waits until the
 // collector has emitted want flows in total.
 func replayGroups(t testing.TB, a *App, groups [][]string, want int) {
 	t.Helper()
 	addrs := a.Collector().ListenAddrs()
+	sent := 0
 	for _, g := range groups {
 		to := addrs[0]
 		if sniffGroup(t, g) == "sflow" {
 			to = addrs[1]
 		}
-		if _, err := Replay(context.Background(), g, ReplayOptions{To: to}); err != nil {
+		st, err := replay.Send(context.Background(), g, replay.SendOptions{To: to})
+		if err != nil {
 			t.Fatal(err)
 		}
-		// Groups one after the other: a template session must see its files in order and
-		// before the next group's exporter sockets come and go.
-		time.Sleep(5 * time.Millisecond)
+		// Groups one after the other: a group's template sessions are done with before the
+		// next group's exporter sockets come (a port the kernel gives again would otherwise
+		// carry one group's templates into the next).
+		sent += st.Datagrams
+		testutil.WaitUntil(t, fmt.Sprintf("the collector to handle the %d datagrams sent", sent), func() bool {
+			return collected(a).Datagrams >= uint64(sent)
+		})
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got := uint64(0)
-		for _, e := range a.Collector().Exporters() {
-			got += e.Flows
-		}
-		if got >= uint64(want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("collector emitted %d flows, want %d", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
+	testutil.WaitUntil(t, fmt.Sprintf("the collector to emit %d flows", want), func() bool {
+		return collected(a).Flows >= uint64(want)
+	})
+}
+
+// collected sums the collector's exporters' counts.
+func collected(a *App) (sum collector.ExporterStatus) {
+	for _, e := range a.Collector().Exporters() {
+		sum.Datagrams += e.Datagrams
+		sum.Flows += e.Flows
 	}
+	return sum
 }
 
 // TestEndToEndFile replays every capture over real UDP into the collector with the file sink
@@ -74,7 +84,7 @@ func TestEndToEndFile(t *testing.T) {
 	if total < 100 {
 		t.Fatalf("only %d flows expected from the captures: decoder regression?", total)
 	}
-	a, err := New(cfg, quietLogger())
+	a, err := New(cfg, testDeps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,5 +139,5 @@ func sniffGroup(t testing.TB, g []string) string {
 	if err != nil || len(dgs) == 0 {
 		t.Fatalf("%s: %v", g[0], err)
 	}
-	return sniffProtocol(dgs[0].Payload)
+	return replay.Protocol(dgs[0].Payload)
 }

@@ -17,6 +17,13 @@ import (
 	"flowzero/schema"
 )
 
+// netflowDecoder is the adapter app gives the collector, for the benchmark.
+type netflowDecoder struct{ d *netflow.Decoder }
+
+func (n netflowDecoder) Decode(payload []byte, exporter netip.AddrPort, received time.Time, fm *schema.FlowMessage, emit func(*schema.FlowMessage)) error {
+	return n.d.Decode(netflow.Packet{Payload: payload, Exporter: exporter, TimeReceived: received}, fm, emit)
+}
+
 type discardSink struct{ flows int }
 
 func (d *discardSink) Name() string { return "discard" }
@@ -48,7 +55,7 @@ func BenchmarkWorkerHandle(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w := newWorker(c, 0, "bench", "0", nil, NetFlowDecoder{D: nf}, "netflow")
+	w := newWorker(c, 0, "bench", "0", nil, netflowDecoder{nf}, "netflow")
 	from := netip.MustParseAddrPort("192.0.2.100:2055")
 	var data []byte
 	for _, name := range []string{"options-template", "options-data", "template", "data"} {
