@@ -11,11 +11,14 @@ import (
 	"time"
 
 	"flowzero/collector"
+	"flowzero/internal/clock"
 	"flowzero/internal/pcapfile"
+	"flowzero/internal/testdata"
 	"flowzero/internal/testutil"
 	"flowzero/output/file"
 	"flowzero/output/jsonl"
 	"flowzero/replay"
+	"flowzero/schema"
 )
 
 // testConfig listens on loopback with free ports and archives to a temporary directory.
@@ -140,4 +143,43 @@ func sniffGroup(t testing.TB, g []string) string {
 		t.Fatalf("%s: %v", g[0], err)
 	}
 	return replay.Protocol(dgs[0].Payload)
+}
+
+// TestClock: the app's clock reaches the collector: the flows' receive time and the
+// exporters' first datagram are dated by it, here ten years ahead of the machine's.
+func TestClock(t *testing.T) {
+	cfg := testConfig(t)
+	clk := clock.Offset(testutil.Now().Add(10 * 365 * 24 * time.Hour).Sub(time.Now()))
+	a, err := New(cfg, Dependencies{Logger: quietLogger(), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	before := clk.Now().Truncate(time.Second)
+	replayGroups(t, a, [][]string{{testdata.Path(t, "netflow", "nfv5.pcap")}}, 29)
+	exps := a.Collector().Exporters()
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	after := clk.Now()
+	if len(exps) != 1 || exps[0].FirstSeen.Before(before) || exps[0].FirstSeen.After(after) {
+		t.Errorf("exporters %+v, want one first seen between %s and %s", exps, before, after)
+	}
+	n := 0
+	for _, msg := range archivedMessages(t, cfg) {
+		a.Schema().DecodeMessage(msg, func(c *schema.Column, v any) {
+			if c.Key != schema.ColumnTimeReceived {
+				return
+			}
+			if got := time.Unix(int64(v.(uint64)), 0); got.Before(before) || got.After(after) {
+				t.Errorf("flow received at %s, want between %s and %s", got, before, after)
+			}
+			n++
+		})
+	}
+	if n != 29 {
+		t.Errorf("%d flows with a receive time, want 29", n)
+	}
 }
