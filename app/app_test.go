@@ -149,7 +149,7 @@ func sniffGroup(t testing.TB, g []string) string {
 // exporters' first datagram are dated by it, here ten years ahead of the machine's.
 func TestClock(t *testing.T) {
 	cfg := testConfig(t)
-	clk := clock.Offset(testutil.Now().Add(10 * 365 * 24 * time.Hour).Sub(time.Now()))
+	clk := clock.Offset(time.Until(testutil.Now().Add(10 * 365 * 24 * time.Hour)))
 	a, err := New(cfg, Dependencies{Logger: quietLogger(), Clock: clk})
 	if err != nil {
 		t.Fatal(err)

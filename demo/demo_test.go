@@ -120,7 +120,7 @@ func TestRunClock(t *testing.T) {
 	}
 	defer conn.Close()
 	const ahead = 10 * 365 * 24 * time.Hour
-	clk := clock.Offset(testutil.Clock().Now().Add(ahead).Sub(time.Now()))
+	clk := clock.Offset(time.Until(testutil.Now().Add(ahead)))
 	cfg := DefaultConfiguration()
 	cfg.NetFlow, cfg.IPFIX, cfg.SFlow = conn.LocalAddr().(*net.UDPAddr).AddrPort(), netip.AddrPort{}, netip.AddrPort{}
 	cfg.FlowsPerSecond, cfg.Clock = 100, clk
