@@ -13,6 +13,7 @@ import (
 	"flowzero/decoder/netflow"
 	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
 	"flowzero/output"
 	"flowzero/schema"
 )
@@ -67,13 +68,13 @@ func BenchmarkWorkerHandle(b *testing.B) {
 		w.handle(dgs[0].Payload, from)
 		data = dgs[0].Payload
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
+	cpu := testutil.StartCPU(b)
 	for i := 0; i < b.N; i++ {
 		w.now = time.Now()
 		w.handle(data, from)
 	}
 	b.StopTimer()
+	cpu.Stop(b)
 	w.flushAll()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(4*b.N), "ns/flow")
 	if sink.flows < 4*b.N {

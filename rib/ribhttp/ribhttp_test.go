@@ -189,7 +189,7 @@ func BenchmarkHTTPLookup(b *testing.B) {
 	}
 	body.WriteString(`]}`)
 	payload := body.Bytes()
-	b.ReportAllocs()
+	cpu := testutil.StartCPU(b)
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(payload))
 		rec := httptest.NewRecorder()
@@ -198,6 +198,7 @@ func BenchmarkHTTPLookup(b *testing.B) {
 			b.Fatal(rec.Code)
 		}
 	}
+	cpu.Stop(b)
 	b.ReportMetric(float64(b.N)*1000/b.Elapsed().Seconds(), "lookups/s")
 }
 
