@@ -145,8 +145,7 @@ func BenchmarkLookup(b *testing.B) {
 		for i, p := range f.prefixes {
 			t.Insert(p, f.attrs[i])
 		}
-		b.ReportAllocs()
-		b.ResetTimer()
+		cpu := testutil.StartCPU(b)
 		var s uint32
 		i := 0
 		for b.Loop() {
@@ -156,6 +155,7 @@ func BenchmarkLookup(b *testing.B) {
 			}
 			i++
 		}
+		cpu.Stop(b)
 		sink = s
 	})
 
@@ -164,8 +164,7 @@ func BenchmarkLookup(b *testing.B) {
 		for i, p := range f.prefixes {
 			t.Insert(p, f.attrs[i])
 		}
-		b.ReportAllocs()
-		b.ResetTimer()
+		cpu := testutil.StartCPU(b)
 		var s uint32
 		i := 0
 		for b.Loop() {
@@ -175,6 +174,7 @@ func BenchmarkLookup(b *testing.B) {
 			}
 			i++
 		}
+		cpu.Stop(b)
 		sink = s
 	})
 

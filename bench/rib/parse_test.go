@@ -16,6 +16,7 @@ import (
 
 	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
 	"flowzero/rib/bgp"
 	"flowzero/rib/bmp"
 	"flowzero/rib/mrt"
@@ -130,21 +131,26 @@ func BenchmarkParseMRT(b *testing.B) {
 	})
 }
 
-// perEntry runs pass once per iteration and reports ns, allocations and bytes per entry it
-// returned.
+// perEntry runs pass once per iteration and reports the wall and thread CPU time, the
+// allocations and the bytes per entry it returned.
 func perEntry(b *testing.B, pass func() int) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu0 := testutil.ThreadCPUTime()
 	entries := 0
 	for b.Loop() {
 		entries += pass()
 	}
+	cpu := testutil.ThreadCPUTime() - cpu0
 	runtime.ReadMemStats(&after)
 	if entries == 0 {
 		b.Fatal("no RIB entry")
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(entries), "ns/entry")
+	b.ReportMetric(float64(cpu)/float64(entries), "cpu-ns/entry")
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(entries), "allocs/entry")
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(entries), "B/entry")
 }
@@ -183,7 +189,7 @@ func BenchmarkParseBMP(b *testing.B) {
 	}
 	b.Run("flowzero", func(b *testing.B) {
 		var u bgp.Update
-		b.ReportAllocs()
+		cpu := testutil.StartCPU(b)
 		routes := 0
 		for b.Loop() {
 			for _, m := range msgs {
@@ -213,10 +219,14 @@ func BenchmarkParseBMP(b *testing.B) {
 				}
 			}
 		}
+		cpu.Stop(b)
+		if routes == 0 {
+			b.Fatal("no route decoded")
+		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(msgs)), "ns/msg")
 	})
 	b.Run("gobgp", func(b *testing.B) {
-		b.ReportAllocs()
+		cpu := testutil.StartCPU(b)
 		routes := 0
 		for b.Loop() {
 			for _, m := range msgs {
@@ -236,6 +246,10 @@ func BenchmarkParseBMP(b *testing.B) {
 					}
 				}
 			}
+		}
+		cpu.Stop(b)
+		if routes == 0 {
+			b.Fatal("no route decoded")
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(msgs)), "ns/msg")
 	})
