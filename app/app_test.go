@@ -3,10 +3,13 @@ package app
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -181,5 +184,51 @@ func TestClock(t *testing.T) {
 	}
 	if n != 29 {
 		t.Errorf("%d flows with a receive time, want 29", n)
+	}
+}
+
+// TestExportersAPI: /api/v0/exporters merges the state both decoders keep for an exporter
+// (the adapters app gives the collector): NetFlow sessions and sFlow agents of 127.0.0.1.
+func TestExportersAPI(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Outputs.File.Enabled = false
+	a, err := New(cfg, testDeps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	nf := func(n string) string { return testdata.Path(t, "netflow", n+".pcap") }
+	replayGroups(t, a, [][]string{
+		{nf("options-template"), nf("options-data"), nf("template"), nf("data")},
+		{testdata.Path(t, "sflow", "data-1140.pcap")},
+	}, 4+5)
+	resp, err := http.Get("http://" + a.Collector().HTTPAddr() + "/api/v0/exporters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var api struct {
+		Exporters []struct {
+			Address string
+			Flows   uint64
+			Decoder map[string]json.RawMessage
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&api); err != nil {
+		t.Fatal(err)
+	}
+	if len(api.Exporters) != 1 || api.Exporters[0].Address != "127.0.0.1" || api.Exporters[0].Flows != 9 {
+		t.Fatalf("exporters %+v, want 127.0.0.1 with 9 flows", api.Exporters)
+	}
+	d := api.Exporters[0].Decoder
+	if len(d) != 2 || len(d["netflow"]) < 3 || len(d["sflow"]) < 3 {
+		t.Fatalf("decoder details %s, want netflow and sflow state", d)
+	}
+	other := netip.MustParseAddr("192.0.2.1")
+	if d := exporterDetails(other, map[string]detailsSource{"netflow": a.netflow, "sflow": a.sflow, "none": nil}); d != nil {
+		t.Errorf("details %v for an exporter no decoder knows", d)
 	}
 }
