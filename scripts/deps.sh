@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that tests run as real programs, when one is missing:
-#   faketime  (make test-future: the engine's clock moved)
+#   faketime  (runs a program at another date: clock-shifted runs of C and C++ code)
 #   chromium  (the console's browser tests)
 #   snmpd, snmp (SNMP enrichment tests: a real agent, and snmpget to check it)
 # Quick and silent when every command is there. As root with apt-get, it installs what is missing
