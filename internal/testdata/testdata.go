@@ -34,8 +34,11 @@ func Root() string {
 				// bench/ is a module of its own: keep climbing to the project's root.
 				if _, err := os.Stat(filepath.Join(dir, "..", "go.mod")); err != nil {
 					for _, top := range []string{dir, mainCheckout(dir)} {
+						if top == "" {
+							continue
+						}
 						cand := filepath.Join(top, "..", "shared", "testdata")
-						if st, err := os.Stat(cand); top != "" && err == nil && st.IsDir() {
+						if st, err := os.Stat(cand); err == nil && st.IsDir() {
 							rootDir, _ = filepath.Abs(cand)
 							return
 						}
