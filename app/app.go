@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"flowzero/capture"
 	"flowzero/capture/flows"
+	"flowzero/capture/server"
 	"flowzero/collector"
 	"flowzero/decoder/netflow"
 	"flowzero/decoder/sflow"
@@ -54,7 +54,7 @@ type App struct {
 	// Demo starts the built-in demo exporters, sending to the collector's own listeners.
 	Demo *demo.Configuration
 
-	capture    *capture.Server
+	capture    *server.Server
 	aggregator *flows.Aggregator
 	kafka      *kafka.Sink
 	file       *file.Sink
@@ -194,7 +194,7 @@ func (a *App) Start() error {
 		return err
 	}
 	if a.cfg.Capture.Enabled {
-		deps := capture.ServerDependencies{Logger: a.log, Stdout: a.Stdout}
+		deps := server.Dependencies{Logger: a.log, Stdout: a.Stdout}
 		if a.cfg.Capture.Flows.Enable {
 			em := flows.NewSinkEmitter(a.enricher, a.sinks, a.cfg.Collector.BatchSize)
 			agg, err := flows.New(a.registry, a.cfg.Capture.Flows, a.schema, em.Emit, em.Flush)
@@ -203,7 +203,7 @@ func (a *App) Start() error {
 			}
 			a.aggregator, deps.Packets = agg, agg
 		}
-		srv, err := capture.NewServer(a.registry, a.cfg.Capture.Server, deps)
+		srv, err := server.New(a.registry, a.cfg.Capture.Server, deps)
 		if err != nil {
 			return fmt.Errorf("capture.server: %w", err)
 		}

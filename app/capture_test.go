@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"flowzero/capture"
+	"flowzero/capture/agent"
 	"flowzero/internal/testdata"
 	"flowzero/schema"
 )
@@ -28,18 +28,20 @@ func TestCaptureFlows(t *testing.T) {
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}
-	acfg := capture.DefaultAgentConfiguration()
+	acfg := agent.DefaultConfiguration()
 	acfg.Name, acfg.Server = "lab1", a.capture.Addr().String()
 	acfg.Replay.Files = testdata.Glob(t, filepath.Join("decap", "*.pcap"))
-	agent, err := capture.NewAgent(prometheus.NewRegistry(), acfg, quietLogger())
+	ag, err := agent.New(prometheus.NewRegistry(), acfg, agent.Dependencies{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := agent.Start(); err != nil {
+	if err := ag.Start(); err != nil {
 		t.Fatal(err)
 	}
-	<-agent.Done()
-	agent.Stop()
+	<-ag.Done()
+	if err := ag.Stop(); err != nil {
+		t.Fatal(err)
+	}
 	if err := a.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"log/slog"
 	"strings"
 
-	"flowzero/capture"
 	"flowzero/capture/flows"
+	"flowzero/capture/server"
 	"flowzero/collector"
 	"flowzero/decoder/netflow"
 	"flowzero/decoder/sflow"
@@ -52,7 +52,7 @@ type CaptureSection struct {
 	// Enabled starts the capture server with the collector.
 	Enabled bool `yaml:"enabled"`
 	// Server configures the listener, authentication, TLS and pcapng output.
-	Server capture.ServerConfiguration `yaml:"server"`
+	Server server.Configuration `yaml:"server"`
 	// Flows turns captured packets into flows (5-tuple, active and idle timeouts).
 	Flows flows.Configuration `yaml:"flows"`
 }
@@ -120,7 +120,7 @@ func DefaultConfiguration() Configuration {
 		Routing:   enrich.DefaultSourcesConfiguration(),
 		Enrich:    enrich.DefaultConfiguration(),
 		Capture: CaptureSection{
-			Server: capture.DefaultServerConfiguration(),
+			Server: server.DefaultConfiguration(),
 			Flows:  flows.DefaultConfiguration(),
 		},
 		Outputs: OutputsConfiguration{

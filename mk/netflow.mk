@@ -1,6 +1,6 @@
 # NetFlow v5/v9 and IPFIX decoder (owner: decoder/netflow).
 #   make bench-decoders-netflow  BenchmarkDecodeEncode/{netflow-v9,ipfix,netflow-v5}/{flowzero,goflow2}
-#                                8 rounds, benchstat medians (ns/flow, B/op, allocs/op)
+#                                8 rounds, benchstat medians (ns/flow, cpu-ns/flow, B/op, allocs/op)
 # The rounds run -count=1 in a loop so that flowzero and GoFlow2 alternate: on a shared,
 # noisy machine, -count=8 would measure all runs of one implementation before the other's.
 NETFLOW_BENCH_COUNT ?= 8

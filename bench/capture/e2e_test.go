@@ -17,7 +17,8 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 
-	"flowzero/capture"
+	"flowzero/capture/agent"
+	"flowzero/capture/server"
 )
 
 // cpuTime returns the process's user and system CPU time.
@@ -105,22 +106,22 @@ func BenchmarkCaptureEndToEnd(b *testing.B) {
 			}
 			total := uint64(tc.packets * tc.loops)
 			for b.Loop() {
-				scfg := capture.DefaultServerConfiguration()
+				scfg := server.DefaultConfiguration()
 				scfg.Listen = "127.0.0.1:0"
 				scfg.Output.Path = filepath.Join(dir, "out.pcapng")
-				s, err := capture.NewServer(nil, scfg, capture.ServerDependencies{Logger: quiet})
+				s, err := server.New(nil, scfg, server.Dependencies{Logger: quiet})
 				if err != nil {
 					b.Fatal(err)
 				}
 				if err := s.Start(); err != nil {
 					b.Fatal(err)
 				}
-				acfg := capture.DefaultAgentConfiguration()
+				acfg := agent.DefaultConfiguration()
 				acfg.Name = "bench"
 				acfg.Server = s.Addr().String()
 				acfg.Replay.Files = []string{in}
 				acfg.Replay.Loop = tc.loops
-				a, err := capture.NewAgent(nil, acfg, quiet)
+				a, err := agent.New(nil, acfg, agent.Dependencies{Logger: quiet})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -2,17 +2,11 @@
 // article's fixed big-endian header ("seedbinary", rewritten here from its description),
 // msgpack and JSON, all with reused buffers, on the same packets in one run.
 //
-// At 16 KiB, flowzero's and seedbinary's encoders are one 16 KiB memmove each behind a
-// header of a few ns, and the copy's cost depends on where the destination lies relative to
-// the source: 165 to 240 ns on the test machine for the same bytes, the slow cases when the
-// two are less than about 256 bytes apart modulo 4096 (4K aliasing: loads wait on earlier
-// stores whose low address bits match). When each encoder wrote into its own buffer, each
-// got whatever placement the allocator gave it, and that, not the encoder, decided which one
-// won. So the binary encoders write into one frame buffer, each record placed so that its
-// data lands at the same address, copied from the same page-aligned packet: the copy is the
-// same for both and what differs is the encoder's own work. That difference is 1-2 ns, about
-// 1% of the copy, within one round's noise: telling it apart takes ~20 rounds, which is what
-// make bench-capture-wire runs (8 rounds gave p = 0.17, 20 gave p < 0.05).
+// The binary encoders write into one frame buffer, each record placed so that its data lands
+// at the same address, copied from the same page-aligned packet: at 16 KiB both are one
+// memmove whose cost depends on where the destination lies (4K aliasing), and that placement,
+// not the encoder, would otherwise decide which one wins. docs/design/capture.md has the
+// figures and why make bench-capture-wire runs 20 rounds.
 package capture
 
 import (
@@ -31,6 +25,7 @@ import (
 	"flowzero/capture/wire"
 	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
 )
 
 // seedPacket is the article's CapturePacket: gopacket's CaptureInfo plus an agent id.
@@ -128,19 +123,23 @@ func BenchmarkCaptureWire(b *testing.B) {
 					at := frameDataAt - wire.PacketHeaderLen
 					b.SetBytes(int64(size))
 					b.ReportAllocs()
+					cpu := testutil.StartCPU(b)
 					for b.Loop() {
 						wire.AppendPacket(frame[at:at], &fp)
 					}
+					cpu.Stop(b)
 				})
 				b.Run("decode", func(b *testing.B) {
 					b.SetBytes(int64(size))
 					b.ReportAllocs()
 					var p wire.Packet
+					cpu := testutil.StartCPU(b)
 					for b.Loop() {
 						if _, err := wire.ReadPacket(buf, &p); err != nil {
 							b.Fatal(err)
 						}
 					}
+					cpu.Stop(b)
 					if len(p.Data) != size {
 						b.Fatal("bad decode")
 					}
@@ -152,19 +151,23 @@ func BenchmarkCaptureWire(b *testing.B) {
 					at := frameDataAt - seedMetaLen
 					b.SetBytes(int64(size))
 					b.ReportAllocs()
+					cpu := testutil.StartCPU(b)
 					for b.Loop() {
 						seedEncodeTo(frame[at:at], &sp)
 					}
+					cpu.Stop(b)
 				})
 				b.Run("decode", func(b *testing.B) {
 					b.SetBytes(int64(size))
 					b.ReportAllocs()
 					var p seedPacket
+					cpu := testutil.StartCPU(b)
 					for b.Loop() {
 						if err := seedDecode(buf, &p); err != nil {
 							b.Fatal(err)
 						}
 					}
+					cpu.Stop(b)
 					if size < 1<<16 && len(p.Data) != size {
 						b.Fatal("bad decode")
 					}
@@ -180,12 +183,14 @@ func BenchmarkCaptureWire(b *testing.B) {
 				b.Run("encode", func(b *testing.B) {
 					b.SetBytes(int64(size))
 					b.ReportAllocs()
+					cpu := testutil.StartCPU(b)
 					for b.Loop() {
 						out.Reset()
 						if err := enc.Encode(&sp); err != nil {
 							b.Fatal(err)
 						}
 					}
+					cpu.Stop(b)
 				})
 				b.Run("decode", func(b *testing.B) {
 					b.SetBytes(int64(size))
@@ -193,6 +198,7 @@ func BenchmarkCaptureWire(b *testing.B) {
 					rd := bytes.NewReader(encoded)
 					dec := msgpack.NewDecoder(rd)
 					var p seedPacket
+					cpu := testutil.StartCPU(b)
 					for b.Loop() {
 						rd.Reset(encoded)
 						dec.Reset(rd)
@@ -200,6 +206,7 @@ func BenchmarkCaptureWire(b *testing.B) {
 							b.Fatal(err)
 						}
 					}
+					cpu.Stop(b)
 					if len(p.Data) != size {
 						b.Fatal("bad decode")
 					}
@@ -215,22 +222,26 @@ func BenchmarkCaptureWire(b *testing.B) {
 				b.Run("encode", func(b *testing.B) {
 					b.SetBytes(int64(size))
 					b.ReportAllocs()
+					cpu := testutil.StartCPU(b)
 					for b.Loop() {
 						out.Reset()
 						if err := enc.Encode(&sp); err != nil {
 							b.Fatal(err)
 						}
 					}
+					cpu.Stop(b)
 				})
 				b.Run("decode", func(b *testing.B) {
 					b.SetBytes(int64(size))
 					b.ReportAllocs()
 					var p seedPacket
+					cpu := testutil.StartCPU(b)
 					for b.Loop() {
 						if err := json.Unmarshal(encoded, &p); err != nil {
 							b.Fatal(err)
 						}
 					}
+					cpu.Stop(b)
 					if len(p.Data) != size {
 						b.Fatal("bad decode")
 					}

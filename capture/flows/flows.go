@@ -1,23 +1,6 @@
 // Package flows turns the packets a capture server receives into flows for the collector's
-// pipeline.
-//
-// # Design
-//
-// Plugged into the server as its capture.PacketConsumer, it aggregates each agent's packets
-// into flows, as a software exporter (softflowd, pmacct's pmacctd) would: one flow per
-// (interface, addresses,
-// protocol, ports), with packet and byte (L3 length) counters and the OR of the TCP flags,
-// exported after IdleTimeout without packets or every ActiveTimeout while active, and at
-// Stop. The flow's columns come from parsing its first packet's headers with decoder/packet
-// (the same parser as sFlow's sampled headers), so captured traffic has the same schema as
-// exported flows; SamplingRate is 1, ExporterAddress the agent's address, ExporterName the
-// agent's name and InIf the agent's interface index plus one (SNMP indexes start at 1).
-// Timeouts run on packet time, so that a replayed capture gives the flows it had then;
-// TimeReceived is the time of the flow's last packet.
-//
-// The per-packet path extracts the key with a few bounds-checked loads, finds the entry in a
-// map of indexes into a slice of entries and adds to its counters: no allocation once the
-// table has grown to its working size.
+// pipeline, as a software exporter (softflowd, pmacct's pmacctd) would: one flow per
+// (interface, addresses, protocol, ports), exported on idle and active timeouts of packet time.
 package flows
 
 import (
@@ -30,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"flowzero/capture"
+	"flowzero/capture/server"
 	"flowzero/decoder/packet"
 	"flowzero/internal/config"
 	"flowzero/output"
@@ -99,9 +82,10 @@ type flowEntry struct {
 	hdr            [flowHeaderLen]byte
 }
 
-// flowTable aggregates one agent's packets; it is the agent's capture.AgentConsumer. Not safe
+// flowTable aggregates one agent's packets; it is the agent's server.AgentConsumer. Not safe
 // for concurrent use: the server calls it under the agent's output lock.
 type flowTable struct {
+	agg      *Aggregator // nil for a table made by a test
 	cfg      Configuration
 	parser   *packet.Parser
 	fm       *schema.FlowMessage
@@ -133,7 +117,7 @@ func newFlowTable(cfg Configuration, parser *packet.Parser, s *schema.Schema, em
 // Connected records the agent's address: the flows' exporter address.
 func (t *flowTable) Connected(remote netip.Addr) { t.exporter = remote }
 
-// Packet accounts one packet (capture.AgentConsumer).
+// Packet accounts one packet (server.AgentConsumer).
 func (t *flowTable) Packet(iface uint32, linkType uint16, ts int64, length uint32, data []byte) {
 	t.add(iface, linkType, ts, int(length), data)
 }
@@ -383,7 +367,11 @@ func extractFlowKey(data []byte, linkType uint16, length int) (k flowKey, l3 int
 	return k, l3, flags, true
 }
 
-// Aggregator is the server's capture.PacketConsumer: one flow table per agent.
+// Aggregator is the server's PacketConsumer: one flow table per agent. A flow counts packets,
+// L3 bytes and the OR of the TCP flags; its other columns come from its first packet's
+// headers, parsed by decoder/packet as sFlow's sampled headers are. SamplingRate is 1,
+// ExporterAddress the agent's address, ExporterName its name, InIf its interface index plus
+// one (SNMP indexes start at 1) and TimeReceived the time of the flow's last packet.
 type Aggregator struct {
 	cfg     Configuration
 	parser  *packet.Parser
@@ -396,7 +384,7 @@ type Aggregator struct {
 	tables map[string]*flowTable
 }
 
-var _ capture.PacketConsumer = (*Aggregator)(nil)
+var _ server.PacketConsumer = (*Aggregator)(nil)
 
 // New returns an aggregator emitting each flow to emit (which must finalize or copy it before
 // returning; SinkEmitter.Emit feeds the collector's sinks). flush, when not nil, is called
@@ -414,31 +402,32 @@ func New(r prometheus.Registerer, cfg Configuration, s *schema.Schema, emit func
 		metrics: newMetrics(r), tables: map[string]*flowTable{}}, nil
 }
 
-// ForAgent returns the agent's flow table (capture.PacketConsumer).
-func (a *Aggregator) ForAgent(name string) capture.AgentConsumer {
+// ForAgent returns a new flow table for the agent (server.PacketConsumer). It replaces the
+// table of an agent of that name whose Close has not finished.
+func (a *Aggregator) ForAgent(name string) server.AgentConsumer {
+	t := newFlowTable(a.cfg, a.parser, a.schema, a.emit, name)
+	t.agg, t.m = a, a.metrics.forAgent(name)
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	t := a.tables[name]
-	if t == nil {
-		t = newFlowTable(a.cfg, a.parser, a.schema, a.emit, name)
-		t.m = a.metrics.forAgent(name)
-		a.tables[name] = t
-	}
+	a.tables[name] = t
+	a.mu.Unlock()
 	return t
 }
 
-// Forget exports the flows of an agent the server forgot (output.idle-close), so that none is
-// lost, then drops its flow table and metric series (capture.PacketConsumer).
-func (a *Aggregator) Forget(name string) {
-	a.mu.Lock()
-	t := a.tables[name]
-	delete(a.tables, name)
-	a.mu.Unlock()
-	if t == nil {
+// Close exports the flows of an agent the server forgot (output.idle-close), so that none is
+// lost, then drops the table and, unless the agent is back with a new table, its metric
+// series (server.AgentConsumer).
+func (t *flowTable) Close() {
+	t.expire(true)
+	if t.agg == nil {
 		return
 	}
-	t.expire(true)
-	a.metrics.forget(name)
+	a := t.agg
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.tables[t.agent] == t {
+		delete(a.tables, t.agent)
+		a.metrics.forget(t.agent)
+	}
 }
 
 // Flush calls the flush function given to New.

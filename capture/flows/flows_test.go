@@ -20,6 +20,7 @@ import (
 	"flowzero/decoder/packet/flowtest"
 	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
 	"flowzero/output"
 	"flowzero/pbwire"
 	"flowzero/schema"
@@ -192,7 +193,7 @@ func TestFlowTimeouts(t *testing.T) {
 
 	// A live capture gone quiet: packet time stops, the wall clock exports the flows.
 	table.Packet(0, 1, base, 0, a)
-	wall := time.Now()
+	wall := testutil.Now()
 	table.Tick(wall, false)
 	table.Tick(wall.Add(10*time.Second), false)
 	if len(table.index) != 1 {
@@ -220,7 +221,7 @@ func TestFlowTableZeroAlloc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := time.Now().UnixNano()
+	ts := testutil.Now().UnixNano()
 	for _, fr := range frames {
 		table.add(0, 1, ts, fr.Length, fr.Data)
 	}
@@ -323,7 +324,7 @@ func BenchmarkFlowTableAdd(b *testing.B) {
 			}
 		}
 	}
-	ts := time.Now().UnixNano()
+	ts := testutil.Now().UnixNano()
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {

@@ -8,16 +8,18 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
-	"flowzero/capture"
+	"flowzero/capture/agent"
+	"flowzero/capture/server"
 	"flowzero/internal/pcapfile"
+	"flowzero/internal/testutil"
 	"flowzero/schema"
 )
 
-// TestAggregatorForget forgets one of two agents: its flows are exported (none lost), its
-// table and metric series are gone, the other agent's flows stay in its table.
-func TestAggregatorForget(t *testing.T) {
+// TestAggregatorClose closes the table of one of two agents: its flows are exported (none
+// lost), its table and metric series are gone, the other agent's flows stay in its table.
+func TestAggregatorClose(t *testing.T) {
 	agg, fc := newLongAggregator(t)
 	frames, err := pcapfile.ReadFrames(filepath.Join(allCapturesRoot(t), "bmp", "bmp-reach.pcap"))
 	if err != nil {
@@ -36,10 +38,10 @@ func TestAggregatorForget(t *testing.T) {
 	}
 	keptFlows := len(kept.(*flowTable).index)
 	if packets == 0 || keptFlows == 0 || len(fc.flows(t)) != 0 {
-		t.Fatalf("%d packets, %d flows, %d exported before Forget", packets, keptFlows, len(fc.flows(t)))
+		t.Fatalf("%d packets, %d flows, %d exported before Close", packets, keptFlows, len(fc.flows(t)))
 	}
 
-	agg.Forget("gone")
+	gone.Close()
 	var sum uint64
 	for _, f := range fc.flows(t) {
 		if f["ExporterName"] != "gone" {
@@ -59,39 +61,54 @@ func TestAggregatorForget(t *testing.T) {
 	if n := len(kept.(*flowTable).index); n != keptFlows {
 		t.Fatalf("the other agent has %d flows left, want %d", n, keptFlows)
 	}
-	if n := testutil.CollectAndCount(agg.metrics.flows); n != 1 {
+	if n := promtest.CollectAndCount(agg.metrics.flows); n != 1 {
 		t.Fatalf("%d flow series, want the other agent's only", n)
 	}
 	if agg.ForAgent("gone") == gone {
 		t.Fatal("an agent coming back gets the forgotten table")
 	}
-	agg.Forget("never-seen") // no table: nothing to do
+}
+
+// TestAggregatorCloseAfterReturn closes an agent's table after the agent came back with a new
+// one (the server closes consumers without its locks): the new table and its metric series
+// stay.
+func TestAggregatorCloseAfterReturn(t *testing.T) {
+	agg, _ := newLongAggregator(t)
+	old := agg.ForAgent("back")
+	back := agg.ForAgent("back")
+	old.Close()
+	agg.mu.Lock()
+	current := agg.tables["back"]
+	agg.mu.Unlock()
+	if current != back {
+		t.Fatal("closing the old table dropped the new one")
+	}
+	if n := promtest.CollectAndCount(agg.metrics.flows) + promtest.CollectAndCount(agg.metrics.skipped); n != 4 {
+		t.Fatalf("%d metric series left, want the returning agent's 4", n)
+	}
+	back.Close()
+	if n := promtest.CollectAndCount(agg.metrics.flows) + promtest.CollectAndCount(agg.metrics.skipped); n != 0 {
+		t.Fatalf("%d metric series left once both tables are closed", n)
+	}
 }
 
 // TestIdleCloseForgetsFlows has an agent replay and leave a server with output.idle-close:
 // when the server forgets it, its flows reach the emitter without waiting for Stop.
 func TestIdleCloseForgetsFlows(t *testing.T) {
 	agg, fc := newLongAggregator(t)
-	s := startFlowServer(t, agg, func(cfg *capture.ServerConfiguration) {
+	s := startFlowServer(t, agg, func(cfg *server.Configuration) {
 		cfg.Output.PerAgent = true
 		cfg.Output.IdleClose = 50 * time.Millisecond
 		cfg.Output.FlushInterval = 20 * time.Millisecond
 	})
 	defer s.Stop()
 	replayAgent(t, s, "idleagent", allCaptures(t)[:1])
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.WaitUntil(t, "the agent's table forgotten and its flows exported", func() bool {
 		agg.mu.Lock()
 		_, present := agg.tables["idleagent"]
 		agg.mu.Unlock()
-		if !present && len(fc.flows(t)) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agent's table present %v, %d flows exported: not forgotten", present, len(fc.flows(t)))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return !present && len(fc.flows(t)) > 0
+	})
 	var packets uint64
 	for _, f := range fc.flows(t) {
 		packets += f["Packets"].(uint64)
@@ -101,7 +118,8 @@ func TestIdleCloseForgetsFlows(t *testing.T) {
 	}
 }
 
-// newLongAggregator returns an aggregator whose flows only leave at Stop or Forget.
+// newLongAggregator returns an aggregator whose flows only leave at Stop or when a table is
+// closed.
 func newLongAggregator(t *testing.T) (*Aggregator, *flowCollector) {
 	t.Helper()
 	sch, err := schema.New(schema.DefaultConfiguration())
@@ -120,15 +138,15 @@ func newLongAggregator(t *testing.T) (*Aggregator, *flowCollector) {
 
 // startFlowServer starts a capture server on loopback feeding agg; edit adjusts its
 // configuration.
-func startFlowServer(t *testing.T, agg *Aggregator, edit func(*capture.ServerConfiguration)) *capture.Server {
+func startFlowServer(t *testing.T, agg *Aggregator, edit func(*server.Configuration)) *server.Server {
 	t.Helper()
-	cfg := capture.DefaultServerConfiguration()
+	cfg := server.DefaultConfiguration()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Output.Path = filepath.Join(t.TempDir(), "capture.pcapng")
 	if edit != nil {
 		edit(&cfg)
 	}
-	s, err := capture.NewServer(prometheus.NewRegistry(), cfg, capture.ServerDependencies{Logger: quiet, Packets: agg})
+	s, err := server.New(prometheus.NewRegistry(), cfg, server.Dependencies{Logger: quiet, Packets: agg, Clock: testutil.Clock()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,11 +157,11 @@ func startFlowServer(t *testing.T, agg *Aggregator, edit func(*capture.ServerCon
 }
 
 // replayAgent has an agent named name replay files to s and waits for it to finish.
-func replayAgent(t *testing.T, s *capture.Server, name string, files []string) {
+func replayAgent(t *testing.T, s *server.Server, name string, files []string) {
 	t.Helper()
-	acfg := capture.DefaultAgentConfiguration()
+	acfg := agent.DefaultConfiguration()
 	acfg.Name, acfg.Server, acfg.Replay.Files = name, s.Addr().String(), files
-	a, err := capture.NewAgent(nil, acfg, quiet)
+	a, err := agent.New(nil, acfg, agent.Dependencies{Logger: quiet, Clock: testutil.Clock()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,16 +1,7 @@
 // Package wire is the capture forwarder's binary framing: how an agent streams captured
-// packets to the server, and how the server acknowledges them.
-//
-// # Design
-//
-// The seed problem ("tcpdump -w, then rsync", rewritten in Go) found JSON and msgpack too slow
-// and allocation-heavy, and a fixed big-endian header in a reused buffer an order of magnitude
-// faster. We keep the idea (fixed little-endian headers, encode by appending into the caller's
-// buffer, decode by slicing it) but none of its 16-bit truncations: lengths and interface
-// indexes are 32 bits, timestamps are nanoseconds in 64 bits, agent ids are 64 bits.
-// Records are batched in frames so that the per-packet cost is two stores and a memcpy, and
-// a frame is the unit of optional zstd compression and of acknowledgement. Encoding and
-// decoding are separate code (encode.go, decode.go); neither allocates.
+// packets to the server, and how the server acknowledges them. Fixed little-endian headers,
+// batched in frames (the unit of compression and acknowledgement), are encoded by appending to
+// the caller's buffer and decoded by slicing it, without allocating (docs/design/capture.md).
 //
 // # Format, version 1 (all integers little-endian)
 //

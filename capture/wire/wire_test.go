@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"flowzero/internal/pcapfile"
@@ -376,4 +377,17 @@ func FuzzCaptureWireDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestCheckAgentName(t *testing.T) {
+	for _, ok := range []string{"probe-1", "edge1.par1", "a", strings.Repeat("x", MaxNameLen)} {
+		if err := CheckAgentName(ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "a:b", "a/b", `a\b`, "a b", "{agent}", ".hidden", strings.Repeat("x", MaxNameLen+1)} {
+		if err := CheckAgentName(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
 }

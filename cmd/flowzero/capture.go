@@ -19,7 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"flowzero/capture"
+	"flowzero/capture/agent"
+	"flowzero/capture/server"
 	"flowzero/internal/config"
 	"flowzero/internal/httpserver"
 )
@@ -148,9 +149,9 @@ func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger, t htt
 
 func runCaptureAgent(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("capture agent", stderr)
-	cfgPath := fs.String("config", "", "YAML configuration file (keys as in capture.AgentConfiguration)")
+	cfgPath := fs.String("config", "", "YAML configuration file (keys as in flowzero/capture/agent.Configuration)")
 	name := fs.String("name", "", "agent name (default: the host name)")
-	server := fs.String("server", "", "server host:port")
+	serverAddr := fs.String("server", "", "server host:port")
 	tokenFile := fs.String("token-file", "", "file holding the shared token")
 	ifaces := fs.String("interfaces", "", "comma-separated interfaces to capture on (AF_PACKET)")
 	filter := fs.String("filter", "", "filter: built-in tcpdump subset (e.g. 'not port 22 and (tcp or udp)') or `tcpdump -ddd` output")
@@ -163,7 +164,7 @@ func runCaptureAgent(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg := capture.DefaultAgentConfiguration()
+	cfg := agent.DefaultConfiguration()
 	if *name == "" {
 		*name, _ = os.Hostname()
 	}
@@ -172,13 +173,13 @@ func runCaptureAgent(args []string, stdout, stderr io.Writer) error {
 	if err := loadNoValidate(*cfgPath, &file); err != nil {
 		return err
 	}
-	cfg = capture.AgentConfiguration(file)
+	cfg = agent.Configuration(file)
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "name":
 			cfg.Name = *name
 		case "server":
-			cfg.Server = *server
+			cfg.Server = *serverAddr
 		case "interfaces":
 			cfg.Live.Interfaces = splitList(*ifaces)
 		case "filter":
@@ -212,7 +213,7 @@ func runCaptureAgent(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stopMetrics()
-	a, err := capture.NewAgent(reg, cfg, log)
+	a, err := agent.New(reg, cfg, agent.Dependencies{Logger: log})
 	if err != nil {
 		return err
 	}
@@ -234,7 +235,7 @@ func runCaptureAgent(args []string, stdout, stderr io.Writer) error {
 
 func runCaptureServer(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("capture server", stderr)
-	cfgPath := fs.String("config", "", "YAML configuration file (keys as in capture.ServerConfiguration)")
+	cfgPath := fs.String("config", "", "YAML configuration file (keys as in flowzero/capture/server.Configuration)")
 	listen := fs.String("listen", "", "address agents connect to")
 	output := fs.String("w", "", "output pcapng path ('-' for stdout; a FIFO works)")
 	perAgent := fs.Bool("per-agent", false, "one file per agent")
@@ -248,11 +249,11 @@ func runCaptureServer(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	file := captureServerFile(capture.DefaultServerConfiguration())
+	file := captureServerFile(server.DefaultConfiguration())
 	if err := loadNoValidate(*cfgPath, &file); err != nil {
 		return err
 	}
-	cfg := capture.ServerConfiguration(file)
+	cfg := server.Configuration(file)
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "listen":
@@ -286,7 +287,7 @@ func runCaptureServer(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stopMetrics()
-	s, err := capture.NewServer(reg, cfg, capture.ServerDependencies{Stdout: stdout, Logger: log})
+	s, err := server.New(reg, cfg, server.Dependencies{Stdout: stdout, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -308,8 +309,8 @@ func runCaptureServer(args []string, stdout, stderr io.Writer) error {
 // The configuration types without their methods: the file is decoded strictly first, the
 // flags applied, and only then is the result validated.
 type (
-	captureAgentFile  capture.AgentConfiguration
-	captureServerFile capture.ServerConfiguration
+	captureAgentFile  agent.Configuration
+	captureServerFile server.Configuration
 )
 
 // loadNoValidate decodes a YAML file over the defaults already in out.

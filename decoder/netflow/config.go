@@ -3,7 +3,10 @@ package netflow
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"flowzero/decoder/packet"
 	"flowzero/internal/config"
@@ -29,10 +32,54 @@ const (
 type SamplingRateRule struct {
 	// Exporter is the prefix of exporter addresses the rule applies to.
 	Exporter netip.Prefix `yaml:"exporter"`
-	// Default is used when neither the flow record nor an options record gives a rate.
+	// Default is used when neither the flow record, nor an options record, nor the NetFlow v5
+	// header gives a rate (without it, such flows get 1: each counts once).
 	Default uint64 `yaml:"default"`
 	// Override replaces whatever the exporter says.
 	Override uint64 `yaml:"override"`
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler so that a prefix that does not parse is reported
+// with its line and key rather than in netip's words; unknown keys are refused as
+// elsewhere.
+func (r *SamplingRateRule) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: a sampling-rates item is a mapping with exporter, default and override", n.Line)}}
+	}
+	var errs []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		var err error
+		switch k.Value {
+		case "exporter":
+			p, perr := netip.ParsePrefix(v.Value)
+			if perr != nil {
+				// netip's error reads `netip.ParsePrefix("x"): reason`: keep the reason.
+				reason := perr.Error()
+				if i := strings.LastIndex(reason, "): "); i >= 0 {
+					reason = reason[i+3:]
+				}
+				errs = append(errs, fmt.Sprintf("line %d: exporter: %q is not a prefix (address/length): %s", v.Line, v.Value, reason))
+				continue
+			}
+			r.Exporter = p
+		case "default":
+			err = v.Decode(&r.Default)
+		case "override":
+			err = v.Decode(&r.Override)
+		default:
+			errs = append(errs, fmt.Sprintf("line %d: unknown key %q", k.Line, k.Value))
+		}
+		if te, ok := err.(*yaml.TypeError); ok {
+			errs = append(errs, te.Errors...)
+		} else if err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return &yaml.TypeError{Errors: errs}
+	}
+	return nil
 }
 
 // Configuration of the NetFlow v5/v9 and IPFIX decoder.
@@ -43,10 +90,16 @@ type Configuration struct {
 	// applies (the rule is resolved once, when the exporter is first seen).
 	SamplingRates []SamplingRateRule `yaml:"sampling-rates"`
 	// MaxExporters bounds the number of exporter transport sessions (address and source
-	// port) kept in memory; datagrams from more are dropped and counted.
+	// port) kept in memory. When it is reached, a new session takes the place of one idle
+	// for session-idle-timeout, else of the least recently active one not established yet
+	// (fewer than two datagrams, or no valid template or flow: what spoofed sources leave);
+	// failing both, its datagrams are dropped and counted. Spoofed sources that send valid
+	// datagrams cannot be told from exporters: allow-list the exporters
+	// (collector.exporters.allow) where that matters.
 	MaxExporters int `yaml:"max-exporters"`
 	// SessionIdleTimeout is how long a session must have been idle before it can be
-	// evicted to make room for a new one when max-exporters is reached.
+	// evicted to make room for a new one when max-exporters is reached (established
+	// sessions are not evicted earlier).
 	SessionIdleTimeout time.Duration `yaml:"session-idle-timeout"`
 	// MaxTemplatesPerExporter bounds the templates (data and options) of one session.
 	MaxTemplatesPerExporter int `yaml:"max-templates-per-exporter"`
@@ -71,7 +124,9 @@ type Configuration struct {
 	TemplatesSaveInterval time.Duration `yaml:"templates-save-interval"`
 	// Packet configures the parser of sampled frames carried in RFC 7133 data-link
 	// sections (IE 315), including decapsulation: when one is set, flows whose frame does
-	// not carry the tunnel are dropped and counted.
+	// not carry the tunnel are dropped and counted, and templates that repeat the header
+	// elements of an outer and an inner packet (Cisco SRv6) give the inner one, the outer
+	// one in the tunnel columns.
 	Packet packet.Configuration `yaml:"packet"`
 }
 
@@ -102,6 +157,11 @@ func (c Configuration) Validate() error {
 	for i, r := range c.SamplingRates {
 		if !r.Exporter.IsValid() {
 			return config.Errorf(fmt.Sprintf("sampling-rates[%d].exporter", i), "a prefix is required")
+		}
+		if m := r.Exporter.Masked(); m != r.Exporter {
+			// A typo more often than a wish to match the whole prefix: say both readings.
+			return config.Errorf(fmt.Sprintf("sampling-rates[%d].exporter", i), "%s has host bits set (%s or %s/%d?)",
+				r.Exporter, m, r.Exporter.Addr(), r.Exporter.Addr().BitLen())
 		}
 		if r.Default == 0 && r.Override == 0 {
 			return config.Errorf(fmt.Sprintf("sampling-rates[%d]", i), "set default or override")

@@ -3,6 +3,7 @@ package netflow
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,13 @@ type Decoder struct {
 
 	mu        sync.RWMutex
 	exporters map[netip.AddrPort]*exporter
+	// unproven lists the sessions not established yet (see exporter.established), the
+	// least recently active first; guarded by mu.
+	unproven sessionList
+	// idleAfter is the unix second before which no session can be idle for
+	// session-idle-timeout (the oldest activity seen by the last scan, plus the timeout),
+	// so that a full table is not scanned for every newcomer; guarded by mu.
+	idleAfter int64
 
 	// tsSource is cfg.TimestampSource as a small integer for the per-flow switch.
 	tsSource tsSource
@@ -85,6 +93,18 @@ type exporter struct {
 	dirty        bool
 
 	lastSeen atomic.Int64 // unix seconds of the last datagram, for eviction
+
+	// A session is established once it sent two datagrams and one of them brought a valid
+	// template or a flow; until then, it can be evicted for a newcomer (spoofed sources
+	// send one datagram, or nothing valid). established is read without d.mu; datagrams,
+	// valid and the list links are guarded by d.mu.
+	established atomic.Bool
+	// templatesStored counts the templates stored or refreshed (guarded by mu).
+	templatesStored int
+	datagrams       int
+	valid           bool
+	prev, next      *exporter
+	listed          bool
 
 	mpls [10]uint32 // scratch for the MPLS label stack of one record
 	m    exporterMetrics
@@ -114,6 +134,7 @@ func New(r prometheus.Registerer, cfg Configuration, s *schema.Schema) (*Decoder
 		metrics:   m,
 		exporters: make(map[netip.AddrPort]*exporter),
 		tsSource:  tsSourceOf(cfg.TimestampSource),
+		idleAfter: math.MinInt64,
 	}
 	if err := d.initDataLink(); err != nil {
 		return nil, err
@@ -121,8 +142,9 @@ func New(r prometheus.Registerer, cfg Configuration, s *schema.Schema) (*Decoder
 	return d, nil
 }
 
-// session returns the state of an exporter session, creating it when allowed.
-func (d *Decoder) session(ap netip.AddrPort) (*exporter, error) {
+// session returns the state of an exporter session, creating it when allowed; now is the
+// receive time of its datagram, in unix seconds.
+func (d *Decoder) session(ap netip.AddrPort, now int64) (*exporter, error) {
 	d.mu.RLock()
 	e := d.exporters[ap]
 	d.mu.RUnlock()
@@ -134,40 +156,112 @@ func (d *Decoder) session(ap netip.AddrPort) (*exporter, error) {
 	if e = d.exporters[ap]; e != nil {
 		return e, nil
 	}
-	if len(d.exporters) >= d.cfg.MaxExporters && !d.evictIdleSession() {
+	if len(d.exporters) >= d.cfg.MaxExporters && !d.evictSession(now) {
 		d.metrics.sessionsDropped.Inc()
 		return nil, ErrTooManyExporters
 	}
 	e = d.newExporter(ap)
+	e.lastSeen.Store(now)
 	d.exporters[ap] = e
+	d.unproven.pushBack(e)
 	d.metrics.sessions.Set(float64(len(d.exporters)))
 	return e, nil
 }
 
-// evictIdleSession removes the least recently used session when it has been idle for
-// session-idle-timeout (an exporter that restarted comes back from another source port and
-// its old session would otherwise stay forever). Called with d.mu held, only when full.
-func (d *Decoder) evictIdleSession() bool {
-	var oldest *exporter
-	for _, e := range d.exporters {
-		if oldest == nil || e.lastSeen.Load() < oldest.lastSeen.Load() {
-			oldest = e
+// evictSession makes room for a new session when the table is full: it removes the least
+// recently active session when it has been idle for session-idle-timeout (an exporter that
+// restarted comes back from another source port and its old session would otherwise stay
+// forever), else the least recently active session that is not established, so that
+// spoofed sources cannot lock a real exporter out. Called with d.mu held.
+func (d *Decoder) evictSession(now int64) bool {
+	timeout := int64(d.cfg.SessionIdleTimeout / time.Second)
+	if now >= d.idleAfter {
+		var oldest *exporter
+		for _, e := range d.exporters {
+			if oldest == nil || e.lastSeen.Load() < oldest.lastSeen.Load() {
+				oldest = e
+			}
+		}
+		if oldest != nil && now-oldest.lastSeen.Load() >= timeout {
+			d.evict(oldest, evictIdle)
+			return true
+		}
+		if oldest != nil {
+			d.idleAfter = oldest.lastSeen.Load() + timeout
 		}
 	}
-	if oldest == nil || time.Since(time.Unix(oldest.lastSeen.Load(), 0)) < d.cfg.SessionIdleTimeout {
-		return false
+	if e := d.unproven.head; e != nil {
+		d.evict(e, evictNotEstablished)
+		return true
 	}
-	delete(d.exporters, oldest.addr)
-	// Its series go with it, unless another session of the address remains: otherwise
-	// spoofed sources would grow the series (about 25 per address) without bound.
-	addr := oldest.addr.Addr().Unmap()
+	return false
+}
+
+// evict removes a session, and its Prometheus series unless another session of the address
+// remains: otherwise spoofed sources would grow the series (about 25 per address) without
+// bound. Called with d.mu held.
+func (d *Decoder) evict(e *exporter, why evictReason) {
+	delete(d.exporters, e.addr)
+	d.unproven.remove(e)
+	d.metrics.evicted[why].Inc()
+	addr := e.addr.Addr().Unmap()
 	for ap := range d.exporters {
 		if ap.Addr().Unmap() == addr {
-			return true
+			return
 		}
 	}
 	d.metrics.deleteExporter(addr.String())
-	return true
+}
+
+// sessionSeen accounts a datagram of a session not established yet, valid when it brought
+// a template or a flow: the session becomes established, or the most recently active of
+// the unproven ones.
+func (d *Decoder) sessionSeen(e *exporter, valid bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !e.listed {
+		return // evicted meanwhile, or established by another datagram
+	}
+	e.datagrams++
+	e.valid = e.valid || valid
+	d.unproven.remove(e)
+	if e.datagrams >= 2 && e.valid {
+		e.established.Store(true)
+		return
+	}
+	d.unproven.pushBack(e)
+}
+
+// sessionList is a doubly linked list of sessions, through their prev and next fields.
+type sessionList struct {
+	head, tail *exporter
+}
+
+func (l *sessionList) pushBack(e *exporter) {
+	e.prev, e.next, e.listed = l.tail, nil, true
+	if l.tail != nil {
+		l.tail.next = e
+	} else {
+		l.head = e
+	}
+	l.tail = e
+}
+
+func (l *sessionList) remove(e *exporter) {
+	if !e.listed {
+		return
+	}
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		l.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		l.tail = e.prev
+	}
+	e.prev, e.next, e.listed = nil, nil, false
 }
 
 func (d *Decoder) newExporter(ap netip.AddrPort) *exporter {
@@ -192,17 +286,29 @@ func (e *exporter) fail(r reason) error {
 // emit(fm); emit must finalize or copy what it needs before returning. Errors are counted
 // by exporter and reason and returned; the good flows before a bad record are still emitted.
 func (d *Decoder) Decode(pkt Packet, fm *schema.FlowMessage, emit func(*schema.FlowMessage)) error {
-	e, err := d.session(pkt.Exporter)
+	now := pkt.TimeReceived.Unix()
+	e, err := d.session(pkt.Exporter, now)
 	if err != nil {
 		return err
 	}
-	e.lastSeen.Store(time.Now().Unix())
+	e.lastSeen.Store(now)
+	valid, err := d.decode(e, pkt, fm, emit)
+	if !e.established.Load() {
+		d.sessionSeen(e, valid) // after e.mu: d.mu comes first (see saveTemplates)
+	}
+	return err
+}
+
+// decode decodes a datagram of session e under its lock. valid tells whether it brought a
+// template or a flow.
+func (d *Decoder) decode(e *exporter, pkt Packet, fm *schema.FlowMessage, emit func(*schema.FlowMessage)) (valid bool, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	data := pkt.Payload
 	if len(data) < 2 {
-		return e.fail(reasonTruncatedHeader)
+		return false, e.fail(reasonTruncatedHeader)
 	}
+	stored := e.templatesStored
 	ctx := decodeContext{d: d, e: e, fm: fm, emit: emit, recv: pkt.TimeReceived, recvSec: uint64(pkt.TimeReceived.Unix())}
 	switch binary.BigEndian.Uint16(data) {
 	case 5:
@@ -215,12 +321,12 @@ func (d *Decoder) Decode(pkt Packet, fm *schema.FlowMessage, emit func(*schema.F
 		e.m.packets[verIPFIX].Inc()
 		err = ctx.decodeV9IPFIX(data)
 	default:
-		return e.fail(reasonBadVersion)
+		return false, e.fail(reasonBadVersion)
 	}
 	if ctx.flows > 0 {
 		e.m.flows.Add(float64(ctx.flows))
 	}
-	return err
+	return ctx.flows > 0 || e.templatesStored != stored, err
 }
 
 // decodeContext carries what one datagram's records need; it lives on the stack.
@@ -240,6 +346,9 @@ type decodeContext struct {
 	flows     int
 	// pendingExpired is set once the pending data sets were checked for expiry.
 	pendingExpired bool
+	// tunnel holds the outer header's addresses of the record being decoded, for the
+	// templates of a tunnel (see resolveRepeats); zero otherwise.
+	tunnel [2]netip.Addr
 
 	// rateCache remembers the last sampler lookup of this datagram: records of one
 	// datagram nearly always share their sampler.
@@ -265,10 +374,14 @@ func (c *decodeContext) begin() {
 	}
 }
 
-// finish applies the sampling rate override/default and emits the flow.
+// finish applies the sampling rate override/default and emits the flow. Without sampling
+// information, a flow stands for itself (rate 1): every volume is Bytes × SamplingRate.
 func (c *decodeContext) finish(rate uint64) {
 	if rate == 0 {
 		rate = c.e.defaultRate
+	}
+	if rate == 0 {
+		rate = 1
 	}
 	if c.e.overrideRate != 0 {
 		rate = c.e.overrideRate
@@ -287,16 +400,17 @@ func (c *decodeContext) decodeV5(data []byte) error {
 	count := int(binary.BigEndian.Uint16(data[2:]))
 	sysUptime := binary.BigEndian.Uint32(data[4:])
 	c.exportSec = binary.BigEndian.Uint32(data[8:])
-	// Sampling: 2 bits of mode, 14 bits of interval.
+	// Sampling: 2 bits of mode, 14 bits of interval (0: not sampled, see finish).
 	rate := uint64(binary.BigEndian.Uint16(data[22:]) & 0x3fff)
-	if rate == 0 && c.e.defaultRate == 0 {
-		rate = 1 // the header says the export is not sampled
-	}
+	// The header's count and the records must agree: nothing is decoded from a datagram
+	// cut short, nor from one with more bytes than the count says, unless they are zero
+	// padding, since either contradicts itself.
 	records := data[headerLen:]
-	var err error
 	if len(records) < count*recordLen {
-		count = len(records) / recordLen
-		err = c.e.fail(reasonTruncatedRecord)
+		return c.e.fail(reasonTruncatedRecord)
+	}
+	if !allZero(records[count*recordLen:]) {
+		return c.e.fail(reasonBadLength)
 	}
 	d, fm := c.d, c.fm
 	exportMs := uint64(c.exportSec) * 1000
@@ -310,14 +424,18 @@ func (c *decodeContext) decodeV5(data []byte) error {
 		fm.OutIf = uint32(binary.BigEndian.Uint16(r[14:]))
 		fm.AppendUint(schema.ColumnPackets, uint64(binary.BigEndian.Uint32(r[16:])))
 		fm.AppendUint(schema.ColumnBytes, uint64(binary.BigEndian.Uint32(r[20:])))
-		first := exportMs - uint64(sysUptime) + uint64(binary.BigEndian.Uint32(r[24:]))
-		last := exportMs - uint64(sysUptime) + uint64(binary.BigEndian.Uint32(r[28:]))
-		fm.AppendUint(schema.ColumnTimeFlowStart, first/1000)
-		fm.AppendUint(schema.ColumnTimeFlowEnd, last/1000)
-		switch d.tsSource {
-		case tsFlowStart:
+		first := uptimeToUnixMs(exportMs, sysUptime, binary.BigEndian.Uint32(r[24:]))
+		last := uptimeToUnixMs(exportMs, sysUptime, binary.BigEndian.Uint32(r[28:]))
+		if first != 0 {
+			fm.AppendUint(schema.ColumnTimeFlowStart, first/1000)
+		}
+		if last != 0 {
+			fm.AppendUint(schema.ColumnTimeFlowEnd, last/1000)
+		}
+		switch {
+		case d.tsSource == tsFlowStart && first != 0:
 			fm.TimeReceived = first / 1000
-		case tsFlowEnd:
+		case d.tsSource == tsFlowEnd && last != 0:
 			fm.TimeReceived = last / 1000
 		}
 		srcPort := binary.BigEndian.Uint16(r[32:])
@@ -340,7 +458,20 @@ func (c *decodeContext) decodeV5(data []byte) error {
 		}
 		c.finish(rate)
 	}
-	return err
+	return nil
+}
+
+// uptimeToUnixMs converts a time in ms of the exporter's uptime, a 32-bit counter that wraps
+// every 49.7 days, to unix ms: its difference with the uptime at the export, modulo 2³² and
+// signed (RFC 3954 §8 gives no more), is added to the export time. A flow can thus be
+// dated up to 24.8 days around its export, whatever the uptime. 0 when the result is not
+// after 1970 (an exporter without a clock).
+func uptimeToUnixMs(exportMs uint64, exportUptime, t uint32) uint64 {
+	ms := int64(exportMs) + int64(int32(t-exportUptime))
+	if ms <= 0 {
+		return 0
+	}
+	return uint64(ms)
 }
 
 type tsSource uint8

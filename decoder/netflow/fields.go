@@ -8,15 +8,18 @@ import "flowzero/schema"
 type action uint8
 
 const (
-	actSkip    action = iota
-	actUint           // fm.AppendUint(col, value)
-	actMAC            // fm.AppendUint(col, 48-bit value)
-	actIP             // fm.AppendIP(col, address)
-	actPackets        // packet counter (also decides whether a reverse flow is empty)
-	actSrcAddr
-	actDstAddr
-	actNextHop    // IP next hop (IEs 15, 62): used when no BGP next hop is set
-	actBGPNextHop // BGP next hop (IEs 18, 63)
+	actSkip       action = iota
+	actUint              // fm.AppendUint(col, value)
+	actMAC               // fm.AppendUint(col, 48-bit value)
+	actIP                // fm.AppendIP(col, address)
+	actBytes             // byte counter (decides whether a reverse flow without packet counter is empty)
+	actPackets           // packet counter (also decides whether a reverse flow is empty)
+	actSrcAddr           // the first address that is not zero
+	actDstAddr           //
+	actSrcAddrTun        // in a tunnel's template: the last address, the first to TunnelSrcAddr
+	actDstAddrTun        //
+	actNextHop           // IP next hop (IEs 15, 62): used when no BGP next hop is set
+	actBGPNextHop        // BGP next hop (IEs 18, 63)
 	actSrcMask
 	actDstMask
 	actSrcAS
@@ -30,6 +33,7 @@ const (
 	actSrcPort
 	actDstPort
 	actProto
+	actTunnelProto  // in a tunnel's template: the outer header's protocol
 	actIPVersion    // IE 60
 	actEtherType    // IE 256
 	actRate         // IEs 34, 50: sampling interval carried in the record
@@ -69,17 +73,27 @@ const (
 	penJuniper = 2636
 )
 
+// Counters with a rule of their own (see compileTemplate).
+const (
+	ieOctetTotal       = 85
+	iePacketTotal      = 86
+	ieResponderOctets  = 232
+	ieResponderPackets = 299
+)
+
 // ianaSpecs maps IANA IPFIX information elements (also NetFlow v9 field types 1-127, which
 // RFC 7012 keeps compatible) to actions. Absent elements are skipped.
 var ianaSpecs = map[uint16]spec{
-	1:   {actUint, schema.ColumnBytes}, // octetDeltaCount
-	23:  {actUint, schema.ColumnBytes}, // postOctetDeltaCount
-	231: {actUint, schema.ColumnBytes}, // initiatorOctets
-	232: {actUint, schema.ColumnBytes}, // responderOctets
-	2:   {actPackets, schema.ColumnPackets},
+	1:   {actBytes, schema.ColumnBytes},     // octetDeltaCount
+	23:  {actBytes, schema.ColumnBytes},     // postOctetDeltaCount
+	85:  {actBytes, schema.ColumnBytes},     // octetTotalCount (v9 IN_PERMANENT_BYTES)
+	231: {actBytes, schema.ColumnBytes},     // initiatorOctets
+	232: {actBytes, schema.ColumnBytes},     // responderOctets: reverse direction
+	2:   {actPackets, schema.ColumnPackets}, // packetDeltaCount
 	24:  {actPackets, schema.ColumnPackets}, // postPacketDeltaCount
+	86:  {actPackets, schema.ColumnPackets}, // packetTotalCount (v9 IN_PERMANENT_PKTS)
 	298: {actPackets, schema.ColumnPackets}, // initiatorPackets
-	299: {actPackets, schema.ColumnPackets}, // responderPackets
+	299: {actPackets, schema.ColumnPackets}, // responderPackets: reverse direction
 	4:   {actProto, schema.ColumnProto},
 	5:   {actUint, schema.ColumnIPTos},
 	6:   {actUint, schema.ColumnTCPFlags},
@@ -168,7 +182,7 @@ func init() {
 func (a action) alwaysNeeded() bool {
 	switch a {
 	case actRate, actSamplerID, actPktInterval, actPktSpace, actSampSize, actSampPop, actSysInit,
-		actPackets, actProto, actSrcPort, actDstPort:
+		actBytes, actPackets, actProto, actSrcPort, actDstPort, actTunnelProto:
 		return true
 	case actFirstUptime, actLastUptime, actStartSec, actEndSec, actStartMs, actEndMs,
 		actStartNTP, actEndNTP, actStartDeltaUs, actEndDeltaUs:
@@ -199,6 +213,10 @@ func reverseSpec(s spec) spec {
 		return swap(actDstAddr, schema.ColumnDstAddr)
 	case actDstAddr:
 		return swap(actSrcAddr, schema.ColumnSrcAddr)
+	case actSrcAddrTun:
+		return swap(actDstAddrTun, schema.ColumnDstAddr)
+	case actDstAddrTun:
+		return swap(actSrcAddrTun, schema.ColumnSrcAddr)
 	case actSrcMask:
 		return swap(actDstMask, schema.ColumnDstNetMask)
 	case actDstMask:
@@ -244,6 +262,8 @@ func reverseSpec(s spec) spec {
 		}
 	case actDirection:
 		return spec{actSkip, 0} // the direction of the forward flow does not describe the reverse one
+	case actBytes, actPackets:
+		return spec{actSkip, 0} // the forward counters do not count the reverse traffic
 	}
 	return s
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"flowzero/decoder/packet"
 	"flowzero/internal/testdata"
 	"flowzero/pbwire"
 	"flowzero/schema"
@@ -19,9 +20,10 @@ var (
 	fuzzWarm   *Decoder
 )
 
-// FuzzNetflowDecode feeds arbitrary datagrams to a fresh decoder (twice, so that templates
-// in the input apply to its data sets) and to a decoder that knows every template of the
-// captures. Nothing may panic, and a flow must always finalize into a message the schema
+// FuzzNetflowDecode feeds arbitrary datagrams to fresh decoders, without and with
+// decapsulation (twice, so that templates in the input apply to its data sets), and to a
+// decoder that knows every template of the captures. Its corpus (testdata/fuzz) holds the
+// datagrams crafted by the tests of exporters_test.go and framing_test.go. Nothing may panic, and a flow must always finalize into a message the schema
 // decodes.
 func FuzzNetflowDecode(f *testing.F) {
 	for _, p := range testdata.Glob(f, "netflow/*.pcap") {
@@ -57,19 +59,30 @@ func runFuzzOne(t *testing.T, data []byte) {
 			t.Fatalf("finalized flow does not decode: %v", err)
 		}
 	}
-	fresh, err := New(nil, DefaultConfiguration(), fuzzSchema)
-	if err != nil {
-		t.Fatal(err)
-	}
 	pkt := Packet{Payload: data, Exporter: netip.MustParseAddrPort("198.51.100.1:9995"), TimeReceived: testTime}
-	_ = fresh.Decode(pkt, fm, check)
-	_ = fresh.Decode(pkt, fm, check)
-	// The details re-read the template records as received.
-	if _, err := json.Marshal(fresh.ExporterDetails(pkt.Exporter.Addr())); err != nil {
-		t.Fatalf("details: %v", err)
+	// Without decapsulation, and with it (templates that repeat header elements are then
+	// a tunnel's).
+	for _, cfg := range fuzzConfigurations() {
+		fresh, err := New(nil, cfg, fuzzSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = fresh.Decode(pkt, fm, check)
+		_ = fresh.Decode(pkt, fm, check)
+		// The details re-read the template records as received.
+		if _, err := json.Marshal(fresh.ExporterDetails(pkt.Exporter.Addr())); err != nil {
+			t.Fatalf("details: %v", err)
+		}
 	}
 	pkt.Exporter = testExporter
 	_ = fuzzWarm.Decode(pkt, fm, check)
+}
+
+// fuzzConfigurations are the decoder configurations the fuzz targets decode with.
+func fuzzConfigurations() []Configuration {
+	decap := DefaultConfiguration()
+	decap.Packet.Decapsulation = packet.DecapSRv6
+	return []Configuration{DefaultConfiguration(), decap}
 }
 
 // FuzzNetflowTemplatesFile loads arbitrary templates files (the file is read at start, and
@@ -130,6 +143,9 @@ func FuzzNetflowTemplateRecords(f *testing.F) {
 	f.Add(be16(0x8000|2, 4, 0, 29305, 2, 4, 8, 4), []byte{0, 0, 0, 5, 0, 0, 0, 7, 10, 0, 0, 1}, false)
 	f.Add(be16(0x8000|137, 2, 0, 2636, 1, 4), []byte{0x08, 0x00, 0, 0, 0, 100}, false)
 	f.Add(be16(149, 4, 48, 1, 34, 4, 305, 4, 306, 4, 160, 8), []byte{0, 0, 0, 1, 1, 0, 0, 3, 232, 0, 0, 0, 1, 0, 0, 0, 9, 0, 0, 1, 0x8b, 0, 0, 0, 0}, true)
+	// Repeated header elements (an outer and an inner header), NSEL and total counters,
+	// zero-length fields.
+	f.Add(be16(8, 4, 12, 4, 4, 1, 8, 4, 12, 4, 4, 1, 231, 4, 232, 4, 85, 4, 0, 0), []byte{10, 0, 0, 1, 10, 0, 0, 2, 41, 192, 0, 2, 1, 192, 0, 2, 2, 6, 0, 0, 0, 75, 0, 0, 3, 113, 0, 0, 0, 9}, false)
 	s := allColumns(f)
 	f.Fuzz(func(t *testing.T, specs, records []byte, options bool) {
 		if len(specs) > 4*300 || len(specs) < 4 {
@@ -175,13 +191,15 @@ func FuzzNetflowTemplateRecords(f *testing.F) {
 			if len(dg) > 65535 {
 				continue
 			}
-			d, err := New(nil, DefaultConfiguration(), s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_ = d.Decode(Packet{Payload: dg, Exporter: testExporter, TimeReceived: testTime}, fm, check)
-			if _, err := json.Marshal(d.ExporterDetails(testExporter.Addr())); err != nil {
-				t.Fatalf("details: %v", err)
+			for _, cfg := range fuzzConfigurations() {
+				d, err := New(nil, cfg, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = d.Decode(Packet{Payload: dg, Exporter: testExporter, TimeReceived: testTime}, fm, check)
+				if _, err := json.Marshal(d.ExporterDetails(testExporter.Addr())); err != nil {
+					t.Fatalf("details: %v", err)
+				}
 			}
 		}
 	})

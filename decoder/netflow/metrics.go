@@ -70,8 +70,22 @@ type metrics struct {
 	samplers        *prometheus.CounterVec
 	sessions        prometheus.Gauge
 	sessionsDropped prometheus.Counter
+	sessionsEvicted *prometheus.CounterVec
+	evicted         [evictReasonCount]prometheus.Counter
 	saveErrors      prometheus.Counter
 }
+
+// evictReason is why a session was evicted, a label value of
+// flowzero_netflow_exporter_sessions_evicted_total.
+type evictReason uint8
+
+const (
+	evictIdle evictReason = iota
+	evictNotEstablished
+	evictReasonCount
+)
+
+var evictReasonNames = [evictReasonCount]string{"idle", "not-established"}
 
 type exporterMetrics struct {
 	packets   [verCount]prometheus.Counter
@@ -116,15 +130,22 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 			Namespace: "flowzero", Subsystem: "netflow", Name: "exporter_sessions_dropped_total",
 			Help: "Datagrams dropped because max-exporters sessions already exist.",
 		}),
+		sessionsEvicted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "flowzero", Subsystem: "netflow", Name: "exporter_sessions_evicted_total",
+			Help: "Exporter sessions evicted to make room for a new one when max-exporters was reached: idle for session-idle-timeout, or not established (fewer than two datagrams, or no valid template or flow yet).",
+		}, []string{"reason"}),
 		saveErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "flowzero", Subsystem: "netflow", Name: "templates_save_errors_total",
 			Help: "Failed saves of the templates file (retried while templates change, and at stop).",
 		}),
 	}
+	for i := range m.evicted {
+		m.evicted[i] = m.sessionsEvicted.WithLabelValues(evictReasonNames[i])
+	}
 	if r == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.packets, m.flows, m.errors, m.templates, m.pending, m.samplers, m.sessions, m.sessionsDropped, m.saveErrors} {
+	for _, c := range []prometheus.Collector{m.packets, m.flows, m.errors, m.templates, m.pending, m.samplers, m.sessions, m.sessionsDropped, m.sessionsEvicted, m.saveErrors} {
 		if err := r.Register(c); err != nil {
 			return nil, err
 		}

@@ -213,10 +213,15 @@ func (d *Decoder) loadTemplates(data []byte, path string) error {
 		if err != nil {
 			return fmt.Errorf("netflow: templates file %s: %w", path, err)
 		}
-		e, err := d.session(ap)
+		// A session saved had templates: it is established, and idle until it sends again.
+		e, err := d.session(ap, 0)
 		if err != nil {
 			return err
 		}
+		d.mu.Lock()
+		d.unproven.remove(e)
+		e.established.Store(true)
+		d.mu.Unlock()
 		e.mu.Lock()
 		for _, t := range s.Templates {
 			rec, err := hex.DecodeString(t.Record)

@@ -1,6 +1,7 @@
 package netflow
 
 import (
+	"cmp"
 	"encoding/binary"
 	"net/netip"
 
@@ -121,7 +122,7 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 		sysInit              uint64
 		startMs, endMs       uint64
 		nMPLS                int
-		packets              uint64
+		packets, bytes       uint64
 		frame                []byte
 	)
 	steps := t.fwd
@@ -151,38 +152,66 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 		act, col := s.act, s.col
 		switch act {
 		case actSkip:
-		case actUint, actMAC:
+		case actUint:
 			fm.AppendUint(col, beUint(v))
+		case actMAC:
+			if x := beUint(v); x != 0 {
+				fm.AppendUint(col, x) // the first that is not zero
+			}
 		case actIP:
 			if a, ok := addrFrom(v); ok {
 				fm.AppendIP(col, a)
 			}
+		case actBytes:
+			bytes = beUint(v)
+			fm.AppendUint(col, bytes)
 		case actPackets:
 			packets = beUint(v)
 			fm.AppendUint(col, packets)
 		case actSrcAddr:
-			if a, ok := addrFrom(v); ok {
+			if a, ok := addrFrom(v); ok && !fm.SrcAddr.IsValid() {
 				fm.SrcAddr = a
 				etype = etherTypeOf(a)
 			}
 		case actDstAddr:
+			if a, ok := addrFrom(v); ok && !fm.DstAddr.IsValid() {
+				fm.DstAddr = a
+				etype = etherTypeOf(a)
+			}
+		case actSrcAddrTun:
 			if a, ok := addrFrom(v); ok {
+				if !c.tunnel[0].IsValid() {
+					c.tunnel[0] = a
+				}
+				fm.SrcAddr = a
+				etype = etherTypeOf(a)
+			}
+		case actDstAddrTun:
+			if a, ok := addrFrom(v); ok {
+				if !c.tunnel[1].IsValid() {
+					c.tunnel[1] = a
+				}
 				fm.DstAddr = a
 				etype = etherTypeOf(a)
 			}
 		case actNextHop:
-			if a, ok := addrFrom(v); ok && !bgpNextHop {
+			if a, ok := addrFrom(v); ok && !fm.NextHop.IsValid() {
 				fm.NextHop = a
 			}
 		case actBGPNextHop:
-			if a, ok := addrFrom(v); ok {
+			// The BGP next hop wins over the IP one, wherever it is.
+			if a, ok := addrFrom(v); ok && !bgpNextHop {
 				fm.NextHop = a
 				bgpNextHop = true
 			}
 		case actSrcMask:
-			fm.SrcNetMask = uint8(beUint(v))
+			if m := uint8(beUint(v)); fm.SrcNetMask == 0 {
+				fm.SrcNetMask = m
+			}
 		case actDstMask:
-			fm.DstNetMask = uint8(beUint(v))
+			if m := uint8(beUint(v)); fm.DstNetMask == 0 {
+				fm.DstNetMask = m
+			}
 		case actSrcAS:
 			fm.SrcAS = uint32(beUint(v))
 		case actDstAS:
@@ -216,19 +245,23 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 		case actProto:
 			proto = uint8(beUint(v))
 			fm.AppendUint(schema.ColumnProto, uint64(proto))
+		case actTunnelProto:
+			fm.AppendUint(schema.ColumnTunnelProto, beUint(v))
 		case actIPVersion:
 			switch beUint(v) {
 			case 4:
-				etypeExplicit = etherTypeIPv4
+				etypeExplicit = cmp.Or(etypeExplicit, etherTypeIPv4)
 			case 6:
-				etypeExplicit = etherTypeIPv6
+				etypeExplicit = cmp.Or(etypeExplicit, etherTypeIPv6)
 			}
 		case actEtherType:
-			etypeExplicit = beUint(v)
+			etypeExplicit = cmp.Or(etypeExplicit, beUint(v))
 		case actRate:
-			sampling.rate = beUint(v)
+			sampling.rate = cmp.Or(sampling.rate, beUint(v))
 		case actSamplerID:
-			sampling.samplerID, sampling.hasSampler = beUint(v), true
+			if !sampling.hasSampler {
+				sampling.samplerID, sampling.hasSampler = beUint(v), true
+			}
 		case actPktInterval:
 			sampling.pktInterval = beUint(v)
 		case actPktSpace:
@@ -238,27 +271,48 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 		case actSampPop:
 			sampling.population = beUint(v)
 		case actFirstUptime:
-			firstUp, hasFirst = beUint(v), true
+			if !hasFirst {
+				firstUp, hasFirst = beUint(v), true
+			}
 		case actLastUptime:
-			lastUp, hasLast = beUint(v), true
+			if !hasLast {
+				lastUp, hasLast = beUint(v), true
+			}
 		case actSysInit:
-			sysInit = beUint(v)
+			sysInit = cmp.Or(sysInit, beUint(v))
+		// Absolute times: the first that is not zero.
 		case actStartSec:
-			startMs = beUint(v) * 1000
+			if startMs == 0 {
+				startMs = beUint(v) * 1000
+			}
 		case actEndSec:
-			endMs = beUint(v) * 1000
+			if endMs == 0 {
+				endMs = beUint(v) * 1000
+			}
 		case actStartMs:
-			startMs = beUint(v)
+			if startMs == 0 {
+				startMs = beUint(v)
+			}
 		case actEndMs:
-			endMs = beUint(v)
+			if endMs == 0 {
+				endMs = beUint(v)
+			}
 		case actStartNTP:
-			startMs = ntpToMillis(v)
+			if startMs == 0 {
+				startMs = ntpToMillis(v)
+			}
 		case actEndNTP:
-			endMs = ntpToMillis(v)
+			if endMs == 0 {
+				endMs = ntpToMillis(v)
+			}
 		case actStartDeltaUs:
-			startMs = uint64(c.exportSec)*1000 - beUint(v)/1000
+			if startMs == 0 {
+				startMs = uint64(c.exportSec)*1000 - beUint(v)/1000
+			}
 		case actEndDeltaUs:
-			endMs = uint64(c.exportSec)*1000 - beUint(v)/1000
+			if endMs == 0 {
+				endMs = uint64(c.exportSec)*1000 - beUint(v)/1000
+			}
 		case actMPLS:
 			// RFC 3032 §2.1 label stack entry without TTL: label (20 bits), TC, S.
 			if x := beUint(v); x != 0 && nMPLS < len(e.mpls) {
@@ -266,12 +320,21 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 				nMPLS++
 			}
 		case actICMPTypeCode:
-			x := beUint(v)
-			icmpType, icmpCode, icmpFound = uint8(x>>8), uint8(x), true
+			// The first that is not zero: dual-stack templates carry IEs 32 and 139.
+			if x := beUint(v); icmpType == 0 && icmpCode == 0 {
+				icmpType, icmpCode = uint8(x>>8), uint8(x)
+			}
+			icmpFound = true
 		case actICMPType:
-			icmpType, icmpFound = uint8(beUint(v)), true
+			if icmpType == 0 {
+				icmpType = uint8(beUint(v))
+			}
+			icmpFound = true
 		case actICMPCode:
-			icmpCode, icmpFound = uint8(beUint(v)), true
+			if icmpCode == 0 {
+				icmpCode = uint8(beUint(v))
+			}
+			icmpFound = true
 		case actDirection:
 			switch beUint(v) {
 			case 0:
@@ -297,27 +360,29 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 	if fixed {
 		off = t.fixedLen
 	}
-	if reverse && (!t.reversePackets || packets == 0) {
+	if reverse && (t.reverseCounter == actPackets && packets == 0 || t.reverseCounter == actBytes && bytes == 0 || t.reverseCounter == actSkip) {
 		return off, reasonNone // no traffic in the reverse direction: no flow
 	}
 
-	// Timestamps: relative ones are ms of the exporter's uptime (RFC 3954 §8 / IE 160).
+	// Timestamps: relative ones are ms of the exporter's uptime (RFC 3954 §8), a 32-bit
+	// counter, dated from the uptime at the export: the NetFlow v9 header's, or the export
+	// time minus the system init time (IE 160, in the record or from options data).
 	if hasFirst || hasLast {
-		var base uint64
-		switch {
-		case sysInit != 0:
-			base = sysInit
-		case c.version == 9:
-			base = uint64(c.exportSec)*1000 - uint64(c.sysUptime)
-		default:
-			base = e.sysInit[c.domain]
+		exportMs := uint64(c.exportSec) * 1000
+		uptime, known := c.sysUptime, c.version == 9
+		if sysInit == 0 && c.version != 9 {
+			sysInit = e.sysInit[c.domain]
 		}
-		if base != 0 {
-			if hasFirst {
-				startMs = base + firstUp
+		if sysInit != 0 {
+			uptime, known = uint32(exportMs-sysInit), true
+		}
+		if known {
+			// Absolute times, when the record has them, win.
+			if hasFirst && startMs == 0 {
+				startMs = uptimeToUnixMs(exportMs, uptime, uint32(firstUp))
 			}
-			if hasLast {
-				endMs = base + lastUp
+			if hasLast && endMs == 0 {
+				endMs = uptimeToUnixMs(exportMs, uptime, uint32(lastUp))
 			}
 		}
 	}
@@ -367,6 +432,16 @@ func (c *decodeContext) record(t *template, rec []byte, reverse bool) (int, reas
 				fm.AppendUint(schema.ColumnICMPv6Code, uint64(icmpCode))
 			}
 		}
+	}
+	if t.tunnel {
+		// The outer header's addresses, when the record has an inner header.
+		if a := c.tunnel[0]; a.IsValid() && a != fm.SrcAddr {
+			fm.AppendIP(schema.ColumnTunnelSrcAddr, a)
+		}
+		if a := c.tunnel[1]; a.IsValid() && a != fm.DstAddr {
+			fm.AppendIP(schema.ColumnTunnelDstAddr, a)
+		}
+		c.tunnel = [2]netip.Addr{}
 	}
 	if etypeExplicit != 0 {
 		etype = etypeExplicit
@@ -421,9 +496,11 @@ func (c *decodeContext) optionsRecord(t *template, rec []byte) (int, reason) {
 		off = next
 		switch f.act {
 		case actRate:
-			sampling.rate = beUint(v)
+			sampling.rate = cmp.Or(sampling.rate, beUint(v))
 		case actSamplerID:
-			sampling.samplerID, sampling.hasSampler = beUint(v), true
+			if !sampling.hasSampler {
+				sampling.samplerID, sampling.hasSampler = beUint(v), true
+			}
 		case actPktInterval:
 			sampling.pktInterval = beUint(v)
 		case actPktSpace:

@@ -42,39 +42,25 @@ func (c *decodeContext) decodeV9IPFIX(data []byte) error {
 		c.exportSec = binary.BigEndian.Uint32(data[4:])
 		c.domain = binary.BigEndian.Uint32(data[12:])
 	}
-	var firstErr error
-	keep := func(err error) {
-		if firstErr == nil {
-			firstErr = err
-		}
-	}
 	p := data[hdrLen:]
-	for len(p) > 0 {
-		if len(p) < 4 {
-			if c.version == 9 && allZero(p) {
-				break // some v9 exporters pad the datagram
-			}
-			keep(c.e.fail(reasonBadSet))
-			break
-		}
+	// RFC 3954 §5, RFC 7011 §3.3: the sets follow one another up to the end of the message.
+	// A length that breaks this chain moves every boundary after the header, so that no set
+	// of the message can be trusted: nothing of it is decoded, not even its templates.
+	if !setsChain(c.version, p) {
+		return c.e.fail(reasonBadSet)
+	}
+	var firstErr error
+	for len(p) >= 4 {
 		id := binary.BigEndian.Uint16(p)
 		length := int(binary.BigEndian.Uint16(p[2:]))
-		if length < 4 || length > len(p) {
-			if c.version == 9 && id == 0 && length == 0 && allZero(p) {
-				break
-			}
-			if length > len(p) && id >= minDataSetID {
-				// A cut datagram: decode the complete records it still has.
-				_ = c.dataSet(id, p[4:])
-			}
-			keep(c.e.fail(reasonBadSet))
-			break
+		if length < 4 {
+			break // NetFlow v9 zero padding, see setsChain
 		}
 		body := p[4:length]
 		p = p[length:]
 		if len(body) == 0 {
-			// A set has at least one record (RFC 7011 §3.3.1, RFC 3954 §5.3).
-			keep(c.e.fail(reasonBadSet))
+			// A set should hold a record (RFC 7011 §3.3.1, RFC 3954 §5.3); an empty one
+			// carries nothing and loses nothing.
 			continue
 		}
 		var err error
@@ -88,11 +74,27 @@ func (c *decodeContext) decodeV9IPFIX(data []byte) error {
 		default:
 			// Reserved set IDs are skipped (RFC 7011 §3.3.2).
 		}
-		if err != nil {
-			keep(err)
+		if err != nil && firstErr == nil {
+			firstErr = err
 		}
 	}
 	return firstErr
+}
+
+// setsChain reports whether the set headers of p chain exactly to its end; a NetFlow v9
+// datagram may end with zero bytes (some exporters pad it).
+func setsChain(version uint16, p []byte) bool {
+	for len(p) > 0 {
+		if len(p) < 4 {
+			return version == 9 && allZero(p)
+		}
+		length := int(binary.BigEndian.Uint16(p[2:]))
+		if length < 4 || length > len(p) {
+			return version == 9 && allZero(p)
+		}
+		p = p[length:]
+	}
+	return true
 }
 
 func allZero(b []byte) bool {
@@ -125,15 +127,33 @@ func specifiersLength(version uint16, p []byte, count int) (int, bool) {
 }
 
 // templateSet reads the template records of a (options) template set: NetFlow v9 RFC 3954
-// §5.2 and §6.1, IPFIX RFC 7011 §3.4.1 and §3.4.2, with IPFIX withdrawals (§8.1).
+// §5.2 and §6.1, IPFIX RFC 7011 §3.4.1 and §3.4.2, with IPFIX withdrawals (§8.1). The
+// records are framed first: when one does not parse, the framing of the others (their
+// field counts) is in doubt too, and none is installed.
 func (c *decodeContext) templateSet(setID uint16, body []byte, options bool) error {
 	e := c.e
 	e.newTemplates = e.newTemplates[:0]
+	if !c.templateRecords(setID, body, options, false) {
+		return e.fail(reasonBadTemplate)
+	}
 	var err error
-	for len(body) >= 4 {
-		if allZero(body) {
-			break // padding longer than the usual alignment
-		}
+	if !c.templateRecords(setID, body, options, true) {
+		err = ErrBadTemplate // refused templates, counted by reason
+	}
+	if len(e.newTemplates) > 0 && len(e.pending) > 0 && c.fm != nil {
+		c.replayPending()
+	}
+	return err
+}
+
+// templateRecords walks the template records of a set body. Without store, it reports
+// whether they all parse; with store, it installs them and reports whether none was refused
+// (no field to frame records, a bound). What follows the last record is padding (RFC 7011
+// §3.3.1, RFC 3954 §5.3).
+func (c *decodeContext) templateRecords(setID uint16, body []byte, options, store bool) bool {
+	e := c.e
+	ok := true
+	for len(body) >= 4 && !allZero(body) {
 		id := binary.BigEndian.Uint16(body)
 		var count, scope, hdr int
 		switch {
@@ -142,15 +162,11 @@ func (c *decodeContext) templateSet(setID uint16, body []byte, options bool) err
 		case c.version == 9:
 			// template ID, option scope length, option length (in bytes)
 			if len(body) < 6 {
-				err = e.fail(reasonBadTemplate)
-				body = nil
-				continue
+				return false
 			}
 			scopeLen, optLen := int(binary.BigEndian.Uint16(body[2:])), int(binary.BigEndian.Uint16(body[4:]))
 			if scopeLen%4 != 0 || optLen%4 != 0 {
-				err = e.fail(reasonBadTemplate)
-				body = nil
-				continue
+				return false
 			}
 			scope, count, hdr = scopeLen/4, (scopeLen+optLen)/4, 6
 		default:
@@ -158,45 +174,33 @@ func (c *decodeContext) templateSet(setID uint16, body []byte, options bool) err
 			count, hdr = int(binary.BigEndian.Uint16(body[2:])), 4
 			if count > 0 {
 				if len(body) < 6 {
-					err = e.fail(reasonBadTemplate)
-					body = nil
-					continue
+					return false
 				}
 				scope, hdr = int(binary.BigEndian.Uint16(body[4:])), 6
-				if scope == 0 || scope > count {
-					err = e.fail(reasonBadTemplate)
-					body = nil
-					continue
-				}
 			}
 		}
 		key := templateKey{version: c.version, id: id, domain: c.domain}
 		if c.version == 10 && count == 0 {
 			// Withdrawal; the set ID as template ID withdraws all of that kind.
-			c.d.withdrawTemplate(e, key, id == setID, options)
+			if store {
+				c.d.withdrawTemplate(e, key, id == setID, options)
+			}
 			body = body[4:]
 			continue
 		}
-		if id < minDataSetID {
-			err = e.fail(reasonBadTemplate)
-			break
+		n, framed := specifiersLength(c.version, body[hdr:], count)
+		// A reserved template ID or an IPFIX scope count outside the fields does not come
+		// from an exporter: most likely, a field count before it was wrong, and this
+		// record header is a field specifier.
+		if !framed || id < minDataSetID || (c.version == 10 && options && (scope == 0 || scope > count)) {
+			return false
 		}
-		n, ok := specifiersLength(c.version, body[hdr:], count)
-		if !ok {
-			err = e.fail(reasonBadTemplate)
-			break
-		}
-		wire := body[:hdr+n]
-		if !c.d.storeTemplate(e, key, c.version, body[hdr:hdr+n], count, scope, options, wire, int64(c.recvSec)) && err == nil {
-			err = ErrBadTemplate
+		if store && !c.d.storeTemplate(e, key, c.version, body[hdr:hdr+n], count, scope, options, body[:hdr+n], int64(c.recvSec)) {
+			ok = false
 		}
 		body = body[hdr+n:]
 	}
-	// What is left is padding (RFC 7011 §3.3.1, RFC 3954 §5.3).
-	if len(e.newTemplates) > 0 && len(e.pending) > 0 && c.fm != nil {
-		c.replayPending()
-	}
-	return err
+	return ok
 }
 
 // dataSet decodes a data set, or keeps it until its template arrives.
@@ -209,13 +213,19 @@ func (c *decodeContext) dataSet(id uint16, body []byte) error {
 	return c.decodeDataSet(t, body)
 }
 
-// decodeDataSet decodes every record of a data set; trailing bytes shorter than the
-// smallest record are padding.
+// decodeDataSet decodes every record of a data set. The records are framed first, so that a
+// set whose records do not fill it emits nothing (its template is not the one the exporter
+// used, or the set is corrupt).
 func (c *decodeContext) decodeDataSet(t *template, body []byte) error {
 	if now := int64(c.recvSec); now > t.used {
 		t.used = now // replayed pending sets carry their own, older, time
 	}
-	for len(body) > 0 && len(body) >= t.minRecord {
+	n, ok := t.recordsLength(body)
+	if !ok {
+		return c.e.fail(reasonTruncatedRecord)
+	}
+	body = body[:n]
+	for len(body) > 0 {
 		var n int
 		var r reason
 		if t.options {
@@ -227,14 +237,38 @@ func (c *decodeContext) decodeDataSet(t *template, body []byte) error {
 			return c.e.fail(r)
 		}
 		if n == 0 {
-			break // options templates with only zero-length fields
+			break
 		}
 		body = body[n:]
 	}
-	// Padding is shorter than a record and should be zero (RFC 7011 §3.3.1); anything
-	// else is a record cut short.
-	if len(body) >= 4 && !allZero(body) {
-		return c.e.fail(reasonTruncatedRecord)
-	}
 	return nil
+}
+
+// recordsLength returns the length of the records at the start of a data set's body; the
+// bytes after them are padding (RFC 7011 §3.3.1): fewer than the shortest record, or zeros
+// from a record boundary on (an all-zero record would be a flow of nothing). Wireshark shows
+// both as padding, whatever their value. ok is false when a variable-length record runs
+// past the set.
+func (t *template) recordsLength(body []byte) (n int, ok bool) {
+	if t.fixedLen > 0 {
+		n = len(body) / t.fixedLen * t.fixedLen
+		for n > 0 && allZero(body[n-t.fixedLen:n]) {
+			n -= t.fixedLen
+		}
+		return n, true
+	}
+	for n < len(body) {
+		rest := body[n:]
+		if len(rest) < t.minRecord || allZero(rest) {
+			break
+		}
+		off := 0
+		for i := range t.fields {
+			if _, off, ok = fieldAt(rest, off, int(t.fields[i].length)); !ok {
+				return 0, false
+			}
+		}
+		n += off
+	}
+	return n, true
 }

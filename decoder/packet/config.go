@@ -3,6 +3,8 @@ package packet
 import (
 	"fmt"
 
+	"gopkg.in/yaml.v3"
+
 	"flowzero/internal/config"
 )
 
@@ -53,6 +55,15 @@ func (d *Decapsulation) UnmarshalText(b []byte) error {
 		}
 	}
 	return fmt.Errorf("unknown decapsulation %q (want none, gre, ipip, vxlan or srv6)", b)
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler: as UnmarshalText, with an error that gives the
+// line and the key, which a TextUnmarshaler's error cannot.
+func (d *Decapsulation) UnmarshalYAML(n *yaml.Node) error {
+	if err := d.UnmarshalText([]byte(n.Value)); err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: decapsulation: %v", n.Line, err)}}
+	}
+	return nil
 }
 
 // Configuration is the configuration of a Parser.

@@ -37,4 +37,6 @@
 //
 // QinQ: the innermost VLAN tag (the customer VLAN) is the one recorded, as SrcVlan and
 // DstVlan when they are not already set (sFlow's extended switch record sets them first).
+// Addresses too are set only when no record before the header gave them: every column of a
+// flow keeps its first value, as the appended ones (protocol, ports) do.
 package packet

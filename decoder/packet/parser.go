@@ -212,6 +212,18 @@ func (p *Parser) ethernet(data []byte, fm *schema.FlowMessage, decap Decapsulati
 	return 0, nil
 }
 
+// setAddrs sets the flow's addresses unless a record before the sampled header gave them
+// (an sFlow sampled_ipv4 record, an IPFIX field): every column keeps its first value, like
+// the appended ones (protocol, ports).
+func setAddrs(fm *schema.FlowMessage, src, dst netip.Addr) {
+	if !fm.SrcAddr.IsValid() {
+		fm.SrcAddr = src
+	}
+	if !fm.DstAddr.IsValid() {
+		fm.DstAddr = dst
+	}
+}
+
 // ipv4 parses an IPv4 header (RFC 791 §3.1) and what follows it.
 func (p *Parser) ipv4(data []byte, fm *schema.FlowMessage, decap Decapsulation, depth int) (int, error) {
 	if len(data) < 20 {
@@ -227,8 +239,7 @@ func (p *Parser) ipv4(data []byte, fm *schema.FlowMessage, decap Decapsulation, 
 	switch decap {
 	case DecapNone:
 		fm.AppendUint(schema.ColumnEType, etherTypeIPv4)
-		fm.SrcAddr = netip.AddrFrom4([4]byte(data[12:16]))
-		fm.DstAddr = netip.AddrFrom4([4]byte(data[16:20]))
+		setAddrs(fm, netip.AddrFrom4([4]byte(data[12:16])), netip.AddrFrom4([4]byte(data[16:20])))
 		fm.AppendUint(schema.ColumnProto, uint64(proto))
 		if fm.Schema().GroupEnabled(schema.GroupL3L4) {
 			fm.AppendUint(schema.ColumnIPTos, uint64(data[1]))
@@ -271,8 +282,7 @@ func (p *Parser) ipv6(data []byte, fm *schema.FlowMessage, decap Decapsulation, 
 	l3l4 := record && fm.Schema().GroupEnabled(schema.GroupL3L4)
 	if record {
 		fm.AppendUint(schema.ColumnEType, etherTypeIPv6)
-		fm.SrcAddr = netip.AddrFrom16([16]byte(data[8:24]))
-		fm.DstAddr = netip.AddrFrom16([16]byte(data[24:40]))
+		setAddrs(fm, netip.AddrFrom16([16]byte(data[8:24])), netip.AddrFrom16([16]byte(data[24:40])))
 	}
 	if l3l4 {
 		vtf := binary.BigEndian.Uint32(data[0:4]) // version, traffic class, flow label

@@ -114,6 +114,10 @@ type datagram struct {
 	skipped int
 	err     error
 
+	// bgpNextHop is set once the flow being decoded has its next hop from an
+	// extended_gateway record, which wins over extended_router's.
+	bgpNextHop bool
+
 	// Datagram header fields and the data sources of its flow samples, for ExporterDetails.
 	subAgent, sequence, uptime uint32
 	seenSources                [seenSourcesPerBatch]seenSource
@@ -189,17 +193,15 @@ func (d *Decoder) Decode(pkt Packet, fm *schema.FlowMessage, emit func(*schema.F
 	samples := be32(b[off+12:])
 	b = b[off+16:]
 
+	// The announced samples must be framed by their lengths inside the datagram: a length
+	// or a count that contradicts it leaves every sample boundary in doubt, so that nothing
+	// of the datagram is decoded.
+	if !samplesFit(b, samples) {
+		return g.fail(reasonTruncatedDatagram)
+	}
 	for range samples {
 		// §5 sample_record: data format (enterprise << 12 | format), then opaque data.
-		if len(b) < 8 {
-			g.fail(reasonTruncatedDatagram)
-			break
-		}
 		format, length := be32(b), be32(b[4:])
-		if uint64(length) > uint64(len(b)-8) {
-			g.fail(reasonTruncatedDatagram)
-			break
-		}
 		sample := b[8 : 8+length]
 		b = b[8+length:]
 		t := sampleOther
@@ -241,6 +243,18 @@ func (d *Decoder) Decode(pkt Packet, fm *schema.FlowMessage, emit func(*schema.F
 		return g.err
 	}
 	return nil
+}
+
+// samplesFit reports whether n sample records (§5: data format, length, then as many bytes)
+// fit in b.
+func samplesFit(b []byte, n uint32) bool {
+	for range n {
+		if len(b) < 8 || uint64(be32(b[4:])) > uint64(len(b)-8) {
+			return false
+		}
+		b = b[8+be32(b[4:]):]
+	}
+	return true
 }
 
 // Kinds of samples that carry a flow.
@@ -301,8 +315,11 @@ func (g *datagram) flowSample(s []byte, kind int) {
 
 	d, fm := g.d, g.fm
 	fm.Reset()
+	g.bgpNextHop = false
 	fm.TimeReceived = g.ts
-	fm.SamplingRate = uint64(rate)
+	// A rate of 0 says nothing about sampling: the flow stands for itself, as NetFlow and
+	// IPFIX flows without sampling information do.
+	fm.SamplingRate = uint64(max(rate, 1))
 	fm.ExporterAddress = g.address
 	if inFormat == ifFormatIndex && inValue != ifLocal {
 		fm.InIf = inValue
@@ -379,7 +396,7 @@ func (g *datagram) flowSample(s []byte, kind int) {
 			} else if d.decap {
 				decapsulated = true
 			}
-			if n > 0 {
+			if n > 0 && l3Length == 0 {
 				l3Length = uint64(n)
 			} else if l2Length == 0 && protocol == 1 {
 				l2Length = uint64(frameLength)
@@ -407,10 +424,11 @@ func (g *datagram) flowSample(s []byte, kind int) {
 				g.fail(reasonTruncatedRecord)
 				return
 			}
-			fm.SrcAddr = netip.AddrFrom4([4]byte(rec[8:12]))
-			fm.DstAddr = netip.AddrFrom4([4]byte(rec[12:16]))
+			firstAddrs(fm, netip.AddrFrom4([4]byte(rec[8:12])), netip.AddrFrom4([4]byte(rec[12:16])))
 			g.sampledIP(rec[4:8], rec[16:32], 0x0800)
-			l3Length = uint64(be32(rec))
+			if l3Length == 0 {
+				l3Length = uint64(be32(rec))
+			}
 		case 4: // sampled_ipv6: length, protocol, src, dst, src port, dst port, TCP flags, priority
 			if d.decap {
 				continue
@@ -419,10 +437,11 @@ func (g *datagram) flowSample(s []byte, kind int) {
 				g.fail(reasonTruncatedRecord)
 				return
 			}
-			fm.SrcAddr = netip.AddrFrom16([16]byte(rec[8:24]))
-			fm.DstAddr = netip.AddrFrom16([16]byte(rec[24:40]))
+			firstAddrs(fm, netip.AddrFrom16([16]byte(rec[8:24])), netip.AddrFrom16([16]byte(rec[24:40])))
 			g.sampledIP(rec[4:8], rec[40:56], 0x86dd)
-			l3Length = uint64(be32(rec))
+			if l3Length == 0 {
+				l3Length = uint64(be32(rec))
+			}
 		case 1001: // extended_switch: src VLAN, src priority, dst VLAN, dst priority
 			if d.decap {
 				continue
@@ -431,10 +450,10 @@ func (g *datagram) flowSample(s []byte, kind int) {
 				g.fail(reasonTruncatedRecord)
 				return
 			}
-			if v := be32(rec); v != 0 && v < 4096 {
+			if v := be32(rec); v != 0 && v < 4096 && fm.SrcVlan == 0 {
 				fm.SrcVlan = uint16(v)
 			}
-			if v := be32(rec[8:]); v != 0 && v < 4096 {
+			if v := be32(rec[8:]); v != 0 && v < 4096 && fm.DstVlan == 0 {
 				fm.DstVlan = uint16(v)
 			}
 		case 1002: // extended_router: next hop, src mask length, dst mask length
@@ -450,9 +469,15 @@ func (g *datagram) flowSample(s []byte, kind int) {
 				g.fail(reasonTruncatedRecord)
 				return
 			}
-			setNextHop(fm, nextHop)
-			fm.SrcNetMask = mask(be32(rest))
-			fm.DstNetMask = mask(be32(rest[4:]))
+			if !g.bgpNextHop && !fm.NextHop.IsValid() {
+				setNextHop(fm, nextHop)
+			}
+			if fm.SrcNetMask == 0 {
+				fm.SrcNetMask = mask(be32(rest))
+			}
+			if fm.DstNetMask == 0 {
+				fm.DstNetMask = mask(be32(rest[4:]))
+			}
 		case 1003: // extended_gateway
 			if d.decap {
 				continue
@@ -502,9 +527,10 @@ func (g *datagram) flowSample(s []byte, kind int) {
 		return
 	}
 	if len(s) > 0 {
-		// The record count is lower than the records present: the flow is emitted (its
-		// records are sound), the inconsistency counted.
+		// The record count is lower than the records present: the sample contradicts
+		// itself, and the records left out could have changed the flow.
 		g.fail(reasonTrailingBytes)
+		return
 	}
 
 	if l3Length > 0 {
@@ -598,16 +624,24 @@ func (g *datagram) gateway(rec []byte) reason {
 		fm.AppendArrayUint32(schema.ColumnDstCommunities, communities)
 	}
 
-	setNextHop(fm, nextHop)
+	// The BGP next hop wins over the router's (extended_router), wherever it is.
+	if !g.bgpNextHop && nextHop.IsValid() && !nextHop.IsUnspecified() {
+		fm.NextHop = nextHop
+		g.bgpNextHop = true
+	}
 	// The router's AS is the source AS when the agent does not know it, and the destination
 	// AS when the path is empty (the destination is local); otherwise the path's last AS is.
-	fm.SrcAS = routerAS
-	if srcAS != 0 {
-		fm.SrcAS = srcAS
+	if fm.SrcAS == 0 {
+		fm.SrcAS = routerAS
+		if srcAS != 0 {
+			fm.SrcAS = srcAS
+		}
 	}
-	fm.DstAS = routerAS
-	if lastAS != 0 {
-		fm.DstAS = lastAS
+	if fm.DstAS == 0 {
+		fm.DstAS = routerAS
+		if lastAS != 0 {
+			fm.DstAS = lastAS
+		}
 	}
 	if pathLen > 0 {
 		fm.AppendArrayUint32(schema.ColumnDstASPath, g.scratch.asPath[:pathLen])
@@ -652,6 +686,17 @@ func readAddress(b []byte) (netip.Addr, []byte, bool) {
 		}
 	}
 	return netip.Addr{}, nil, false
+}
+
+// firstAddrs sets the addresses of a sampled_ipv4/ipv6 record, unless a record before it
+// (the sampled header) gave them: every column keeps its first value.
+func firstAddrs(fm *schema.FlowMessage, src, dst netip.Addr) {
+	if !fm.SrcAddr.IsValid() {
+		fm.SrcAddr = src
+	}
+	if !fm.DstAddr.IsValid() {
+		fm.DstAddr = dst
+	}
 }
 
 // setNextHop records a next hop unless it is unspecified (0.0.0.0 or ::, which agents send

@@ -26,32 +26,39 @@
 // ForwardingStatus, and OutIf is 0. Format 2 means several output interfaces (broadcast,
 // multicast): OutIf is 0. This follows Akvorado and GoFlow2.
 //
-// Field precedence: records are read in the order of the sample. Hot fields (addresses,
-// VLANs, AS numbers, next hop) take the last value written, except that a zero next hop or
-// a VLAN of 0 or above 4095 (none) never replaces a value; other columns keep the first
-// value written. Bytes is the L3 length (the IP total length) of the sampled packet, from
-// the raw header or the sampled IPv4/IPv6 record; when none is known (a non-IP frame), the
-// L2 frame length. When decapsulation is configured, only the tunnelled packet is reported:
-// the outer-packet records (sampled Ethernet/IPv4/IPv6, switch, router, gateway, NAT) are
-// skipped, and a sample whose header does not carry the tunnel is dropped and counted
-// (reason not-encapsulated), as Akvorado does.
+// Field precedence: records are read in the order of the sample, and a column given by
+// several of them keeps its first value, as in NetFlow and IPFIX (a zero next hop, and a
+// VLAN of 0 or above 4095, are no value); the BGP next hop of extended_gateway wins over
+// extended_router's, wherever they are. Bytes is the L3 length (the IP total length) of the
+// sampled packet, from the raw header or the sampled IPv4/IPv6 record; when none is known
+// (a non-IP frame), the L2 frame length. SamplingRate is the sample's rate, or 1 when it
+// is 0 (no sampling information, as for NetFlow). When decapsulation is configured, only
+// the tunnelled packet is reported: the outer-packet records (sampled Ethernet/IPv4/IPv6,
+// switch, router, gateway, NAT) are skipped, and a sample whose header does not carry the
+// tunnel is dropped and counted (reason not-encapsulated), as Akvorado does.
 //
-// Self-inconsistent input is counted in flowzero_sflow_errors_total by exporter, agent and
-// reason: lengths or counts of samples and records beyond the bytes present (truncated-*), a
-// sampled header longer than the frame it was taken from (header-longer-than-frame, the sample
-// is dropped), records left over after the announced record count (trailing-bytes, the flow is
-// still emitted), Ethernet nested deeper than the packet parser follows (header-too-deep).
-// Bytes after the announced samples of a datagram are ignored, not counted: the Akvorado
-// fixtures data-{discard,local,multiple}-interface(s) announce 1 sample and carry more.
+// Framing. The samples a datagram announces must be framed by their lengths inside it: when
+// a length or the count says otherwise, nothing of the datagram is decoded (reason
+// truncated-datagram), since every sample boundary after the error is in doubt. Bytes after
+// the announced samples are ignored, not counted: the Akvorado fixtures
+// data-{discard,local,multiple}-interface(s) announce 1 sample and carry more. Inside a
+// sample, lengths or counts of records beyond its bytes (truncated-*), records left over
+// after the announced record count (trailing-bytes), a sampled header longer than the frame
+// it was taken from (header-longer-than-frame) or an address of unknown type (bad-address)
+// drop that sample only, and are counted in flowzero_sflow_errors_total by exporter, agent
+// and reason. A sampled header the packet parser cannot read to the end (header-truncated,
+// header-bad-ip, header-mpls-payload, header-too-deep) is a matter of content, not
+// framing: its flow is emitted with what could be read, and counted.
 //
 // ExporterDetails reports, per agent behind an exporter address, its sub-agents (datagrams,
 // last sequence number and uptime) and the data sources of their flow samples (sampling rate,
 // samples, last sample). A datagram collects its data sources on the stack and takes the
 // agent's lock once (once more per 16 distinct sources); sub-agents (16) and data sources (256 per agent) are bounded.
 //
-// Design note. Decode walks the datagram once with bounds-checked big-endian reads and no
-// intermediate structures; each sample is framed by its length, so a malformed sample is
-// counted and skipped while the next ones are still decoded. Per (exporter, agent) state holds
+// Design note. Decode checks the chain of sample lengths, then walks the datagram once with
+// bounds-checked big-endian reads and no intermediate structures; each sample is framed by
+// its length, so a malformed sample is counted and skipped while the next ones are still
+// decoded. Per (exporter, agent) state holds
 // the Prometheus handles, resolved once and looked up with a read lock per datagram; the
 // number of such states is bounded (max-agents) so that spoofed agent addresses cannot grow
 // memory or series without limit. AS paths and communities need a buffer that outlives the

@@ -34,17 +34,17 @@ func TestMalformed(t *testing.T) {
 		{"header cut", func(b []byte) []byte { return b[:20] }, 0, "truncated-datagram"},
 		{"version 4", func(b []byte) []byte { return put(b, 0, 4) }, 0, "bad-version"},
 		{"agent type 3", func(b []byte) []byte { return put(b, 4, 3) }, 0, "bad-agent-address"},
-		{"datagram cut in sample 3", func(b []byte) []byte { return b[:600] }, 2, "truncated-datagram"},
+		{"datagram cut in sample 3", func(b []byte) []byte { return b[:600] }, 0, "truncated-datagram"},
 		{"sample length past the end", func(b []byte) []byte { return put(b, 32, 5000) }, 0, "truncated-datagram"},
 		{"100 records in sample 1", func(b []byte) []byte { return put(b, 64, 100) }, 4, "truncated-sample"},
 		{"record length past the sample", func(b []byte) []byte { return put(b, 72, 1000) }, 4, "truncated-sample"},
 		{"switch record of 8 bytes", func(b []byte) []byte { return put(b, 72, 8) }, 4, "truncated-record"},
 		{"header longer than its record", func(b []byte) []byte { return put(b, 112, 1000) }, 4, "truncated-record"},
 		{"header cut inside Ethernet", func(b []byte) []byte { return put(b, 112, 10) }, 5, "header-truncated"},
-		{"sample count above the samples", func(b []byte) []byte { return put(b, 24, 1000) }, 5, "truncated-datagram"},
-		{"sample count 2^32-1", func(b []byte) []byte { return put(b, 24, 0xffffffff) }, 5, "truncated-datagram"},
+		{"sample count above the samples", func(b []byte) []byte { return put(b, 24, 1000) }, 0, "truncated-datagram"},
+		{"sample count 2^32-1", func(b []byte) []byte { return put(b, 24, 0xffffffff) }, 0, "truncated-datagram"},
 		{"record count 2^32-1", func(b []byte) []byte { return put(b, 64, 0xffffffff) }, 4, "truncated-sample"},
-		{"record count below the records", func(b []byte) []byte { return put(b, 64, 1) }, 5, "trailing-bytes"},
+		{"record count below the records", func(b []byte) []byte { return put(b, 64, 1) }, 4, "trailing-bytes"},
 		{"header longer than the frame", func(b []byte) []byte { return put(b, 104, 100) }, 4, "header-longer-than-frame"},
 		{"header of nested EoMPLS", func(b []byte) []byte {
 			level := []byte{0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 1, 0x88, 0x47, 0x00, 0x06, 0x41, 0x40, 0, 0, 0, 0}
@@ -67,16 +67,11 @@ func TestMalformed(t *testing.T) {
 			if !errors.As(err, &se) || se.Reason != tc.reason {
 				t.Fatalf("Decode() error %v, want reason %s", err, tc.reason)
 			}
-			var agent string
-			switch tc.reason {
-			case "truncated-datagram", "bad-version", "bad-agent-address":
-				if tc.flows == 0 && tc.name != "sample length past the end" {
-					agent = agentUnknown
-					break
-				}
-				fallthrough
-			default:
-				agent = "172.16.0.3"
+			// The agent is unknown when the datagram header itself is bad.
+			agent := "172.16.0.3"
+			switch tc.name {
+			case "empty", "header cut", "version 4", "agent type 3":
+				agent = agentUnknown
 			}
 			c := d.metrics.errors.WithLabelValues("192.0.2.10", agent, tc.reason)
 			if got := testutil.ToFloat64(c); got != 1 {

@@ -193,7 +193,7 @@ func TestSampledIPv6AndIPv6NextHop(t *testing.T) {
 	gateway := append(xdr{}.u32(2), v6(0xff)...).u32(64500, 0, 0, 2, 2, 2, 64501, 64502, 1, 1, 64510, 0, 100)
 	var records xdr
 	records = records.record(4, rec6)
-	records = records.record(1003, gateway) // next hop ::ff, then replaced by the router's
+	records = records.record(1003, gateway) // BGP next hop ::ff: wins over the router's after it
 	records = records.record(1002, router)
 	// Expanded: seq, source type, source index, rate, pool, drops, input format/value,
 	// output format/value (multiple, 3 interfaces), records.
@@ -211,7 +211,7 @@ func TestSampledIPv6AndIPv6NextHop(t *testing.T) {
 		// Input 0x3fffffff: local; output format 2: several interfaces.
 		"EType": 0x86dd, "SrcAddr": "2001:db8::1", "DstAddr": "2001:db8::2", "Proto": 17,
 		"SrcPort": 5353, "DstPort": 53, "IPTos": 0x2e,
-		"NextHop": "2001:db8::fe", "SrcNetMask": 48, "DstNetMask": 64,
+		"NextHop": "2001:db8::ff", "SrcNetMask": 48, "DstNetMask": 64,
 		// Router AS 64500, no source AS; path: sequence 64501 64502, set {64510}.
 		"SrcAS": 64500, "DstAS": 64510, "DstASPath": []int{64501, 64502, 64510},
 		"Bytes": 1280, "Packets": 1,
