@@ -35,9 +35,15 @@ help:
 	@grep -h '^## ' Makefile | sed 's/^## //'
 	@for f in mk/*.mk; do echo; sed -n '/^[^#]/q;s/^# \{0,1\}//;p' "$$f"; done
 
-## test: vet, unit tests with -race, every fuzz target briefly, then integration with real services.
-test: vet unit fuzz integration
-	@echo "make test: all passed"
+## test: vet, unit tests with -race, every fuzz target briefly, then integration with real services,
+## each phase timed (CI has 2 cores and 90 minutes: keep the total well under 15). make check is
+## the quick pass for every commit (mk/check.mk).
+TEST_PHASES := vet unit fuzz integration
+test: deps
+	@total=$$(date +%s); times=; for phase in $(TEST_PHASES); do \
+	  start=$$(date +%s); $(MAKE) --no-print-directory $$phase; \
+	  times="$$times $$phase $$(( $$(date +%s) - start ))s"; \
+	done; echo "make test: all passed in $$(( $$(date +%s) - total ))s:$$times"
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard -- '*.go')); \

@@ -25,7 +25,7 @@ func TestEnrichmentClassifiers(t *testing.T) {
 		`ClassifyConnectivityRegex(Interface.Description, "^(?i)(transit|pni|ix):? ", "$1") && ClassifyProviderRegex(Interface.Description, "^[^ ]+? ([^ ]+)", "$1") && ClassifyExternal()`,
 		`SetName(Format("if%d", Interface.Index)) && ClassifyInternal()`,
 	}
-	a, err := New(cfg, quietLogger())
+	a, err := New(cfg, testDeps())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flowzero/enrich"
+	"flowzero/internal/clock"
 	"flowzero/schema"
 )
 
@@ -14,8 +15,8 @@ import (
 // includes the static metadata, and runs first so that a rejected flow costs no RIB
 // lookup), else enrich.Metadata for static metadata alone, else nil. The cache, when
 // returned, must be started and stopped.
-func newMetadataStep(cfg enrich.Configuration, s *schema.Schema, reg prometheus.Registerer, log *slog.Logger) (enrich.FlowEnricher, *enrich.MetadataCache, error) {
-	mc, err := enrich.NewMetadataCache(cfg.Dynamic, cfg.Exporters, s, enrich.MetadataCacheDependencies{Registry: reg, Logger: log})
+func newMetadataStep(cfg enrich.Configuration, s *schema.Schema, reg prometheus.Registerer, log *slog.Logger, clk clock.Clock) (enrich.FlowEnricher, *enrich.MetadataCache, error) {
+	mc, err := enrich.NewMetadataCache(cfg.Dynamic, cfg.Exporters, s, enrich.MetadataCacheDependencies{Registry: reg, Logger: log, Clock: clk})
 	if err != nil || mc != nil {
 		return mc, mc, err
 	}

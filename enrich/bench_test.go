@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
 	"flowzero/rib"
 	"flowzero/rib/mrt"
 )
@@ -65,7 +66,7 @@ func BenchmarkEnrich(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.ReportAllocs()
+		cpu := testutil.StartCPU(b)
 		i := 0
 		for b.Loop() {
 			fm.Reset()
@@ -73,9 +74,10 @@ func BenchmarkEnrich(b *testing.B) {
 			e.Enrich(fm)
 			i++
 		}
+		cpu.Stop(b)
 	})
 	b.Run("two-lookups", func(b *testing.B) {
-		b.ReportAllocs()
+		cpu := testutil.StartCPU(b)
 		i := 0
 		var sink uint8
 		for b.Loop() {
@@ -86,6 +88,7 @@ func BenchmarkEnrich(b *testing.B) {
 			sink += r1.Bits + r2.Bits
 			i++
 		}
+		cpu.Stop(b)
 		_ = sink
 	})
 }

@@ -1,4 +1,9 @@
-package app
+// Package replay plays exporter captures back: pcap files of NetFlow, IPFIX or sFlow
+// datagrams. Send sends their UDP payloads to a collector as the exporters did (`flowzero
+// replay`, load tests); Decode runs them through the collector's decoders offline and writes
+// one JSON line per flow (`flowzero decode`). The end-to-end tests use both: what a
+// collector receives over UDP must equal what Decode gives.
+package replay
 
 import (
 	"context"
@@ -11,8 +16,8 @@ import (
 	"flowzero/internal/pcapfile"
 )
 
-// ReplayOptions are the flags of `flowzero replay`.
-type ReplayOptions struct {
+// SendOptions are the flags of `flowzero replay`.
+type SendOptions struct {
 	// To is the collector's address.
 	To netip.AddrPort
 	// Rate is the number of datagrams per second; 0 sends as fast as possible.
@@ -23,19 +28,20 @@ type ReplayOptions struct {
 	Progress io.Writer
 }
 
-// ReplayStats counts what Replay sent.
-type ReplayStats struct {
+// SendStats counts what Send sent.
+type SendStats struct {
 	Datagrams int
 	Bytes     int
 	Exporters int
 	Elapsed   time.Duration
 }
 
-// Replay sends the UDP payloads found in pcap files to a collector, in file order. Each
+// Send sends the UDP payloads found in pcap files to a collector, in file order. Each
 // original exporter (source address and port) gets its own local socket, so the collector
 // keeps one template session per original exporter, and its datagrams keep their order.
-func Replay(ctx context.Context, files []string, opts ReplayOptions) (ReplayStats, error) {
-	var st ReplayStats
+// The pacing follows the machine's clock: it is a rate, not a date.
+func Send(ctx context.Context, files []string, opts SendOptions) (SendStats, error) {
+	var st SendStats
 	type dgram struct {
 		conn    int
 		payload []byte

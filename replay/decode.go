@@ -1,22 +1,29 @@
-package app
+package replay
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"sort"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"flowzero/collector"
 	"flowzero/decoder/netflow"
 	"flowzero/decoder/sflow"
+	"flowzero/internal/clock"
 	"flowzero/internal/pcapfile"
 	"flowzero/output/jsonl"
 	"flowzero/schema"
 )
 
-// DecodeSummary counts what DecodeFiles saw.
+// Decoders are the sections of the collector's configuration that decoding reads.
+type Decoders struct {
+	Schema  schema.Configuration
+	NetFlow netflow.Configuration
+	SFlow   sflow.Configuration
+}
+
+// DecodeSummary counts what Decode saw.
 type DecodeSummary struct {
 	Datagrams int
 	Flows     int
@@ -32,15 +39,18 @@ type DecodeOptions struct {
 	Columns []string
 	// TimesAsMillis prints DateTime columns as Unix milliseconds instead of RFC 3339.
 	TimesAsMillis bool
+	// Clock gives the receive time of datagrams the capture has no time for (clock.System{}
+	// when nil).
+	Clock clock.Clock
 }
 
-// DecodeFiles decodes the exporter datagrams found in pcap files, in the order given, through
-// the collector's decode path (the same decoders, so templates and sampling options carry
-// across files), and writes every flow as one JSON line to out. The protocol of each
-// datagram is recognised from its first bytes (sFlow starts with the 32-bit version 5,
-// NetFlow with a 16-bit version 5, 9 or 10), so captures on non-standard ports work.
-func DecodeFiles(cfg Configuration, files []string, opts DecodeOptions, out io.Writer) (DecodeSummary, error) {
+// Decode decodes the exporter datagrams found in pcap files, in the order given, through the
+// collector's decoders (templates and sampling options carry across files), and writes every
+// flow as one JSON line to out. The protocol of each datagram is recognised from its first
+// bytes (see Protocol), so captures on non-standard ports work.
+func Decode(cfg Decoders, files []string, opts DecodeOptions, out io.Writer) (DecodeSummary, error) {
 	sum := DecodeSummary{Errors: map[string]int{}}
+	clk := clock.Or(opts.Clock)
 	s, err := schema.New(cfg.Schema)
 	if err != nil {
 		return sum, err
@@ -53,10 +63,6 @@ func DecodeFiles(cfg Configuration, files []string, opts DecodeOptions, out io.W
 	if err != nil {
 		return sum, err
 	}
-	decoders := map[string]collector.Decoder{
-		"netflow": collector.NetFlowDecoder{D: nf},
-		"sflow":   collector.SFlowDecoder{D: sf},
-	}
 	f, err := jsonl.New(s, opts.Columns)
 	if err != nil {
 		return sum, err
@@ -68,10 +74,10 @@ func DecodeFiles(cfg Configuration, files []string, opts DecodeOptions, out io.W
 	emit := func(fm *schema.FlowMessage) {
 		msg := fm.Finalize()
 		// Finalize returns the length-delimited form: skip the length prefix.
-		_, n := uvarint(msg)
-		line, err = f.Append(line[:0], msg[n:])
-		if err != nil {
-			sum.Errors["re-decode: "+err.Error()]++
+		_, n := binary.Uvarint(msg)
+		var aerr error
+		if line, aerr = f.Append(line[:0], msg[n:]); aerr != nil {
+			sum.Errors["re-decode: "+aerr.Error()]++
 			return
 		}
 		sum.Flows++
@@ -86,17 +92,20 @@ func DecodeFiles(cfg Configuration, files []string, opts DecodeOptions, out io.W
 		}
 		for _, dg := range dgs {
 			sum.Datagrams++
-			proto := sniffProtocol(dg.Payload)
-			dec := decoders[proto]
-			if dec == nil {
+			ts := dg.Time
+			if ts.IsZero() {
+				ts = clk.Now()
+			}
+			switch Protocol(dg.Payload) {
+			case "netflow":
+				err = nf.Decode(netflow.Packet{Payload: dg.Payload, Exporter: dg.Src, TimeReceived: ts}, fm, emit)
+			case "sflow":
+				err = sf.Decode(sflow.Packet{Payload: dg.Payload, Exporter: dg.Src, TimeReceived: ts}, fm, emit)
+			default:
 				sum.Skipped++
 				continue
 			}
-			ts := dg.Time
-			if ts.IsZero() {
-				ts = time.Now()
-			}
-			if err := dec.Decode(dg.Payload, dg.Src, ts, fm, emit); err != nil {
+			if err != nil {
 				sum.Errors[err.Error()]++
 			}
 			if werr != nil {
@@ -107,8 +116,10 @@ func DecodeFiles(cfg Configuration, files []string, opts DecodeOptions, out io.W
 	return sum, nil
 }
 
-// sniffProtocol tells NetFlow/IPFIX from sFlow by the version field.
-func sniffProtocol(p []byte) string {
+// Protocol tells NetFlow/IPFIX ("netflow") from sFlow ("sflow") by the version field at
+// the start of a datagram: sFlow starts with the 32-bit version 5, NetFlow with a 16-bit
+// version 5, 9 or 10. Anything else is "".
+func Protocol(p []byte) string {
 	if len(p) < 4 {
 		return ""
 	}
@@ -119,20 +130,6 @@ func sniffProtocol(p []byte) string {
 		return "netflow"
 	}
 	return ""
-}
-
-func uvarint(b []byte) (uint64, int) {
-	var v uint64
-	for i, c := range b {
-		if i == 10 {
-			return 0, 0
-		}
-		v |= uint64(c&0x7f) << (7 * i)
-		if c < 0x80 {
-			return v, i + 1
-		}
-	}
-	return 0, 0
 }
 
 // WriteSummary prints a summary of a decode run (for stderr).
