@@ -22,7 +22,6 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"flowzero/internal/httpserver/httpservertest"
-	fzutil "flowzero/internal/testutil"
 	"flowzero/internal/lockedbuf"
 	"flowzero/internal/testutil"
 	"flowzero/output"
@@ -568,7 +567,7 @@ func TestCollectorRejectedFlows(t *testing.T) {
 	enricher := &rejectOdd{}
 	c, sink, _ := startTestCollector(t, nil, func(d *Dependencies) { d.Enricher = enricher }, nil)
 	send(t, c.ListenAddrs()[0], "10:80")
-	fzutil.WaitUntil(t, "10 flows enriched", func() bool { return enricher.n.Load() == 10 })
+	testutil.WaitUntil(t, "10 flows enriched", func() bool { return enricher.n.Load() == 10 })
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
