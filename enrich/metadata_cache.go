@@ -42,6 +42,8 @@ type MetadataCache struct {
 	log    *slog.Logger
 	// byVLAN keys interfaces by (index, VLAN): a rule reads Interface.VLAN.
 	byVLAN bool
+	// maxExporters bounds the exporters cached (maxSeenExporters; tests lower it).
+	maxExporters int
 
 	// exporters maps exporter addresses to their state, copied on write: flows read it
 	// without locking.
@@ -139,6 +141,8 @@ func NewMetadataCache(cfg DynamicMetadataConfiguration, exporters map[string]Exp
 		log:     deps.Logger,
 		logRate: lograte.New(3, 30*time.Second),
 		stop:    make(chan struct{}),
+
+		maxExporters: maxSeenExporters,
 	}
 	if m.log == nil {
 		m.log = slog.Default()
@@ -246,10 +250,16 @@ func (m *MetadataCache) Enrich(fm *schema.FlowMessage) {
 }
 
 // exporter returns the state of the exporter at a, built on first sight; nil past
-// maxSeenExporters exporters.
+// maxExporters exporters.
 func (m *MetadataCache) exporter(a netip.Addr) *exporterState {
-	if e, ok := m.exporters.Load().get(a); ok {
+	t := m.exporters.Load()
+	if e, ok := t.get(a); ok {
 		return e
+	}
+	if t.len() >= m.maxExporters {
+		// Without the lock: spoofed sources beyond the bound cost no contention.
+		m.metrics.exportersFull.Inc()
+		return nil
 	}
 	return m.newExporter(a)
 }
@@ -285,7 +295,7 @@ func (m *MetadataCache) newExporter(a netip.Addr) *exporterState {
 	if e, ok := cur.get(a); ok {
 		return e
 	}
-	if cur.len() >= maxSeenExporters {
+	if cur.len() >= m.maxExporters {
 		m.metrics.exportersFull.Inc()
 		return nil
 	}

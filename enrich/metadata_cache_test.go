@@ -429,3 +429,27 @@ snmp:
 		t.Errorf("breaker metric: %d series, %v", n, err)
 	}
 }
+
+func TestMetadataCacheExporterBound(t *testing.T) {
+	s, _ := schema.New(schema.DefaultConfiguration())
+	m, _ := newTestCache(t, `
+exporters:
+  10.0.0.0/8:
+    name: static
+interface-classifiers:
+  - ClassifyProvider("rules")
+`, s, nil)
+	m.maxExporters = 16
+	for i := range m.maxExporters {
+		if got := enrichOne(t, m, s, netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}).String(), 1, 0); got["InIfProvider"] != "rules" {
+			t.Fatalf("exporter %d: %v", i, got)
+		}
+	}
+	// One more: static metadata only, counted.
+	if got := enrichOne(t, m, s, "10.1.0.0", 1, 0); !reflect.DeepEqual(got, map[string]any{"ExporterName": "static"}) {
+		t.Errorf("beyond the bound: %v", got)
+	}
+	if n := promtest.ToFloat64(m.metrics.exportersFull); n != 1 {
+		t.Errorf("%v flows beyond the bound", n)
+	}
+}
