@@ -80,7 +80,7 @@ func demoBatchesTimed(s *schema.Schema) (batches [][]byte, size int, times []tim
 	fm := s.NewFlowMessage()
 	exporters := []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2"), netip.MustParseAddr("192.0.2.3")}
 	names := []string{"edge1.par", "edge2.par", "core1.fra"}
-	start := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	start := time.Unix(int64(baseTime), 0)
 	var cur []byte
 	for i := 0; i < benchFlows; i++ {
 		now := start.Add(time.Duration(i) * demoEvery)
@@ -428,10 +428,7 @@ func benchOpen(b *testing.B, cfg Configuration, s *schema.Schema) (*chdb.Conn, *
 // engine, not the drop policy (checkNotDropped).
 func startBenchSink(b *testing.B, cfg Configuration, s *schema.Schema, queued int) *Sink {
 	cfg.Embedded.QueueLength = queued
-	sink, err := NewSink(nil, cfg, s, quietLogger())
-	if err != nil {
-		b.Fatal(err)
-	}
+	sink := newTestSink(b, nil, cfg, s)
 	if err := sink.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -713,10 +710,7 @@ func BenchmarkStoreSinkWrite(b *testing.B) {
 		// dropped (and counted) while the engine inserts one; Stop then waits for two at most.
 		cfg.Embedded.BatchBytes = 1 << 20
 		cfg.Embedded.QueueLength = 1
-		sink, err := NewSink(nil, cfg, s, quietLogger())
-		if err != nil {
-			b.Fatal(err)
-		}
+		sink := newTestSink(b, nil, cfg, s)
 		if err := sink.Start(); err != nil {
 			b.Fatal(err)
 		}

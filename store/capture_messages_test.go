@@ -18,11 +18,15 @@ import (
 	"flowzero/schema"
 )
 
+// captureTime is when the flows of the captures are received: within the tests' two hours
+// (baseTime), apart from the synthetic flows' first minutes.
+var captureTime = baseTime + 1800
+
 // captureMessages decodes every NetFlow/IPFIX and sFlow capture of the shared test data with
 // the collector's decoders (templates before data, one exporter address per capture group) and
-// returns the flows as encoded messages.
+// returns the flows as encoded messages, received at captureTime.
 func captureMessages(t testing.TB, s *schema.Schema) [][]byte {
-	recv := time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)
+	recv := time.Unix(int64(captureTime), 0)
 	var msgs [][]byte
 	emitTo := func(fm *schema.FlowMessage) { msgs = append(msgs, slices.Clone(fm.Finalize())) }
 	fm := s.NewFlowMessage()

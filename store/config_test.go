@@ -23,7 +23,7 @@ func TestSinkRefusesServer(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	if _, err := NewSink(nil, cfg, s, nil); err == nil || !strings.Contains(err.Error(), "clickhouse.url: ") {
+	if _, err := NewSink(nil, cfg, Dependencies{Schema: s}); err == nil || !strings.Contains(err.Error(), "clickhouse.url: ") {
 		t.Errorf("NewSink with a server: %v", err)
 	}
 }

@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"net/netip"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"flowzero/internal/testutil"
 	"flowzero/schema"
 	"flowzero/store/chdb"
 )
@@ -22,8 +24,15 @@ import (
 
 func quietLogger() *slog.Logger { return quietTestLogger() }
 
+// testConfig is the default configuration with small batches, in dir, and no TTL: the test
+// flows are dated by Go's test clock (baseTime), which FLOWZERO_TEST_CLOCK_OFFSET may move
+// away from the engine's, which expires rows. The tests about retention set their TTLs.
 func testConfig(t testing.TB, dir string) Configuration {
 	cfg := DefaultConfiguration()
+	cfg.TTL = 0
+	for i := range cfg.Resolutions {
+		cfg.Resolutions[i].TTL = 0
+	}
 	cfg.Embedded.Path = filepath.Join(dir, "chdb")
 	cfg.Embedded.BatchBytes = 4096
 	cfg.Embedded.FlushInterval = 100 * time.Millisecond
@@ -31,13 +40,16 @@ func testConfig(t testing.TB, dir string) Configuration {
 	return cfg
 }
 
-// openEngine opens the engine for cfg without migrating.
+// openEngine opens the engine for cfg without migrating. The connection is closed at the
+// end of the test if it was not before, so that a failed test leaves the engine free for
+// the next one.
 func openEngine(t testing.TB, cfg Configuration) *chdb.Conn {
 	t.Helper()
 	c, err := chdb.Open(cfg.Embedded.Path, append(EngineArgs(), "--max_threads=2")...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() })
 	return c
 }
 
@@ -50,13 +62,32 @@ func query(t testing.TB, c *chdb.Conn, sql string) string {
 	return strings.TrimRight(string(out), "\n")
 }
 
-// startSink starts a sink stopped at the end of the test, even when it fails.
-func startSink(t testing.TB, cfg Configuration, s *schema.Schema) *Sink {
+// engineNow returns the engine's clock as a Unix time. The engine reads the time through
+// its own clock_gettime, which neither Go's test clock nor faketime moves: the tests whose
+// outcome depends on the engine's idea of now (TTL) take it from there.
+func engineNow(t testing.TB, c *chdb.Conn) uint64 {
 	t.Helper()
-	sink, err := NewSink(prometheus.NewRegistry(), cfg, s, quietLogger())
+	n, err := strconv.ParseUint(query(t, c, "SELECT toUnixTimestamp(now())"), 10, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return n
+}
+
+// newTestSink returns a sink on the test clock.
+func newTestSink(t testing.TB, r prometheus.Registerer, cfg Configuration, s *schema.Schema) *Sink {
+	t.Helper()
+	sink, err := NewSink(r, cfg, Dependencies{Schema: s, Logger: quietLogger(), Clock: testutil.Clock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sink
+}
+
+// startSink starts a sink stopped at the end of the test, even when it fails.
+func startSink(t testing.TB, cfg Configuration, s *schema.Schema) *Sink {
+	t.Helper()
+	sink := newTestSink(t, prometheus.NewRegistry(), cfg, s)
 	if err := sink.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -92,8 +123,6 @@ type testFlow struct {
 	srcCountry       string
 	srcVlan, dstVlan uint16
 }
-
-var baseTime = uint64(time.Now().Truncate(time.Hour).Add(-time.Hour).Unix())
 
 var testFlows = []testFlow{
 	{baseTime + 5, 1000, "192.0.2.1", "198.51.100.7", "203.0.113.9", 443, 51000, 6, 0x800, 64500, 64501, 24, 16, 10, 20, 1500, 1, []uint32{64501, 3356}, 1, "edge1", "FR", 0, 0},

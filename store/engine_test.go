@@ -17,8 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
+	"flowzero/internal/testutil"
 	"flowzero/schema"
 	"flowzero/store/chdb"
 )
@@ -51,6 +52,8 @@ func TestEveryStatementRuns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, t.TempDir())
+			def := DefaultConfiguration()
+			cfg.TTL, cfg.Resolutions = def.TTL, def.Resolutions // the default TTLs, checked below
 			cfg.ASNames.URL = tc.asns
 			cfg.Embedded.PreAggregate = tc.preAgg
 			cfg.Kafka.Enabled = tc.kafka
@@ -173,7 +176,7 @@ func TestSinkRoundTrip(t *testing.T) {
 	if want := fmt.Sprintf("%d\t4\t74800\t60", baseTime); agg != want {
 		t.Errorf("flows_1h: %q, want %q (rows differing in a dimension stay apart)", agg, want)
 	}
-	if n := testutil.ToFloat64(sink.m.flows); n != 4 {
+	if n := promtest.ToFloat64(sink.m.flows); n != 4 {
 		t.Errorf("flows_inserted_total = %v, want 4", n)
 	}
 }
@@ -196,10 +199,10 @@ func TestSinkBatchesBySizeAndTime(t *testing.T) {
 		sink.Write(f.encode(fm))
 	}
 	// Size: about 1 KiB per batch, so several batches before any timer.
-	waitFor(t, func() bool { return testutil.ToFloat64(sink.m.batches) >= 3 })
+	testutil.WaitUntil(t, "three batches inserted", func() bool { return promtest.ToFloat64(sink.m.batches) >= 3 })
 	sink.Write(testFlows[0].encode(fm))
 	// Age: the last, small batch goes in without Flush.
-	waitFor(t, func() bool { return testutil.ToFloat64(sink.m.flows) == n+1 })
+	testutil.WaitUntil(t, "every flow inserted without a Flush", func() bool { return promtest.ToFloat64(sink.m.flows) == n+1 })
 	if got := query(t, sink.Conn(), "SELECT count(), uniqExact(SrcPort) FROM flowzero.flows"); got != fmt.Sprintf("%d\t%d", n+1, n+1) {
 		t.Errorf("count, distinct ports = %q", got)
 	}
@@ -207,7 +210,7 @@ func TestSinkBatchesBySizeAndTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	sink.Write(testFlows[0].encode(fm)) // after Stop: counted, not stored
-	if d := testutil.ToFloat64(sink.m.droppedStopped); d != 1 {
+	if d := promtest.ToFloat64(sink.m.droppedStopped); d != 1 {
 		t.Errorf("dropped after stop = %v", d)
 	}
 }
@@ -238,7 +241,7 @@ func TestSinkStopKeepsConcurrentFlows(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, func() bool { return testutil.ToFloat64(sink.m.batches) >= 3 })
+	testutil.WaitUntil(t, "three batches inserted", func() bool { return promtest.ToFloat64(sink.m.batches) >= 3 })
 	err := sink.Stop()
 	close(done)
 	wg.Wait()
@@ -246,11 +249,11 @@ func TestSinkStopKeepsConcurrentFlows(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := sink.m
-	stored := testutil.ToFloat64(m.flows)
-	dropped := testutil.ToFloat64(m.droppedFull) + testutil.ToFloat64(m.droppedError) +
-		testutil.ToFloat64(m.droppedStopped) + testutil.ToFloat64(m.droppedInvalid)
-	if n := float64(written.Load()); stored+dropped != n || testutil.ToFloat64(m.droppedStopped) == 0 {
-		t.Errorf("stored %v + dropped %v (stopped %v) != %v written", stored, dropped, testutil.ToFloat64(m.droppedStopped), n)
+	stored := promtest.ToFloat64(m.flows)
+	dropped := promtest.ToFloat64(m.droppedFull) + promtest.ToFloat64(m.droppedError) +
+		promtest.ToFloat64(m.droppedStopped) + promtest.ToFloat64(m.droppedInvalid)
+	if n := float64(written.Load()); stored+dropped != n || promtest.ToFloat64(m.droppedStopped) == 0 {
+		t.Errorf("stored %v + dropped %v (stopped %v) != %v written", stored, dropped, promtest.ToFloat64(m.droppedStopped), n)
 	}
 	// The tables hold what the counters say, pre-aggregated rows included.
 	c := openEngine(t, cfg)
@@ -259,17 +262,6 @@ func TestSinkStopKeepsConcurrentFlows(t *testing.T) {
 		t.Errorf("flows table holds %s flows, the counter %v", got, stored)
 	}
 	checkAggregates(t, c, sink.DDL())
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // TestMigrateColumns adds and removes columns on a database holding flows: data stays, new
@@ -402,7 +394,9 @@ func TestTTLEmbedded(t *testing.T) {
 
 // writeAgedFlows starts a sink keeping flows and flows_1m for an hour, and writes rounds of
 // three flows to it, 3 h, 2 h and 1 min old, with a Flush after each flow (a part each) or
-// after all of them. check, if not nil, runs after each round.
+// after all of them. check, if not nil, runs after each round. The ages are taken from the
+// engine's clock, which decides what expires: Go's test clock may be moved
+// (FLOWZERO_TEST_CLOCK_OFFSET), the engine's cannot be (engineNow).
 func writeAgedFlows(t *testing.T, rounds int, flushEach bool, check func(c *chdb.Conn, round int)) *Sink {
 	t.Helper()
 	cfg := testConfig(t, t.TempDir())
@@ -412,7 +406,7 @@ func writeAgedFlows(t *testing.T, rounds int, flushEach bool, check func(c *chdb
 	sink := startSink(t, cfg, s)
 	fm := s.NewFlowMessage()
 	for round := 1; round <= rounds; round++ {
-		now := uint64(time.Now().Unix())
+		now := engineNow(t, sink.Conn())
 		for _, age := range []uint64{3 * 3600, 2 * 3600, 60} {
 			f := testFlows[0]
 			f.time = now - age
@@ -444,17 +438,9 @@ func TestTTLEmbeddedBackground(t *testing.T) {
 	// Twice, as the engine spaces out a partition's TTL merges: the second round must go too.
 	writeAgedFlows(t, 2, true, func(c *chdb.Conn, round int) {
 		want := fmt.Sprintf("%d\t%d", round, round*1500)
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			got := query(t, c, "SELECT (SELECT count() FROM flowzero.flows), (SELECT sum(Bytes) FROM flowzero.flows_1m)")
-			if got == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: flows, flows_1m bytes = %q 30 s after the inserts, want %q (the live flows only)", round, got, want)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		testutil.WaitUntil(t, fmt.Sprintf("round %d: the expired flows gone from flows and flows_1m (%q)", round, want), func() bool {
+			return query(t, c, "SELECT (SELECT count() FROM flowzero.flows), (SELECT sum(Bytes) FROM flowzero.flows_1m)") == want
+		})
 	})
 }
 
@@ -473,11 +459,14 @@ func TestPersistenceAcrossProcesses(t *testing.T) {
 		}
 		return string(out)
 	}
-	run("write")
-	out := run("read")
-	want := fmt.Sprintf("RESULT %d\t%d\t%d", len(testFlows), 74800, baseTime+400)
-	if !strings.Contains(out, want) {
-		t.Fatalf("read process output lacks %q:\n%s", want, out)
+	// The child that writes says what it wrote: its baseTime is its own clock's.
+	_, wrote, _ := strings.Cut(run("write"), "WROTE ")
+	wrote, _, _ = strings.Cut(wrote, "\n")
+	if !strings.HasPrefix(wrote, fmt.Sprintf("%d\t%d\t", len(testFlows), 74800)) {
+		t.Fatalf("write process wrote %q", wrote)
+	}
+	if out := run("read"); !strings.Contains(out, "RESULT "+wrote+"\n") {
+		t.Fatalf("read process output lacks %q:\n%s", "RESULT "+wrote, out)
 	}
 }
 
@@ -496,6 +485,7 @@ func TestPersistenceChild(t *testing.T) {
 		for _, f := range testFlows {
 			sink.Write(f.encode(fm))
 		}
+		fmt.Printf("WROTE %d\t%d\t%d\n", len(testFlows), 74800, baseTime+400)
 	case "read":
 		fmt.Printf("RESULT %s\n", query(t, sink.Conn(), "SELECT count(), sum(Bytes), max(toUnixTimestamp(TimeReceived)) FROM flowzero.flows"))
 	}
@@ -521,8 +511,8 @@ func TestSinkDropsWhenQueueFull(t *testing.T) {
 	if err := sink.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	stored := testutil.ToFloat64(sink.m.flows)
-	dropped := testutil.ToFloat64(sink.m.droppedFull)
+	stored := promtest.ToFloat64(sink.m.flows)
+	dropped := promtest.ToFloat64(sink.m.droppedFull)
 	if dropped == 0 || stored+dropped != n {
 		t.Errorf("stored %v + dropped %v != %d written (and some must be dropped)", stored, dropped, n)
 	}

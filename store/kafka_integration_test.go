@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"flowzero/internal/kafkatest"
+	"flowzero/internal/testutil"
 )
 
 // TestKafkaToEmbeddedEngine runs the Kafka path for real: the flows decoded from the shared
@@ -95,16 +96,30 @@ func TestKafkaToEmbeddedEngine(t *testing.T) {
 		return query(t, c, "SELECT (SELECT count() FROM flowzero.flows), (SELECT count() FROM flowzero.flows_kafka_errors)")
 	}
 	want := fmt.Sprintf("%d\t%d", len(msgs), len(malformed))
-	for got := count(); got != want; got = count() {
-		if ctx.Err() != nil {
-			t.Fatalf("flows, errors from Kafka = %q, want %q", got, want)
+	testutil.WaitUntil(t, "flows, errors from Kafka = "+want, func() bool { return count() == want })
+	// The engine commits a block's offsets once the views have written it: once the
+	// group's offsets reach the end of every partition, nothing is left to arrive, twice
+	// or otherwise.
+	adm := kadm.NewClient(cl)
+	testutil.WaitUntil(t, "the engine's offsets committed to the end of "+topic, func() bool {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	// Nothing arrives twice, even after the consumer had time to poll again.
-	time.Sleep(3 * time.Second)
+		committed, err := adm.FetchOffsets(ctx, cfg.Kafka.GroupName)
+		if err != nil {
+			return false // the group may not be known yet
+		}
+		done := true
+		ends.Each(func(e kadm.ListedOffset) {
+			c, ok := committed.Lookup(e.Topic, e.Partition)
+			// A partition that received nothing has no commit.
+			done = done && (ok && c.Err == nil && c.At == e.Offset || !ok && e.Offset == 0)
+		})
+		return done
+	})
 	if got := count(); got != want {
-		t.Fatalf("after settling: flows, errors = %q, want %q", got, want)
+		t.Fatalf("with every offset committed: flows, errors = %q, want %q", got, want)
 	}
 	checkStoredFlows(t, c, s, msgs)
 	// The flows reach the aggregated tables through the flows table's views.

@@ -15,9 +15,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"flowzero/demo"
+	"flowzero/internal/testutil"
 	"flowzero/pbwire"
 	"flowzero/schema"
 	"flowzero/store/chdb"
@@ -50,7 +51,9 @@ func TestNativeMatchesProtobuf(t *testing.T) {
 	if got := query(t, c, "SELECT uniqExact(InIfName), uniqExact(OutIfName) FROM flowzero.flows_native"); got != "70001\t301" {
 		t.Errorf("distinct interface names: %s", got)
 	}
-	// The engine squashed the blocks: one part per INSERT, as with Protobuf.
+	// The engine squashed the blocks: one part per INSERT, as with Protobuf. The flows are
+	// in one daily partition (baseTime) and the table's merges are stopped, so that the parts
+	// are exactly those the INSERTs wrote.
 	if got := query(t, c, "SELECT count() FROM system.parts WHERE database = 'flowzero' AND table = 'flows_native' AND level = 0"); got != "3" {
 		t.Errorf("%s parts for 3 inserts", got)
 	}
@@ -206,8 +209,8 @@ func TestNativeOmitsDefaultColumns(t *testing.T) {
 	c, _, _ := compareNativeProtobuf(t, s, 2, batches)
 	defer c.Close()
 	// The materialized column from the array's first element, on rows with and without it.
-	if got := query(t, c, "SELECT groupArray(Dst1stAS) FROM (SELECT Dst1stAS FROM flowzero.flows_native WHERE TimeReceived >= "+
-		strconv.FormatUint(baseTime, 10)+" ORDER BY TimeReceived, Dst1stAS)"); got != "[0,0,0,0,0,0,0,0,3356,3356,174,174,0,0]" {
+	if got := query(t, c, "SELECT groupArray(Dst1stAS) FROM (SELECT Dst1stAS FROM flowzero.flows_native WHERE TimeReceived < "+
+		strconv.FormatUint(captureTime, 10)+" ORDER BY TimeReceived, Dst1stAS)"); got != "[0,0,0,0,0,0,0,0,3356,3356,174,174,0,0]" {
 		t.Errorf("Dst1stAS: %s", got)
 	}
 }
@@ -244,10 +247,10 @@ func TestSinkDropsMalformedFlows(t *testing.T) {
 			t.Errorf("%s holds %q, want the two good flows", table, got)
 		}
 	}
-	if n := testutil.ToFloat64(sink.m.droppedInvalid); n != 2 {
+	if n := promtest.ToFloat64(sink.m.droppedInvalid); n != 2 {
 		t.Errorf("malformed flows dropped = %v, want 2", n)
 	}
-	if n := testutil.ToFloat64(sink.m.flows); n != 2 {
+	if n := promtest.ToFloat64(sink.m.flows); n != 2 {
 		t.Errorf("flows inserted = %v, want 2", n)
 	}
 }
@@ -378,7 +381,8 @@ func TestAggregatesSumToFlows(t *testing.T) {
 					t.Errorf("flows_1m holds %s rows, want one per group: %s", got, want)
 				}
 			}
-			if got := query(t, c, "SELECT count(DISTINCT toStartOfInterval(TimeReceived, toIntervalSecond(300))) FROM flowzero.flows"); got < "5" {
+			// 25 minutes from baseTime, a whole hour: five 5-minute buckets.
+			if got := query(t, c, "SELECT count(DISTINCT toStartOfInterval(TimeReceived, toIntervalSecond(300))) FROM flowzero.flows"); got != "5" {
 				t.Errorf("flows span %s 5-minute buckets", got)
 			}
 		})
@@ -617,7 +621,7 @@ func TestSinkPreAggregateInsertFails(t *testing.T) {
 		"dropped (insert error)": 0, "inserted": float64(len(testFlows))} {
 		m := map[string]prometheus.Counter{"insert errors": sink.m.insertErrors, "not aggregated": sink.m.notAggregated,
 			"dropped (insert error)": sink.m.droppedError, "inserted": sink.m.flows}[name]
-		if got := testutil.ToFloat64(m); got != want {
+		if got := promtest.ToFloat64(m); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
@@ -657,7 +661,7 @@ func TestSinkPreAggregateWithoutFlush(t *testing.T) {
 				sink.Write(f.encode(fm))
 				want += f.bytes
 			}
-			waitFor(t, func() bool {
+			testutil.WaitUntil(t, "the groups in flows_1m without a Flush", func() bool {
 				return query(t, c, "SELECT sum(Bytes) FROM flowzero.flows_1m") == fmt.Sprint(want)
 			})
 			checkAggregates(t, c, sink.DDL())
@@ -675,10 +679,7 @@ func TestSinkPreAggregateBounded(t *testing.T) {
 			cfg := testConfig(t, t.TempDir())
 			cfg.Embedded.PreAggregateInterval = time.Hour
 			s := mustSchema(t, schema.DefaultConfiguration())
-			sink, err := NewSink(prometheus.NewRegistry(), cfg, s, quietLogger())
-			if err != nil {
-				t.Fatal(err)
-			}
+			sink := newTestSink(t, prometheus.NewRegistry(), cfg, s)
 			sink.aggMaxBytes = bound
 			if err := sink.Start(); err != nil {
 				t.Fatal(err)
@@ -690,26 +691,28 @@ func TestSinkPreAggregateBounded(t *testing.T) {
 			for i, f := range testFlows {
 				if i == 2 {
 					// Two batches: the flush interval cuts the first.
-					waitFor(t, func() bool { return query(t, c, "SELECT count() FROM flowzero.flows") == "2" })
+					testutil.WaitUntil(t, "the first batch inserted", func() bool { return promtest.ToFloat64(sink.m.flows) == 2 })
 				}
 				sink.Write(f.encode(fm))
 				total += f.bytes
 			}
 			if bound != math.MaxInt {
-				waitFor(t, func() bool { return query(t, c, "SELECT sum(Bytes) FROM flowzero.flows_1m") == fmt.Sprint(total) })
-			} else {
-				// The groups would go in right after the flows.
-				waitFor(t, func() bool {
-					return query(t, c, "SELECT count() FROM flowzero.flows") == fmt.Sprint(len(testFlows))
+				testutil.WaitUntil(t, "the groups in flows_1m without a Flush", func() bool {
+					return query(t, c, "SELECT sum(Bytes) FROM flowzero.flows_1m") == fmt.Sprint(total)
 				})
-				time.Sleep(200 * time.Millisecond)
+			} else {
+				// The inserter counts a batch's flows once it is done with the batch, its
+				// groups' INSERT included when they are due.
+				testutil.WaitUntil(t, "both batches inserted", func() bool {
+					return promtest.ToFloat64(sink.m.flows) == float64(len(testFlows))
+				})
 				if got := query(t, c, "SELECT sum(Bytes) FROM flowzero.flows_1m"); got != "0" {
 					t.Errorf("flows_1m before the Flush: %s bytes, want none", got)
 				}
-				if got := testutil.ToFloat64(sink.m.pendingFlows); got != float64(len(testFlows)) {
+				if got := promtest.ToFloat64(sink.m.pendingFlows); got != float64(len(testFlows)) {
 					t.Errorf("pending flows = %v, want %d", got, len(testFlows))
 				}
-				if got := testutil.ToFloat64(sink.m.pendingGroups); got < 1 {
+				if got := promtest.ToFloat64(sink.m.pendingGroups); got < 1 {
 					t.Errorf("pending groups = %v", got)
 				}
 			}
@@ -717,11 +720,11 @@ func TestSinkPreAggregateBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkAggregates(t, c, sink.DDL())
-			if p, g := testutil.ToFloat64(sink.m.pendingFlows), testutil.ToFloat64(sink.m.pendingGroups); p != 0 || g != 0 {
+			if p, g := promtest.ToFloat64(sink.m.pendingFlows), promtest.ToFloat64(sink.m.pendingGroups); p != 0 || g != 0 {
 				t.Errorf("after the Flush: %v flows and %v groups pending", p, g)
 			}
 			// The two batches' flows are of different minutes: either way, one row per group.
-			if inserted, distinct := testutil.ToFloat64(sink.m.groups), distinctGroups(t, c, sink.DDL(), time.Minute); fmt.Sprint(inserted) != distinct {
+			if inserted, distinct := promtest.ToFloat64(sink.m.groups), distinctGroups(t, c, sink.DDL(), time.Minute); fmt.Sprint(inserted) != distinct {
 				t.Errorf("%v groups inserted, %s distinct", inserted, distinct)
 			}
 		})
@@ -745,8 +748,8 @@ func TestSinkPreAggregateFlowsInsertFails(t *testing.T) {
 		sink.Write(f.encode(fm))
 	}
 	// The batch is cut by the flush interval: its flows are stored, its groups pending.
-	waitFor(t, func() bool {
-		return query(t, c, "SELECT count() FROM flowzero.flows") == fmt.Sprint(len(first))
+	testutil.WaitUntil(t, "the first batch inserted", func() bool {
+		return promtest.ToFloat64(sink.m.flows) == float64(len(first))
 	})
 	if err := c.Exec("RENAME TABLE flowzero.flows TO flowzero.flows_away"); err != nil {
 		t.Fatal(err)
@@ -767,7 +770,7 @@ func TestSinkPreAggregateFlowsInsertFails(t *testing.T) {
 		"dropped (insert error)": float64(len(second)), "inserted": float64(len(first))} {
 		m := map[string]prometheus.Counter{"not aggregated": sink.m.notAggregated,
 			"dropped (insert error)": sink.m.droppedError, "inserted": sink.m.flows}[name]
-		if got := testutil.ToFloat64(m); got != want {
+		if got := promtest.ToFloat64(m); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
@@ -802,7 +805,7 @@ func TestSinkCountsFramingError(t *testing.T) {
 	if got := query(t, sink.Conn(), "SELECT count(), sum(Bytes) FROM flowzero.flows"); got != "3\t65800" {
 		t.Errorf("stored %q, want the three flows before the bad prefix", got)
 	}
-	inserted, invalid := testutil.ToFloat64(sink.m.flows), testutil.ToFloat64(sink.m.droppedInvalid)
+	inserted, invalid := promtest.ToFloat64(sink.m.flows), promtest.ToFloat64(sink.m.droppedInvalid)
 	if inserted != 3 || invalid != 9 {
 		t.Errorf("%v flows inserted and %v dropped as malformed, want 3 and 9 (the 12 written)", inserted, invalid)
 	}

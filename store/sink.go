@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"flowzero/internal/clock"
 	"flowzero/output"
 	"flowzero/schema"
 	"flowzero/store/chdb"
@@ -36,6 +37,7 @@ type Sink struct {
 	cfg    Configuration
 	schema *schema.Schema
 	log    *slog.Logger
+	clock  clock.Clock
 	m      *metrics
 
 	conn   *chdb.Conn
@@ -81,11 +83,25 @@ type batch struct {
 	ack   chan struct{}
 }
 
+// Dependencies are what a Sink needs besides its configuration.
+type Dependencies struct {
+	// Schema of the flows written to the sink (required).
+	Schema *schema.Schema
+	// Logger; nil is slog.Default().
+	Logger *slog.Logger
+	// Clock cuts batches by age and pre-aggregation windows; nil is the machine's clock.
+	Clock clock.Clock
+}
+
 // NewSink returns a sink for the schema's flows. Nothing is opened before Start.
-func NewSink(r prometheus.Registerer, cfg Configuration, s *schema.Schema, log *slog.Logger) (*Sink, error) {
+func NewSink(r prometheus.Registerer, cfg Configuration, deps Dependencies) (*Sink, error) {
 	if err := cfg.ValidateSink(); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	if deps.Schema == nil {
+		return nil, errors.New("store: no schema")
+	}
+	log := deps.Logger
 	if log == nil {
 		log = slog.Default()
 	}
@@ -94,7 +110,7 @@ func NewSink(r prometheus.Registerer, cfg Configuration, s *schema.Schema, log *
 		return nil, fmt.Errorf("store: metrics: %w", err)
 	}
 	return &Sink{
-		cfg: cfg, schema: s, log: log, m: m,
+		cfg: cfg, schema: deps.Schema, log: log, clock: clock.Or(deps.Clock), m: m,
 		queue: make(chan *batch, cfg.Embedded.QueueLength),
 		free:  make(chan *batch, cfg.Embedded.QueueLength+2),
 		done:  make(chan struct{}),
@@ -190,7 +206,7 @@ func (s *Sink) Write(msg []byte) {
 	}
 	b := s.cur
 	if b.flows == 0 {
-		s.first = time.Now()
+		s.first = s.clock.Now()
 	}
 	b.buf = append(b.buf, msg...)
 	b.flows++
@@ -215,7 +231,7 @@ func (s *Sink) Send(ob *output.Batch) bool {
 	}
 	b := s.cur
 	if b.flows == 0 {
-		s.first = time.Now()
+		s.first = s.clock.Now()
 	}
 	b.buf = append(b.buf, ob.Data...)
 	b.flows += ob.Flows
@@ -258,9 +274,9 @@ func (s *Sink) tickLoop() {
 		select {
 		case <-s.done:
 			return
-		case now := <-t.C:
+		case <-t.C:
 			s.mu.Lock()
-			if !s.stopped && s.cur.flows > 0 && now.Sub(s.first) >= s.cfg.Embedded.FlushInterval {
+			if !s.stopped && s.cur.flows > 0 && s.clock.Now().Sub(s.first) >= s.cfg.Embedded.FlushInterval {
 				s.rotateLocked()
 			}
 			s.mu.Unlock()
@@ -300,9 +316,9 @@ func (s *Sink) insertLoop() {
 			continue
 		}
 		s.m.queued.Dec()
-		start := time.Now()
+		start := s.clock.Now()
 		flows, err := s.insertBatch(b)
-		s.m.insertSeconds.Observe(time.Since(start).Seconds())
+		s.m.insertSeconds.Observe(s.clock.Now().Sub(start).Seconds())
 		if err != nil {
 			s.m.insertErrors.Inc()
 			s.m.droppedError.Add(float64(flows))
@@ -326,7 +342,7 @@ func (s *Sink) insertLoop() {
 // holding more than the interval's traffic), or they take aggMaxBytes of memory.
 func (s *Sink) groupsDue() bool {
 	iv := s.cfg.Embedded.PreAggregateInterval
-	return time.Since(s.aggSince) >= iv || s.agg.Span() >= iv || s.agg.Bytes() >= s.aggMaxBytes
+	return s.clock.Now().Sub(s.aggSince) >= iv || s.agg.Span() >= iv || s.agg.Bytes() >= s.aggMaxBytes
 }
 
 // aggMaxBytes is how much memory the pending groups may take before they are inserted
@@ -413,7 +429,7 @@ func (s *Sink) insertBatch(b *batch) (int, error) {
 	// frames no message included.
 	if dropped := b.flows - ok; dropped > 0 {
 		s.m.droppedInvalid.Add(float64(dropped))
-		if now := time.Now(); now.Sub(s.invalidLogged) >= time.Minute {
+		if now := s.clock.Now(); now.Sub(s.invalidLogged) >= time.Minute {
 			s.invalidLogged = now
 			s.log.Warn("store: malformed flows dropped", "flows", dropped, "error", first)
 		}
@@ -435,7 +451,7 @@ func (s *Sink) insertBatch(b *batch) (int, error) {
 	}
 	if s.agg != nil {
 		if s.aggFlows == 0 {
-			s.aggSince = time.Now()
+			s.aggSince = s.clock.Now()
 		}
 		s.aggFlows += ok
 		s.m.pendingFlows.Set(float64(s.aggFlows))
