@@ -14,19 +14,22 @@ import (
 	"flowzero/output"
 	"flowzero/schema"
 	"flowzero/store/chdb"
+	"flowzero/store/ddl"
+	"flowzero/store/engine"
+	"flowzero/store/native"
 )
 
 // Sink stores encoded flows in the embedded engine, in batches cut by size
 // (embedded.batch-bytes) and age (embedded.flush-interval), into a persistent data directory.
 //
 // Write copies each message into the current batch. The inserter converts a full batch to
-// the Native format (NativeEncoder: the engine reads it several times faster than its
+// the Native format (native.Encoder: the engine reads it several times faster than its
 // Protobuf input) and streams it to `INSERT INTO flows (columns) FORMAT Native` (chDB's
 // streaming insert: binary data never goes through the SQL parser); a message that does not
 // convert is dropped and counted, the rest of its batch is stored. Should the schema have a
 // column type the encoder cannot write, the batch goes as it is to `FORMAT Protobuf` with
-// the schema's .proto. With pre-aggregation (DDL.PreAggregated) the encoder also groups the
-// batch by the finest resolution's dimensions (nativeAggregator), summing successive
+// the schema's .proto. With pre-aggregation (ddl.DDL.PreAggregated) the encoder also groups the
+// batch by the finest resolution's dimensions (native.Aggregator), summing successive
 // batches for embedded.pre-aggregate-interval, and the sums go to that table in their own
 // INSERT, after the flows (see insertBatch for when, and what a failure leaves).
 // No allocation per flow: batch buffers, the encoder and its group table are recycled.
@@ -41,13 +44,13 @@ type Sink struct {
 	m      *metrics
 
 	conn   *chdb.Conn
-	ddl    *DDL
+	ddl    *ddl.DDL
 	insert string // the INSERT statement of every batch
-	format string // its input format: Native (native set) or Protobuf
-	native *NativeEncoder
+	format string // its input format: Native (enc set) or Protobuf
+	enc    *native.Encoder
 	// agg groups each batch for the pre-aggregated resolution (nil without
 	// pre-aggregation); aggInsert is its INSERT.
-	agg       *nativeAggregator
+	agg       *native.Aggregator
 	aggInsert string
 	// aggFlows is the number of flows summed in agg's groups, not inserted yet, and aggSince
 	// when the first of them was added (inserter only).
@@ -133,41 +136,40 @@ func (s *Sink) Start() error {
 	if !chdb.Built {
 		return chdb.ErrNotBuilt
 	}
-	conn, ddl, err := OpenEmbedded(context.Background(), s.cfg, s.schema, s.log)
+	conn, d, err := OpenEmbedded(context.Background(), s.cfg, s.schema, s.log)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	s.conn, s.ddl = conn, ddl
-	if enc, err := NewNativeEncoder(s.schema); err == nil {
-		s.native, s.insert, s.format = enc, ddl.NativeInsertStatement(enc), "Native"
+	s.conn, s.ddl = conn, d
+	if enc, err := native.NewEncoder(s.schema); err == nil {
+		s.enc, s.insert, s.format = enc, d.NativeInsertStatement(enc.Columns()), "Native"
 	} else {
 		s.log.Warn("store: inserting Protobuf", "error", err)
-		s.native, s.insert, s.format = nil, ddl.InsertStatement(), "Protobuf"
+		s.enc, s.insert, s.format = nil, d.InsertStatement(), "Protobuf"
 	}
 	s.agg, s.aggInsert = nil, ""
-	if r, ok := ddl.PreAggregated(); ok {
+	if r, ok := d.PreAggregated(); ok {
 		// The DDL made the same checks on the same schema: the view is gone, so failing here
 		// would lose the resolution's rows; it cannot happen short of a bug.
-		var agg *nativeAggregator
-		err := errNotAggregable
-		if s.native != nil {
+		var agg *native.Aggregator
+		err := native.ErrNotAggregable
+		if s.enc != nil {
 			// The groups go sorted by the table's key as it is (a table created by an
 			// earlier version keeps its order), so that the engine need not sort them.
-			dims, kerr := ddl.preAggregatedKeyDims(context.Background(), Embedded{Conn: conn}, r)
+			dims, kerr := d.PreAggregatedKeyDims(context.Background(), engine.Embedded{Conn: conn}, r)
 			if kerr != nil {
 				s.log.Warn("store: reading the sorting key of the pre-aggregated table", "error", kerr)
 			}
-			agg, err = newNativeAggregator(s.native, dims, r.Interval)
+			agg, err = native.NewAggregator(s.enc, dims, r.Interval)
 		}
 		if err != nil {
 			s.mu.Unlock()
 			conn.Close()
 			return fmt.Errorf("store: pre-aggregation: %w", err)
 		}
-		s.agg, s.aggInsert = agg, ddl.AggregatedInsertStatement(r, agg)
-		s.native.agg = agg
-		s.log.Info("store: pre-aggregating", "table", AggregatedTableName(r))
+		s.agg, s.aggInsert = agg, d.AggregatedInsertStatement(r, agg.Columns())
+		s.log.Info("store: pre-aggregating", "table", ddl.AggregatedTableName(r))
 	}
 	s.cur = s.newBatch()
 	s.started = true
@@ -184,7 +186,7 @@ func (s *Sink) Start() error {
 func (s *Sink) Conn() *chdb.Conn { return s.conn }
 
 // DDL returns the DDL the sink created its tables with. Valid after Start.
-func (s *Sink) DDL() *DDL { return s.ddl }
+func (s *Sink) DDL() *ddl.DDL { return s.ddl }
 
 func (s *Sink) newBatch() *batch {
 	select {
@@ -347,7 +349,7 @@ func (s *Sink) groupsDue() bool {
 
 // aggMaxBytes is how much memory the pending groups may take before they are inserted
 // whatever the interval: at up to ~250 bytes per group with the default columns (~100 when
-// only the demo's dimensions are set, see nativeAggregator.activate), 250k groups or more,
+// only the demo's dimensions are set, see native.Aggregator), 250k groups or more,
 // as much memory as a default batch. Traffic with more distinct dimensions than that in an
 // interval (many exporters, interfaces and ASes at a high rate) would otherwise grow the
 // sink without bound; its groups then go in more often, as they would in smaller batches.
@@ -370,7 +372,7 @@ func (s *Sink) insertGroups() {
 		return
 	}
 	if flows := s.aggFlows; flows > 0 && s.agg.Groups() > 0 {
-		if _, err := s.conn.Insert(s.aggInsert, "Native", s.agg.Block(s.native)); err != nil {
+		if _, err := s.conn.Insert(s.aggInsert, "Native", s.agg.Block()); err != nil {
 			s.m.insertErrors.Inc()
 			s.m.notAggregated.Add(float64(flows))
 			s.log.Error("store: insert of the pre-aggregated rows failed", "flows", flows, "error", err)
@@ -385,7 +387,7 @@ func (s *Sink) insertGroups() {
 // dropGroups forgets the pending groups (Reset also forgets the interned values they were
 // keyed by, when there are too many).
 func (s *Sink) dropGroups() {
-	s.native.Reset()
+	s.enc.Reset()
 	s.aggFlows = 0
 	s.m.pendingFlows.Set(0)
 	s.m.pendingGroups.Set(0)
@@ -412,19 +414,19 @@ func (e *aggregateInsertError) Unwrap() error { return e.err }
 // are dropped and counted as not aggregated: the aggregated tables may lack flows that the
 // flows table has, never the reverse, and INSERT ... SELECT ... GROUP BY rebuilds them.
 func (s *Sink) insertBatch(b *batch) (int, error) {
-	if s.native == nil {
+	if s.enc == nil {
 		_, err := s.conn.Insert(s.insert, s.format, b.buf)
 		return b.flows, err
 	}
 	switch {
 	case s.agg == nil:
-		s.native.Reset()
-	case s.aggFlows > 0 && !s.groupsDue() && s.native.ResetBlocks():
+		s.enc.Reset()
+	case s.aggFlows > 0 && !s.groupsDue() && s.enc.ResetBlocks():
 		// The groups keep summing.
 	default:
 		s.insertGroups()
 	}
-	ok, first := s.native.AppendDelimited(b.buf)
+	ok, first := s.enc.AppendDelimited(b.buf)
 	// Every flow of the batch not appended is dropped, those after a length prefix that
 	// frames no message included.
 	if dropped := b.flows - ok; dropped > 0 {
@@ -437,7 +439,7 @@ func (s *Sink) insertBatch(b *batch) (int, error) {
 	if ok == 0 {
 		return 0, nil
 	}
-	if _, err := s.conn.Insert(s.insert, s.format, s.native.Block()); err != nil {
+	if _, err := s.conn.Insert(s.insert, s.format, s.enc.Block()); err != nil {
 		if s.aggFlows > 0 {
 			// The failed batch is summed in the groups with the earlier ones: drop them all
 			// rather than let the aggregated tables count flows the flows table lacks.
@@ -529,7 +531,7 @@ func (s *Sink) Stop() error {
 	s.err = nil
 	s.mu.Unlock()
 	if s.cfg.Kafka.Enabled {
-		m := &Migrator{DDL: s.ddl, Exec: Embedded{Conn: s.conn}, Logger: s.log}
+		m := &ddl.Migrator{DDL: s.ddl, Exec: engine.Embedded{Conn: s.conn}, Logger: s.log}
 		if derr := m.DropKafka(context.Background()); derr != nil && err == nil {
 			err = derr
 		}

@@ -1,4 +1,4 @@
-package store
+package storetest
 
 import (
 	"hash/fnv"
@@ -18,15 +18,12 @@ import (
 	"flowzero/schema"
 )
 
-// captureTime is when the flows of the captures are received: within the tests' two hours
-// (baseTime), apart from the synthetic flows' first minutes.
-var captureTime = baseTime + 1800
-
-// captureMessages decodes every NetFlow/IPFIX and sFlow capture of the shared test data with
+// CaptureMessages decodes every NetFlow/IPFIX and sFlow capture of the shared test data with
 // the collector's decoders (templates before data, one exporter address per capture group) and
-// returns the flows as encoded messages, received at captureTime.
-func captureMessages(t testing.TB, s *schema.Schema) [][]byte {
-	recv := time.Unix(int64(captureTime), 0)
+// returns the flows as encoded messages (length-delimited), received at CaptureTime.
+func CaptureMessages(t testing.TB, s *schema.Schema) [][]byte {
+	t.Helper()
+	recv := time.Unix(int64(CaptureTime), 0)
 	var msgs [][]byte
 	emitTo := func(fm *schema.FlowMessage) { msgs = append(msgs, slices.Clone(fm.Finalize())) }
 	fm := s.NewFlowMessage()
