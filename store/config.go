@@ -49,21 +49,18 @@ type EmbeddedConfiguration struct {
 	Path string `yaml:"path"`
 	// BatchBytes is the size of encoded flows that triggers an INSERT. Each INSERT writes a
 	// part into the flows table and into each aggregated table, and the aggregated views (or
-	// the sink's pre-aggregation) only sum the flows of one INSERT: 64 MiB (about 700k flows)
-	// costs half the CPU per flow of 16 MiB with the default resolutions. Memory: each
+	// the sink's pre-aggregation) only sum the flows of one INSERT: larger batches cost less
+	// CPU per flow; 64 MiB is about 700k flows. Memory: each
 	// queued batch, the batch's columns and the Native block written from them in the
 	// sorting key's order (each about as large as the batch, plus 36 bytes per flow for
 	// the sort), and with pre-aggregation its groups (a few bytes per flow with real
 	// traffic; about twice the batch if no two flows of it share their dimensions).
 	BatchBytes int `yaml:"batch-bytes"`
 	// FlushInterval is the longest time a flow waits before its INSERT. Each INSERT makes
-	// parts in every table, to be merged later: at the demo's 20k flows/s, batches of 5 s
-	// store ~17% more flows per CPU-second than batches of 2 s (~366k against ~314k,
-	// BenchmarkStoreInsert, sink-5s and sink-2s), and batches of 10 s ~30% more than 5 s
-	// (measured once, sink-5s against the same with 10 s batches, 4 runs each; no benchmark
-	// variant keeps it). ClickHouse's Kafka engine, which feeds Akvorado's tables, flushes
-	// every 7.5 s by default; 5 s keeps the flows table a little fresher for live
-	// troubleshooting.
+	// parts in every table, to be merged later, so a collector receiving fewer flows than a
+	// batch holds stores more flows per CPU-second with a longer interval. ClickHouse's Kafka
+	// engine, which feeds Akvorado's tables, flushes every 7.5 s by default; 5 s keeps the
+	// flows table a little fresher for live troubleshooting.
 	FlushInterval time.Duration `yaml:"flush-interval"`
 	// QueueLength is the number of full batches waiting for the engine; past it the sink
 	// drops flows (and counts them) rather than stall the collector.
@@ -72,7 +69,7 @@ type EmbeddedConfiguration struct {
 	MaxThreads int `yaml:"max-threads"`
 	// PreAggregate makes the sink group each batch by the finest resolution's dimensions
 	// itself and insert the sums into that table (flows_1m), instead of a materialized view
-	// grouping the flows in the engine: ~0.2 µs of CPU per flow instead of ~1.2 µs. Off,
+	// grouping the flows in the engine, which costs several times more CPU per flow. Off,
 	// the view is created again (at the next start or migrate). It applies to the embedded
 	// engine without kafka.enabled (flows arriving through Kafka need the view) and when
 	// every dimension can be computed from the flows as sent (the columns' MATERIALIZED
@@ -103,11 +100,9 @@ func DefaultConfiguration() Configuration {
 			FlushInterval: 5 * time.Second,
 			QueueLength:   2,
 			PreAggregate:  true,
-			// A minute's groups recur in every batch; summing them for 30 s cuts the
-			// aggregated rows several times (at 20k flows/s, +33% flows per CPU-second over
-			// 10 s with 5 s batches, +46% with 2 s batches: BenchmarkStoreInsert, sink-5s and
-			// sink-2s, see doc.go) and still fills each minute at least twice. pmacct's SQL
-			// plugins commonly write every 60 s.
+			// A minute's groups recur in every batch: summing them for 30 s cuts the
+			// aggregated rows several times and still fills each minute at least twice.
+			// pmacct's SQL plugins commonly write every 60 s.
 			PreAggregateInterval: 30 * time.Second,
 		},
 	}

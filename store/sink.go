@@ -23,7 +23,7 @@ import (
 // (embedded.batch-bytes) and age (embedded.flush-interval), into a persistent data directory.
 //
 // Write copies each message into the current batch. The inserter converts a full batch to
-// the Native format (native.Encoder: the engine reads it several times faster than its
+// the Native format (native.Encoder: the engine reads it several times more cheaply than its
 // Protobuf input) and streams it to `INSERT INTO flows (columns) FORMAT Native` (chDB's
 // streaming insert: binary data never goes through the SQL parser); a message that does not
 // convert is dropped and counted, the rest of its batch is stored. Should the schema have a

@@ -252,10 +252,10 @@ func (d *DDL) distributed(name string, cols []ColumnDef, localCreate string) Obj
 // tableSettings are the MergeTree settings of the flows and aggregated tables:
 //   - ttl_only_drop_parts: expired data goes by whole parts, never by rewriting one;
 //   - min_bytes_for_wide_part: parts under 256 MiB (uncompressed) are compact, one file for
-//     every column instead of two per column. An insert writes a new part into each table;
-//     wide, it cost ~1 µs per flow of kernel time alone (about 130 files and their 1 MiB
-//     buffers for ~60 columns), more than sorting and compressing the rows. Merges turn the
-//     big parts wide, where reading few columns of many rows needs it.
+//     every column instead of two per column: an insert writes a new part into each table,
+//     and the files of a wide part (and their buffers) cost more than sorting and compressing
+//     its rows (docs/design/store.md). Merges turn the big parts wide, where reading few
+//     columns of many rows needs it.
 var tableSettings = []string{"ttl_only_drop_parts = 1", "min_bytes_for_wide_part = 268435456"}
 
 // flowsColumns are the flows table's columns: every enabled column of the schema.
@@ -480,11 +480,11 @@ func (d *DDL) viewSource(r Resolution) string {
 // aggregatedView is the materialized view feeding a resolution's table. The view reading
 // the flows table groups each inserted block (a block of flows holds many rows per
 // dimensions and minute); the embedded sink does that grouping itself when it can
-// (PreAggregated), and that view is then not created. The views reading an aggregated table (flows_5m from flows_1m...)
-// only round the time: a block reaching them holds rows already grouped at the finer
-// interval, over at most the sink's flush interval (or the Kafka engine's), so grouping it
-// again folds next to no rows (measured: none) and cost ~0.1 µs per flow and view; the
-// table sums the rows when it merges them.
+// (PreAggregated), and that view is then not created. The views reading an aggregated table
+// (flows_5m from flows_1m...) only round the time: a block reaching them holds rows already
+// grouped at the finer interval, over at most the sink's flush interval (or the Kafka
+// engine's), so grouping it again would fold next to no rows for a cost per flow; the table
+// sums the rows when it merges them.
 func (d *DDL) aggregatedView(r Resolution, cols []ColumnDef) Object {
 	name := AggregatedTableName(r)
 	source := d.viewSource(r)

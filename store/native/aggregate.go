@@ -15,14 +15,14 @@ import (
 )
 
 // Pre-aggregation. With the embedded engine, the finest resolution's table (flows_1m) is not
-// fed by a materialized view grouping every inserted block of flows: that GROUP BY over ~48
-// dimensions cost ClickHouse ~1.2 µs per flow, most of it serializing the LowCardinality keys
-// of every row. The sink groups the batch itself, as pmacct aggregates in memory before
-// writing to SQL: Encoder hands each block it completes to a Aggregator, which
+// fed by a materialized view grouping every inserted block of flows, whose GROUP BY over the
+// ~48 dimensions costs the engine several times more per flow than grouping in Go
+// (docs/design/store.md). The sink groups the batch itself, as pmacct aggregates in memory
+// before writing to SQL: the Encoder hands each block it completes to an Aggregator, which
 // folds the rows into a hash table keyed by the finest resolution's dimensions, and the
 // groups become a second Native block, sorted by that table's key (aggsort.go), inserted
-// straight into it. The coarser views
-// (flows_5m from flows_1m...) stay: they read what is inserted into flows_1m.
+// straight into it. The coarser views (flows_5m from flows_1m...) stay: they read what is
+// inserted into flows_1m.
 //
 // The key of a row is built from the encoder's columns, not from the messages: the bytes of
 // fixed-width columns, the interned number of a LowCardinality value (stable for a whole
@@ -252,10 +252,9 @@ func (a *Aggregator) addBlock(e *Encoder, rows int) {
 }
 
 // activate gives the dimensions set in the block being added (their encoder column not left
-// out) room in the keys. Keys hold only the dimensions set since the groups were reset: in
-// the demo traffic 13 of the default 48 (~80 of ~230 bytes), as in any installation without
-// the metadata the others carry, and a shorter key is cheaper to hash, compare and keep in
-// the cache. A dimension seen for the first time goes at the end of the keys: the groups'
+// out) room in the keys. Keys hold only the dimensions set since the groups were reset (few,
+// in an installation without the metadata the others carry), because a shorter key is
+// cheaper to hash, compare and keep in the cache. A dimension seen for the first time goes at the end of the keys: the groups'
 // keys are copied to the new length (the new bytes zero, the dimension's default) and
 // placed again in the table, once per dimension and reset.
 func (a *Aggregator) activate(e *Encoder) {

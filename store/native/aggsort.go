@@ -9,16 +9,15 @@ import (
 
 // The groups' block goes to the engine sorted by the aggregated table's sorting key, for the
 // reason the flows do (sortkey.go): the engine checks whether a block is sorted before it
-// sorts it, and its sort over the ~48 columns of that key cost it ~0.3 µs per group and
-// table. The views from flows_1m to the coarser tables pass the block on in the same order,
-// so the engine finds their blocks sorted too when the groups share a minute: their rounded
-// time is then the same in every row, and the rest of the key is flows_1m's. Groups spanning
-// two minutes (about every other insert with the default 30 s interval) are sorted for
-// flows_1m only.
+// sorts it, and its sort over the ~48 columns of that key costs more than this one. The views
+// from flows_1m to the coarser tables pass the block on in the same order, so the engine
+// finds their blocks sorted too when the groups share a minute: their rounded time is then
+// the same in every row, and the rest of the key is flows_1m's. Groups spanning two minutes
+// are sorted for flows_1m only.
 //
 // Each group's key becomes one integer with just the bits the groups need, as in
 // batchSorter: a part per active dimension, in key order (the dimensions are in that order,
-// see DDL.preAggregatedKeyDims), holding its value relative to the smallest in the groups,
+// see ddl.DDL.PreAggregatedKeyDims), holding its value relative to the smallest in the groups,
 // without the low bits every group shares (integers; the time divided by the interval;
 // LowCardinality values by their rank among the groups' values; addresses and fixed strings
 // as big-endian 64-bit chunks). With the group's number, the integers fit in 128 bits unless

@@ -13,25 +13,15 @@ import (
 	"flowzero/schema"
 )
 
-// The embedded sink does not hand its batches to ClickHouse's Protobuf input format: that
-// format costs the engine about 2 µs per flow with the default ~55 wire columns (most of them
-// absent from each message and default-filled one by one), more than sorting, compressing and
-// writing the row. Encoder turns the same length-delimited FlowMessages into blocks of
-// ClickHouse's Native format, the engine's own columnar layout, which it reads at memory
-// speed: an INSERT into a Null table costs ~0.7 µs per flow with the conversion (~0.24 µs
-// of it in Go, BenchmarkStoreNativeEncode) instead of ~2 µs. The conversion is a single
-// pass over the messages: each field lands in its column at the row's offset, absent fields
-// stay at the zero value the column was cleared to. A field costs one table lookup on its
-// tag (appendFast; pbwire's reader takes over for anything unusual), and a block leaves out
-// the columns that are empty in all its rows, for the engine to fill (flush). The Kafka
-// path keeps Protobuf.
-//
-// Columns left out are the default case, not the exception: in the demo traffic ~30 of the
-// ~55 wire columns (most strings, some numbers) are empty in every flow, as in any
-// installation without the metadata they carry. Writing them cost Go a pass over each
-// and the engine another to read it; leaving them out, and the per-field fast path, took
-// the conversion from ~350 to ~240 ns per flow and the sink (BenchmarkStoreInsert,
-// table=sink) from ~540k to ~610k flows per CPU-second in a same-run A/B.
+// Encoder turns the sink's length-delimited FlowMessages into blocks of ClickHouse's Native
+// format, the engine's own columnar layout, because the engine reads it several times more
+// cheaply than its Protobuf input, which fills every absent field of every message one by one
+// (docs/design/store.md). The conversion is a single pass over the messages: each field
+// lands in its column at the row's offset, absent fields stay at the zero value the column
+// was cleared to. A field costs one table lookup on its tag (appendFast; pbwire's reader
+// takes over for anything unusual), and a block leaves out the columns that are empty in all
+// its rows, as most metadata columns are in an installation without that metadata, for the
+// engine to fill (flush). The Kafka path keeps Protobuf.
 //
 // Native block (format Native, no protocol revision): number of columns and of rows
 // (varints), then for each column its name and type (varint length + bytes) and its values:

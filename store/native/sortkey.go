@@ -10,10 +10,10 @@ import (
 )
 
 // The engine sorts every block it writes by the table's sorting key, unless the block is
-// already sorted (it checks first). For the flows table, that sort and writing every column
-// through its permutation cost the engine ~0.3 µs of the ~0.7 µs it spent per flow on an
-// insert (BenchmarkStoreInsert, the same batches sorted beforehand or not). batchSorter
-// does it in Go for less, on the encoder's columns once the whole batch is converted: each
+// already sorted (it checks first). For the flows table, that sort and the writing of every
+// column through its permutation were the largest part of an insert's cost in the engine;
+// batchSorter does it in Go for less (docs/design/store.md), on the encoder's columns once
+// the whole batch is converted: each
 // key column's value becomes a small integer code that keeps its order (integers relative to
 // the batch's smallest, or by their rank among the batch's values when that takes fewer
 // bits, addresses by the bits that vary in the batch, LowCardinality values
