@@ -1,6 +1,7 @@
 package native
 
 import (
+	"flowzero/internal/testutil"
 	"flowzero/pbwire"
 	"flowzero/schema"
 	"flowzero/store/internal/storetest"
@@ -37,7 +38,9 @@ func BenchmarkStoreNativeEncode(b *testing.B) {
 	})
 	// impl=native-unsorted leaves the rows in arrival order, in blocks of defaultBlockRows, as
 	// the encoder did before batchSorter: the difference is the sort's cost in Go.
-	for _, impl := range []string{"native", "native-unsorted"} {
+	// impl=chgo writes the same sorted block with ch-go's proto columns (chgoWriter): the
+	// difference is the cost of writing the block ch-go's way.
+	for _, impl := range []string{"native", "native-unsorted", "chgo"} {
 		b.Run("impl="+impl, func(b *testing.B) {
 			enc, err := NewEncoder(s)
 			if err != nil {
@@ -46,23 +49,28 @@ func BenchmarkStoreNativeEncode(b *testing.B) {
 			if impl == "native-unsorted" {
 				enc.sorter, enc.blockRows = nil, defaultBlockRows
 			}
+			block := enc.Block
+			if impl == "chgo" {
+				w := new(chgoWriter)
+				block = func() []byte { return w.block(enc) }
+			}
 			for _, batch := range batches { // warm: buffers and dictionaries at their size
 				enc.Reset()
 				enc.AppendDelimited(batch)
-				enc.Block()
+				block()
 			}
 			b.SetBytes(int64(encoded))
-			b.ReportAllocs()
-			b.ResetTimer()
+			cpu := testutil.StartCPU(b)
 			for b.Loop() {
 				for _, batch := range batches {
 					enc.Reset()
 					if _, err := enc.AppendDelimited(batch); err != nil {
 						b.Fatal(err)
 					}
-					enc.Block()
+					block()
 				}
 			}
+			cpu.Stop(b)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/storetest.BenchFlows, "ns/flow")
 		})
 	}
