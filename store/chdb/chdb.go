@@ -247,3 +247,19 @@ func (c *Conn) Close() error {
 	engine.Unlock()
 	return nil
 }
+
+// shorten cuts a statement for error messages: its inline data (after FORMAT) and what is
+// past 200 bytes.
+func shorten(q string) string {
+	const max = 200
+	if i := strings.Index(q, "FORMAT "); i >= 0 {
+		// Cut inline data off: an INSERT's rows are binary.
+		if j := strings.IndexByte(q[i:], '\n'); j >= 0 {
+			q = q[:i+j]
+		}
+	}
+	if len(q) > max {
+		return q[:max] + "…"
+	}
+	return q
+}

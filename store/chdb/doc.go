@@ -17,10 +17,7 @@
 //     statement text into queries and would cut binary data at some newline bytes.
 package chdb
 
-import (
-	"errors"
-	"strings"
-)
+import "errors"
 
 // ErrNotBuilt is returned by every function of a binary built without the `chdb` tag.
 var ErrNotBuilt = errors.New("chdb: this flowzero binary was built without the embedded ClickHouse engine: " +
@@ -41,18 +38,4 @@ type Result struct {
 	RowsWritten  uint64  // rows written, including those written by materialized views
 	BytesWritten uint64  // bytes written
 	Elapsed      float64 // seconds
-}
-
-func shorten(q string) string {
-	const max = 200
-	if i := strings.Index(q, "FORMAT "); i >= 0 {
-		// Cut inline data off: an INSERT's rows are binary.
-		if j := strings.IndexByte(q[i:], '\n'); j >= 0 {
-			q = q[:i+j]
-		}
-	}
-	if len(q) > max {
-		return q[:max] + "…"
-	}
-	return q
 }
