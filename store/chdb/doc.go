@@ -10,6 +10,12 @@
 //     while a connection is open fails; after every connection is closed another directory
 //     may be opened.
 //   - A connection runs one statement at a time; Conn serializes its callers with a mutex.
+//     Several connections on the same data directory are sessions of the one engine, each
+//     with its own settings (Open's args), whose statements run concurrently: a query on one
+//     does not wait for an INSERT on another. KILL QUERY ... ASYNC from one stops another's
+//     statement (SYNC did not return in chDB 26.7).
+//   - A statement that fails after writing rows leaves them in chDB's output buffer, handed
+//     out with the next statement's output: Conn drains them after every failure.
 //   - chDB's own signal handlers are disabled before the first connection: the Go runtime owns
 //     SIGSEGV, SIGPROF, SIGURG and friends.
 //   - Statements go to chdb_query_n; INSERT data goes through chDB's streaming insert
