@@ -67,6 +67,12 @@ type EmbeddedConfiguration struct {
 	QueueLength int `yaml:"queue-length"`
 	// MaxThreads limits the engine's threads per query (0: the engine's default).
 	MaxThreads int `yaml:"max-threads"`
+	// QueryConnections is how many read-only queries from other components (the query API)
+	// the engine runs at once, each on a connection of its own beside the sink's, which
+	// they never wait for; more queries wait for a connection.
+	QueryConnections int `yaml:"query-connections"`
+	// MaxResultBytes bounds the answer of one read-only query: a larger one is an error.
+	MaxResultBytes int64 `yaml:"max-result-bytes"`
 	// PreAggregate makes the sink group each batch by the finest resolution's dimensions
 	// itself and insert the sums into that table (flows_1m), instead of a materialized view
 	// grouping the flows in the engine, which costs several times more CPU per flow. Off,
@@ -95,11 +101,13 @@ func DefaultConfiguration() Configuration {
 		Configuration: ddl.DefaultConfiguration(),
 		ClickHouse:    engine.DefaultHTTPConfiguration(),
 		Embedded: EmbeddedConfiguration{
-			Path:          "var/chdb",
-			BatchBytes:    64 << 20,
-			FlushInterval: 5 * time.Second,
-			QueueLength:   2,
-			PreAggregate:  true,
+			Path:             "var/chdb",
+			BatchBytes:       64 << 20,
+			FlushInterval:    5 * time.Second,
+			QueueLength:      2,
+			QueryConnections: 4,
+			MaxResultBytes:   64 << 20,
+			PreAggregate:     true,
 			// A minute's groups recur in every batch: summing them for 30 s cuts the
 			// aggregated rows several times and still fills each minute at least twice.
 			// pmacct's SQL plugins commonly write every 60 s.
@@ -133,6 +141,12 @@ func (c Configuration) Validate() error {
 	}
 	if c.Embedded.MaxThreads < 0 {
 		return config.Errorf("embedded.max-threads", "must not be negative")
+	}
+	if c.Embedded.QueryConnections < 1 {
+		return config.Errorf("embedded.query-connections", "must be at least 1")
+	}
+	if c.Embedded.MaxResultBytes < 1024 {
+		return config.Errorf("embedded.max-result-bytes", "must be at least 1024, not %d", c.Embedded.MaxResultBytes)
 	}
 	return nil
 }

@@ -73,6 +73,8 @@ func TestConfigurationValidate(t *testing.T) {
 		{func(c *Configuration) { c.Embedded.Path = "" }, "embedded.path"},
 		{func(c *Configuration) { c.Embedded.BatchBytes = 10 }, "embedded.batch-bytes"},
 		{func(c *Configuration) { c.Embedded.QueueLength = 0 }, "embedded.queue-length"},
+		{func(c *Configuration) { c.Embedded.QueryConnections = 0 }, "embedded.query-connections"},
+		{func(c *Configuration) { c.Embedded.MaxResultBytes = 100 }, "embedded.max-result-bytes"},
 		{func(c *Configuration) { c.Embedded.PreAggregateInterval = -time.Second }, "embedded.pre-aggregate-interval"},
 		{func(c *Configuration) { c.ASNames.URL = "file:///x" }, "as-names.url"},
 	} {

@@ -27,6 +27,15 @@ func NewDDL(cfg Configuration, s *schema.Schema, protoDir string) *ddl.DDL {
 	return ddl.New(cfg.Configuration, s, protoDir, aggregable)
 }
 
+// embeddedArgs are the settings of every connection to the embedded engine.
+func embeddedArgs(cfg Configuration) []string {
+	args := engine.Args()
+	if cfg.Embedded.MaxThreads > 0 {
+		args = append(args, fmt.Sprintf("--max_threads=%d", cfg.Embedded.MaxThreads))
+	}
+	return args
+}
+
 // OpenEmbedded opens the embedded engine on cfg.Embedded.Path, writes the .proto where the
 // engine reads it and migrates the database to the schema. The caller closes the connection.
 func OpenEmbedded(ctx context.Context, cfg Configuration, s *schema.Schema, log *slog.Logger) (*chdb.Conn, *ddl.DDL, error) {
@@ -40,11 +49,7 @@ func OpenEmbedded(ctx context.Context, cfg Configuration, s *schema.Schema, log 
 	if _, err := ddl.WriteProto(dir, s); err != nil {
 		return nil, nil, err
 	}
-	args := engine.Args()
-	if cfg.Embedded.MaxThreads > 0 {
-		args = append(args, fmt.Sprintf("--max_threads=%d", cfg.Embedded.MaxThreads))
-	}
-	conn, err := chdb.Open(cfg.Embedded.Path, args...)
+	conn, err := chdb.Open(cfg.Embedded.Path, embeddedArgs(cfg)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: %w", err)
 	}

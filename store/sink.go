@@ -44,6 +44,7 @@ type Sink struct {
 	m      *metrics
 
 	conn   *chdb.Conn
+	ro     *engine.ReadOnly // read-only statements of other components (Engine)
 	ddl    *ddl.DDL
 	insert string // the INSERT statement of every batch
 	format string // its input format: Native (enc set) or Protobuf
@@ -171,6 +172,7 @@ func (s *Sink) Start() error {
 		s.agg, s.aggInsert = agg, d.AggregatedInsertStatement(r, agg.Columns())
 		s.log.Info("store: pre-aggregating", "table", ddl.AggregatedTableName(r))
 	}
+	s.ro = engine.NewReadOnly(s.cfg.Embedded.Path, s.cfg.Embedded.QueryConnections, s.cfg.Embedded.MaxResultBytes, embeddedArgs(s.cfg)...)
 	s.cur = s.newBatch()
 	s.started = true
 	s.mu.Unlock()
@@ -181,9 +183,25 @@ func (s *Sink) Start() error {
 	return nil
 }
 
-// Conn returns the engine connection, for queries in the same process (the engine holds one
-// data directory per process). Valid between Start and Stop.
+// Conn returns the sink's own connection to the engine, for tests and tools: a statement on
+// it waits for the sink's inserts and they wait for it. Other components query through
+// Engine. Valid between Start and Stop.
 func (s *Sink) Conn() *chdb.Conn { return s.conn }
+
+// Engine returns the executor of read-only statements on the sink's engine (the engine holds
+// one data directory per process), for other components of the process such as the query
+// API: safe for concurrent use, its statements run on connections of their own, beside the
+// sink's inserts, within embedded.query-connections and embedded.max-result-bytes, and stop
+// when their context ends (engine.ReadOnly). Nil before Start; after Stop its statements
+// return engine.ErrClosed.
+func (s *Sink) Engine() engine.Executor {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ro == nil {
+		return nil
+	}
+	return s.ro
+}
 
 // DDL returns the DDL the sink created its tables with. Valid after Start.
 func (s *Sink) DDL() *ddl.DDL { return s.ddl }
@@ -530,6 +548,8 @@ func (s *Sink) Stop() error {
 	err := s.err
 	s.err = nil
 	s.mu.Unlock()
+	// The read-only statements end before the connection holding the engine closes.
+	s.ro.Close()
 	if s.cfg.Kafka.Enabled {
 		m := &ddl.Migrator{DDL: s.ddl, Exec: engine.Embedded{Conn: s.conn}, Logger: s.log}
 		if derr := m.DropKafka(context.Background()); derr != nil && err == nil {
