@@ -116,11 +116,11 @@ func BenchmarkStoreAggregate(b *testing.B) {
 			run() // warm: buffers, dictionaries and the group table at their size
 			groups = 0
 			b.SetBytes(int64(encoded))
-			b.ReportAllocs()
-			b.ResetTimer()
+			cpu := testutil.StartCPU(b)
 			for b.Loop() {
 				run()
 			}
+			cpu.Stop(b)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/storetest.BenchFlows, "ns/flow")
 			if agg != nil {
 				b.ReportMetric(float64(groups)/float64(b.N)/storetest.BenchFlows, "groups/flow")
