@@ -28,8 +28,8 @@ import (
 // streaming insert: binary data never goes through the SQL parser); a message that does not
 // convert is dropped and counted, the rest of its batch is stored. Should the schema have a
 // column type the encoder cannot write, the batch goes as it is to `FORMAT Protobuf` with
-// the schema's .proto. With pre-aggregation (ddl.DDL.PreAggregated) the encoder also groups the
-// batch by the finest resolution's dimensions (native.Aggregator), summing successive
+// the schema's .proto. With pre-aggregation (ddl.DDL.PreAggregated) the encoder also groups
+// the batch by the finest resolution's dimensions (native.Aggregator), summing successive
 // batches for embedded.pre-aggregate-interval, and the sums go to that table in their own
 // INSERT, after the flows (see insertBatch for when, and what a failure leaves).
 // No allocation per flow: batch buffers, the encoder and its group table are recycled.
