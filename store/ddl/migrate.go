@@ -1,10 +1,12 @@
-package store
+package ddl
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
+
+	"flowzero/store/engine"
 )
 
 // Step is one statement of a migration, with what it does to which object.
@@ -28,7 +30,7 @@ type Step struct {
 // data.
 type Migrator struct {
 	DDL    *DDL
-	Exec   Executor
+	Exec   engine.Executor
 	Logger *slog.Logger
 }
 
@@ -43,7 +45,7 @@ type tableState struct {
 // state reads the database's tables, views, dictionaries and columns.
 func (m *Migrator) state(ctx context.Context) (dbExists bool, tables map[string]*tableState, err error) {
 	db := quoteString(m.DDL.Database())
-	rows, err := queryRows(ctx, m.Exec, "SELECT count() FROM system.databases WHERE name = "+db)
+	rows, err := engine.QueryRows(ctx, m.Exec, "SELECT count() FROM system.databases WHERE name = "+db)
 	if err != nil {
 		return false, nil, fmt.Errorf("reading system.databases: %w", err)
 	}
@@ -51,7 +53,7 @@ func (m *Migrator) state(ctx context.Context) (dbExists bool, tables map[string]
 		return false, map[string]*tableState{}, nil
 	}
 	tables = map[string]*tableState{}
-	rows, err = queryRows(ctx, m.Exec, "SELECT name, engine, comment, sorting_key, engine_full FROM system.tables WHERE database = "+db)
+	rows, err = engine.QueryRows(ctx, m.Exec, "SELECT name, engine, comment, sorting_key, engine_full FROM system.tables WHERE database = "+db)
 	if err != nil {
 		return true, nil, fmt.Errorf("reading system.tables: %w", err)
 	}
@@ -62,7 +64,7 @@ func (m *Migrator) state(ctx context.Context) (dbExists bool, tables map[string]
 		tables[r[0]] = &tableState{engine: r[1], comment: r[2], sortingKey: r[3], engineFull: r[4]}
 	}
 	// Dictionaries keep their comment in system.dictionaries.
-	rows, err = queryRows(ctx, m.Exec, "SELECT name, comment FROM system.dictionaries WHERE database = "+db)
+	rows, err = engine.QueryRows(ctx, m.Exec, "SELECT name, comment FROM system.dictionaries WHERE database = "+db)
 	if err != nil {
 		return true, nil, fmt.Errorf("reading system.dictionaries: %w", err)
 	}
@@ -71,7 +73,7 @@ func (m *Migrator) state(ctx context.Context) (dbExists bool, tables map[string]
 			t.comment = r[1]
 		}
 	}
-	rows, err = queryRows(ctx, m.Exec, "SELECT table, name FROM system.columns WHERE database = "+db+" ORDER BY table, position")
+	rows, err = engine.QueryRows(ctx, m.Exec, "SELECT table, name FROM system.columns WHERE database = "+db+" ORDER BY table, position")
 	if err != nil {
 		return true, nil, fmt.Errorf("reading system.columns: %w", err)
 	}

@@ -1,4 +1,4 @@
-package store
+package ddl
 
 import (
 	"slices"
@@ -7,14 +7,24 @@ import (
 	"time"
 
 	"flowzero/schema"
+	"flowzero/store/internal/storetest"
+	"flowzero/store/native"
 )
 
-func newTestDDL(t *testing.T, mod func(*Configuration)) *DDL {
-	t.Helper()
-	s, err := schema.New(schema.DefaultConfiguration())
-	if err != nil {
-		t.Fatal(err)
+// sinkGroups is the check of the embedded sink's pre-aggregation, which store gives New
+// with embedded.pre-aggregate on (the default) and no server.
+func sinkGroups(s *schema.Schema) Aggregable {
+	return func(dims []*schema.Column, interval time.Duration) error {
+		return native.Aggregable(s, dims, interval)
 	}
+}
+
+// newTestDDL is the DDL of the default schema and configuration changed by mod (if not
+// nil), for the embedded sink's pre-aggregation (as by default) or, without preAggregate,
+// for a server or with pre-aggregation off.
+func newTestDDL(t *testing.T, mod func(*Configuration), preAggregate bool) *DDL {
+	t.Helper()
+	s := storetest.MustSchema(t, schema.DefaultConfiguration())
 	cfg := DefaultConfiguration()
 	if mod != nil {
 		mod(&cfg)
@@ -22,7 +32,11 @@ func newTestDDL(t *testing.T, mod func(*Configuration)) *DDL {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	return NewDDL(cfg, s, "/var/lib/flowzero/format_schemas")
+	var agg Aggregable
+	if preAggregate {
+		agg = sinkGroups(s)
+	}
+	return New(cfg, s, "/var/lib/flowzero/format_schemas", agg)
 }
 
 func objectByName(t *testing.T, d *DDL, name string) Object {
@@ -46,7 +60,7 @@ func mustContain(t *testing.T, what, text string, parts ...string) {
 }
 
 func TestDDLSingleNode(t *testing.T) {
-	d := newTestDDL(t, func(c *Configuration) { c.Kafka.Enabled = true })
+	d := newTestDDL(t, func(c *Configuration) { c.Kafka.Enabled = true }, true)
 	var names []string
 	for _, o := range d.Objects() {
 		names = append(names, o.Name)
@@ -94,9 +108,8 @@ func TestDDLSingleNode(t *testing.T) {
 		}
 	}
 	odd := newTestDDL(t, func(c *Configuration) {
-		c.Embedded.PreAggregate = false
 		c.Resolutions = []Resolution{{Interval: 10 * time.Minute}, {Interval: 3 * time.Minute}, {Interval: time.Hour}, {Interval: 5 * time.Minute}}
-	})
+	}, false)
 	for view, from := range map[string]string{"flows_10m_consumer": "flows_5m", "flows_3m_consumer": "flows", "flows_1h_consumer": "flows_10m", "flows_5m_consumer": "flows"} {
 		mustContain(t, view, objectByName(t, odd, view).Create, "FROM `flowzero`.`"+from+"`\n")
 	}
@@ -136,7 +149,7 @@ func TestDDLSingleNode(t *testing.T) {
 }
 
 func TestDDLCluster(t *testing.T) {
-	d := newTestDDL(t, func(c *Configuration) { c.Cluster = "prod"; c.Kafka.Enabled = true })
+	d := newTestDDL(t, func(c *Configuration) { c.Cluster = "prod"; c.Kafka.Enabled = true }, true)
 	for _, o := range d.Objects() {
 		if !strings.Contains(strings.SplitN(o.Create, "\n", 2)[0], " ON CLUSTER `prod`") {
 			t.Errorf("%s not created ON CLUSTER: %s", o.Name, strings.SplitN(o.Create, "\n", 2)[0])
@@ -165,7 +178,7 @@ func TestDDLCluster(t *testing.T) {
 		t.Errorf("FlowsTable = %s", d.FlowsTable())
 	}
 	// Changing the local table changes the Distributed table's fingerprint.
-	d2 := newTestDDL(t, func(c *Configuration) { c.Cluster = "prod"; c.TTL = time.Hour })
+	d2 := newTestDDL(t, func(c *Configuration) { c.Cluster = "prod"; c.TTL = time.Hour }, true)
 	if objectByName(t, d, "flows").Fingerprint == objectByName(t, d2, "flows").Fingerprint {
 		t.Error("Distributed fingerprint ignores its local table")
 	}
@@ -183,7 +196,7 @@ func TestDDLPreAggregated(t *testing.T) {
 		}
 		return strings.Join(out, " ")
 	}
-	d := newTestDDL(t, nil)
+	d := newTestDDL(t, nil, true)
 	if r, ok := d.PreAggregated(); !ok || r.Interval != time.Minute {
 		t.Fatalf("default embedded configuration: pre-aggregated %v %v", r, ok)
 	}
@@ -191,13 +204,17 @@ func TestDDLPreAggregated(t *testing.T) {
 		t.Errorf("views = %s", got)
 	}
 	mustContain(t, "flows_5m_consumer", objectByName(t, d, "flows_5m_consumer").Create, "FROM `flowzero`.`flows_1m`\n")
-	agg, err := newNativeAggregator(mustEncoder(t, d.s), d.aggregatedKeyDims(), time.Minute)
+	enc, err := native.NewEncoder(d.s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agg, err := native.NewAggregator(enc, d.AggregatedKeyDims(), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Every dimension, in the order of the table's sorting key (the groups' order, see
 	// aggsort.go), then the sums.
-	cols, key, primaryLen := d.aggregatedColumns()
+	cols, key, primaryLen := d.AggregatedColumns()
 	if len(key) != len(cols)-2 {
 		t.Fatalf("sorting key of %d columns for %d dimensions", len(key), len(cols)-2)
 	}
@@ -232,7 +249,7 @@ func TestDDLPreAggregated(t *testing.T) {
 	if want := "(" + strings.Join(key, ", ") + ", Bytes, Packets)"; agg.Columns() != want {
 		t.Errorf("aggregated block columns %s, want %s", agg.Columns(), want)
 	}
-	if got, want := d.AggregatedInsertStatement(Resolution{Interval: time.Minute}, agg),
+	if got, want := d.AggregatedInsertStatement(Resolution{Interval: time.Minute}, agg.Columns()),
 		"INSERT INTO `flowzero`.`flows_1m` "+agg.Columns()+" SETTINGS optimize_on_insert = 0"; got != want {
 		t.Errorf("insert statement:\n%s\nwant\n%s", got, want)
 	}
@@ -240,20 +257,19 @@ func TestDDLPreAggregated(t *testing.T) {
 	// The finest resolution wherever it is in the list; the others keep their views.
 	odd := newTestDDL(t, func(c *Configuration) {
 		c.Resolutions = []Resolution{{Interval: 10 * time.Minute}, {Interval: 3 * time.Minute}, {Interval: 5 * time.Minute}}
-	})
+	}, true)
 	if got := views(odd); got != "flows_5m_consumer flows_10m_consumer" {
 		t.Errorf("views = %s", got)
 	}
 	mustContain(t, "flows_5m_consumer", objectByName(t, odd, "flows_5m_consumer").Create, "FROM `flowzero`.`flows`\n", "GROUP BY")
 
 	for name, mod := range map[string]func(*Configuration){
-		"pre-aggregate off": func(c *Configuration) { c.Embedded.PreAggregate = false },
-		"kafka":             func(c *Configuration) { c.Kafka.Enabled = true },
-		"server":            func(c *Configuration) { c.ClickHouse.URL = "http://127.0.0.1:8123" },
-		"cluster":           func(c *Configuration) { c.Cluster = "prod" },
-		"no resolution":     func(c *Configuration) { c.Resolutions = nil },
+		"pre-aggregate off or a server": nil,
+		"kafka":                         func(c *Configuration) { c.Kafka.Enabled = true },
+		"cluster":                       func(c *Configuration) { c.Cluster = "prod" },
+		"no resolution":                 func(c *Configuration) { c.Resolutions = nil },
 	} {
-		d := newTestDDL(t, mod)
+		d := newTestDDL(t, mod, mod != nil)
 		if _, ok := d.PreAggregated(); ok {
 			t.Errorf("%s: pre-aggregated", name)
 		}
@@ -264,9 +280,9 @@ func TestDDLPreAggregated(t *testing.T) {
 }
 
 func TestDDLFingerprints(t *testing.T) {
-	a := newTestDDL(t, nil)
-	b := newTestDDL(t, nil)
-	c := newTestDDL(t, func(c *Configuration) { c.TTL = 24 * time.Hour })
+	a := newTestDDL(t, nil, true)
+	b := newTestDDL(t, nil, true)
+	c := newTestDDL(t, func(c *Configuration) { c.TTL = 24 * time.Hour }, true)
 	if objectByName(t, a, "flows").Fingerprint != objectByName(t, b, "flows").Fingerprint {
 		t.Error("fingerprint not stable")
 	}
@@ -291,11 +307,6 @@ func TestConfigurationValidate(t *testing.T) {
 		{func(c *Configuration) { c.Resolutions[0].TTL = -time.Hour }, "resolutions[0].ttl"},
 		{func(c *Configuration) { c.Kafka.Enabled = true; c.Kafka.Brokers = nil }, "kafka.brokers"},
 		{func(c *Configuration) { c.Kafka.Enabled = true; c.Kafka.TopicPrefix = "a/b" }, "kafka.topic-prefix"},
-		{func(c *Configuration) { c.ClickHouse.URL = "tcp://x:9000" }, "clickhouse.url"},
-		{func(c *Configuration) { c.Embedded.Path = "" }, "embedded.path"},
-		{func(c *Configuration) { c.Embedded.BatchBytes = 10 }, "embedded.batch-bytes"},
-		{func(c *Configuration) { c.Embedded.QueueLength = 0 }, "embedded.queue-length"},
-		{func(c *Configuration) { c.Embedded.PreAggregateInterval = -time.Second }, "embedded.pre-aggregate-interval"},
 		{func(c *Configuration) { c.ASNames.URL = "file:///x" }, "as-names.url"},
 	} {
 		cfg := DefaultConfiguration()

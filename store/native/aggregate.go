@@ -1,4 +1,4 @@
-package store
+package native
 
 import (
 	"encoding/binary"
@@ -15,18 +15,18 @@ import (
 )
 
 // Pre-aggregation. With the embedded engine, the finest resolution's table (flows_1m) is not
-// fed by a materialized view grouping every inserted block of flows: that GROUP BY over ~48
-// dimensions cost ClickHouse ~1.2 µs per flow, most of it serializing the LowCardinality keys
-// of every row. The sink groups the batch itself, as pmacct aggregates in memory before
-// writing to SQL: NativeEncoder hands each block it completes to a nativeAggregator, which
+// fed by a materialized view grouping every inserted block of flows, whose GROUP BY over the
+// ~48 dimensions costs the engine several times more per flow than grouping in Go
+// (docs/design/store.md). The sink groups the batch itself, as pmacct aggregates in memory
+// before writing to SQL: the Encoder hands each block it completes to an Aggregator, which
 // folds the rows into a hash table keyed by the finest resolution's dimensions, and the
 // groups become a second Native block, sorted by that table's key (aggsort.go), inserted
-// straight into it. The coarser views
-// (flows_5m from flows_1m...) stay: they read what is inserted into flows_1m.
+// straight into it. The coarser views (flows_5m from flows_1m...) stay: they read what is
+// inserted into flows_1m.
 //
 // The key of a row is built from the encoder's columns, not from the messages: the bytes of
 // fixed-width columns, the interned number of a LowCardinality value (stable for a whole
-// batch, see nativeColumn.names), TimeReceived rounded down to the interval, and the
+// batch, see column.names), TimeReceived rounded down to the interval, and the
 // elements of an array a MATERIALIZED column takes (DstASPath[1] for Dst1stAS), for the
 // dimensions set since the groups were reset only (activate). Keys are written column by
 // column for a block of rows (one tight loop per column), then hashed (hash/maphash) into an
@@ -46,7 +46,7 @@ const (
 type aggDim struct {
 	name, typ string
 	kind      aggKind
-	src       int // index in NativeEncoder.cols
+	src       int // index in Encoder.cols
 	width     int // bytes in the key and in the output column
 	elem      int // aggElem: 0-based element
 	// bytes: an aggFixed value ordered as bytes (IPv6, FixedString), not an integer.
@@ -58,17 +58,18 @@ type aggDim struct {
 	off    int
 }
 
-// errNotAggregable is returned by newNativeAggregator for a dimension it cannot compute in Go:
+// ErrNotAggregable is returned by NewAggregator for a dimension it cannot compute in Go:
 // the finest resolution then keeps its materialized view.
-var errNotAggregable = errors.New("dimension not computed by the pre-aggregation")
+var ErrNotAggregable = errors.New("dimension not computed by the pre-aggregation")
 
 // arrayElemExpr matches the MATERIALIZED expressions the aggregation computes: Array[n].
 var arrayElemExpr = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\[([1-9][0-9]?)\]$`)
 
-// nativeAggregator sums the Bytes and Packets of an encoder's rows per finest-resolution key.
+// Aggregator sums the Bytes and Packets of an encoder's rows per finest-resolution key.
 // It is not safe for concurrent use and allocates nothing per flow once its table and
 // buffers have grown to the batch's size; at most one group per row.
-type nativeAggregator struct {
+type Aggregator struct {
+	enc      *Encoder // whose completed blocks are grouped
 	dims     []aggDim
 	bytes    int // encoder column of Bytes, Packets
 	packets  int
@@ -114,16 +115,16 @@ type nativeAggregator struct {
 
 const aggMinSlots = 1 << 12
 
-// newNativeAggregator returns the grouping of enc's rows by the dimensions dims (the
-// aggregated tables' columns before Bytes and Packets, in the order of their sorting key,
-// which Block's rows follow: see DDL.preAggregatedKeyDims) with
-// TimeReceived rounded down to interval. It fails with errNotAggregable when a dimension is
-// neither a column of enc nor an element of one of its integer arrays.
-func newNativeAggregator(enc *NativeEncoder, dims []*schema.Column, interval time.Duration) (*nativeAggregator, error) {
+// NewAggregator returns the grouping of enc's rows by the dimensions dims (the aggregated
+// tables' columns before Bytes and Packets, in the order of their sorting key, which Block's
+// rows follow: see ddl.DDL.PreAggregatedKeyDims) with TimeReceived rounded down to interval,
+// and makes enc hand it every block it completes. It fails with ErrNotAggregable when a
+// dimension is neither a column of enc nor an element of one of its integer arrays.
+func NewAggregator(enc *Encoder, dims []*schema.Column, interval time.Duration) (*Aggregator, error) {
 	if interval < time.Second || interval%time.Second != 0 || interval/time.Second > 1<<31 {
-		return nil, fmt.Errorf("interval %s: %w", interval, errNotAggregable)
+		return nil, fmt.Errorf("interval %s: %w", interval, ErrNotAggregable)
 	}
-	a := &nativeAggregator{interval: uint32(interval / time.Second), seed: maphash.MakeSeed(), hash: maphash.Bytes,
+	a := &Aggregator{enc: enc, interval: uint32(interval / time.Second), seed: maphash.MakeSeed(), hash: maphash.Bytes,
 		bytes: -1, packets: -1, slots: make([]uint64, aggMinSlots)}
 	byName := map[string]int{}
 	for i := range enc.cols {
@@ -138,13 +139,13 @@ func newNativeAggregator(enc *NativeEncoder, dims []*schema.Column, interval tim
 			switch {
 			case c.Key == schema.ColumnTimeReceived:
 				if ec.op != opUint32 || c.ClickHouseType != "DateTime" {
-					return nil, fmt.Errorf("%s as %s: %w", c.Name, c.ClickHouseType, errNotAggregable)
+					return nil, fmt.Errorf("%s as %s: %w", c.Name, c.ClickHouseType, ErrNotAggregable)
 				}
 				d.kind, d.width = aggTime, 4
 			case ec.op == opLowCard:
 				d.kind, d.width = aggLowCard, 4
 			case ec.op == opArrayUint || ec.op == opArrayFixed:
-				return nil, fmt.Errorf("%s as %s: %w", c.Name, c.ClickHouseType, errNotAggregable)
+				return nil, fmt.Errorf("%s as %s: %w", c.Name, c.ClickHouseType, ErrNotAggregable)
 			default:
 				d.kind, d.width = aggFixed, ec.width
 				d.bytes = ec.op == opIPv6 || ec.op == opFixedString
@@ -153,16 +154,16 @@ func newNativeAggregator(enc *NativeEncoder, dims []*schema.Column, interval tim
 			// Array[n] is the array's nth element, the type's default (0) past its end.
 			i, ok := byName[m[1]]
 			if !ok {
-				return nil, fmt.Errorf("%s = %s: %w", c.Name, c.ClickHouseExpr, errNotAggregable)
+				return nil, fmt.Errorf("%s = %s: %w", c.Name, c.ClickHouseExpr, ErrNotAggregable)
 			}
 			ec := &enc.cols[i]
 			if ec.op != opArrayUint || !(ec.width == 4 && c.ClickHouseType == "UInt32" || ec.width == 8 && c.ClickHouseType == "UInt64") {
-				return nil, fmt.Errorf("%s = %s: %w", c.Name, c.ClickHouseExpr, errNotAggregable)
+				return nil, fmt.Errorf("%s = %s: %w", c.Name, c.ClickHouseExpr, ErrNotAggregable)
 			}
 			n, _ := strconv.Atoi(m[2])
 			d.kind, d.src, d.width, d.elem = aggElem, i, ec.width, n-1
 		} else {
-			return nil, fmt.Errorf("%s: %w", c.Name, errNotAggregable)
+			return nil, fmt.Errorf("%s: %w", c.Name, ErrNotAggregable)
 		}
 		a.dims = append(a.dims, d)
 		names = append(names, c.Name)
@@ -178,30 +179,43 @@ func newNativeAggregator(enc *NativeEncoder, dims []*schema.Column, interval tim
 			continue
 		}
 		if c.op != opUint64 {
-			return nil, fmt.Errorf("%s as %s: %w", c.name, c.typ, errNotAggregable)
+			return nil, fmt.Errorf("%s as %s: %w", c.name, c.typ, ErrNotAggregable)
 		}
 	}
 	if a.bytes < 0 || a.packets < 0 {
-		return nil, fmt.Errorf("no Bytes or Packets column: %w", errNotAggregable)
+		return nil, fmt.Errorf("no Bytes or Packets column: %w", ErrNotAggregable)
 	}
 	a.columns = "(" + strings.Join(append(names, "Bytes", "Packets"), ", ") + ")"
 	a.reset()
+	enc.agg = a
 	return a, nil
 }
 
+// Aggregable reports whether an Aggregator can group the flows of schema s by dims at
+// interval (nil), that is, whether the sink can fill that resolution's table itself; its
+// error says why not (ErrNotAggregable or the encoder's).
+func Aggregable(s *schema.Schema, dims []*schema.Column, interval time.Duration) error {
+	enc, err := NewEncoder(s)
+	if err != nil {
+		return err
+	}
+	_, err = NewAggregator(enc, dims, interval)
+	return err
+}
+
 // Columns returns the INSERT column list matching Block: "(a, b, ..., Bytes, Packets)".
-func (a *nativeAggregator) Columns() string { return a.columns }
+func (a *Aggregator) Columns() string { return a.columns }
 
 // Groups returns the number of groups since the last reset.
-func (a *nativeAggregator) Groups() int { return a.n }
+func (a *Aggregator) Groups() int { return a.n }
 
 // Bytes returns the memory the groups take: their keys, hashes and sums, and the table.
-func (a *nativeAggregator) Bytes() int {
+func (a *Aggregator) Bytes() int {
 	return a.n*(a.keyLen+3*8) + len(a.slots)*8
 }
 
 // Span returns how much time the TimeReceived of the rows added since the last reset span.
-func (a *nativeAggregator) Span() time.Duration {
+func (a *Aggregator) Span() time.Duration {
 	if a.tmin > a.tmax {
 		return 0
 	}
@@ -209,7 +223,7 @@ func (a *nativeAggregator) Span() time.Duration {
 }
 
 // reset forgets the groups, keeping the memory.
-func (a *nativeAggregator) reset() {
+func (a *Aggregator) reset() {
 	if a.n > 0 {
 		clear(a.slots)
 	}
@@ -230,7 +244,7 @@ const aggChunkRows = 256
 
 // addBlock folds the encoder's rows 0..rows-1 (a completed block, its array offsets closed)
 // into the groups.
-func (a *nativeAggregator) addBlock(e *NativeEncoder, rows int) {
+func (a *Aggregator) addBlock(e *Encoder, rows int) {
 	a.activate(e)
 	for first := 0; first < rows; first += aggChunkRows {
 		a.addChunk(e, first, min(rows, first+aggChunkRows))
@@ -238,13 +252,12 @@ func (a *nativeAggregator) addBlock(e *NativeEncoder, rows int) {
 }
 
 // activate gives the dimensions set in the block being added (their encoder column not left
-// out) room in the keys. Keys hold only the dimensions set since the groups were reset: in
-// the demo traffic 13 of the default 48 (~80 of ~230 bytes), as in any installation without
-// the metadata the others carry, and a shorter key is cheaper to hash, compare and keep in
-// the cache. A dimension seen for the first time goes at the end of the keys: the groups'
+// out) room in the keys. Keys hold only the dimensions set since the groups were reset (few,
+// in an installation without the metadata the others carry), because a shorter key is
+// cheaper to hash, compare and keep in the cache. A dimension seen for the first time goes at the end of the keys: the groups'
 // keys are copied to the new length (the new bytes zero, the dimension's default) and
 // placed again in the table, once per dimension and reset.
-func (a *nativeAggregator) activate(e *NativeEncoder) {
+func (a *Aggregator) activate(e *Encoder) {
 	old := a.keyLen
 	for i := range a.dims {
 		d := &a.dims[i]
@@ -269,7 +282,7 @@ func (a *nativeAggregator) activate(e *NativeEncoder) {
 }
 
 // addChunk folds the rows first..end-1.
-func (a *nativeAggregator) addChunk(e *NativeEncoder, first, end int) {
+func (a *Aggregator) addChunk(e *Encoder, first, end int) {
 	kl := a.keyLen
 	rows := end - first
 	if cap(a.keys) < aggChunkRows*kl {
@@ -381,7 +394,7 @@ func (a *nativeAggregator) addChunk(e *NativeEncoder, first, end int) {
 func aggRoundTime(t, iv uint32) uint32 { return t - t%iv }
 
 // group returns the number of the group of key k with hash h, adding it if new.
-func (a *nativeAggregator) group(k []byte, h uint64) int {
+func (a *Aggregator) group(k []byte, h uint64) int {
 	mask := uint64(len(a.slots) - 1)
 	kl := a.keyLen
 	tag := h &^ (1<<32 - 1)
@@ -410,13 +423,13 @@ func (a *nativeAggregator) group(k []byte, h uint64) int {
 }
 
 // grow doubles the slots and places the groups again by their hashes.
-func (a *nativeAggregator) grow() {
+func (a *Aggregator) grow() {
 	a.slots = make([]uint64, 2*len(a.slots))
 	a.place()
 }
 
 // place puts every group in the (empty) slots by its hash.
-func (a *nativeAggregator) place() {
+func (a *Aggregator) place() {
 	mask := uint64(len(a.slots) - 1)
 	for g, h := range a.hashes[:a.n] {
 		i := h & mask
@@ -430,7 +443,8 @@ func (a *nativeAggregator) place() {
 // Block returns the groups as one Native block for `INSERT INTO <table> Columns() FORMAT
 // Native`, sorted by the table's key (sortGroups), valid until the next call. The encoder's
 // Block must have been called first (it completes the last block of rows).
-func (a *nativeAggregator) Block(e *NativeEncoder) []byte {
+func (a *Aggregator) Block() []byte {
+	e := a.enc
 	n, kl := a.n, a.keyLen
 	perm := a.sortGroups(e)
 	// The keys in that order, so that each column is then written from consecutive memory
@@ -457,8 +471,8 @@ func (a *nativeAggregator) Block(e *NativeEncoder) []byte {
 		if !d.active {
 			continue
 		}
-		out = appendNativeString(out, d.name)
-		out = appendNativeString(out, d.typ)
+		out = appendString(out, d.name)
+		out = appendString(out, d.typ)
 		if d.kind == aggLowCard {
 			out = a.appendLowCard(out, d, keys, e.cols[d.src].names)
 			continue
@@ -468,8 +482,8 @@ func (a *nativeAggregator) Block(e *NativeEncoder) []byte {
 		}
 	}
 	for j, name := range []string{"Bytes", "Packets"} {
-		out = appendNativeString(out, name)
-		out = appendNativeString(out, "UInt64")
+		out = appendString(out, name)
+		out = appendString(out, "UInt64")
 		for _, g := range perm {
 			out = binary.LittleEndian.AppendUint64(out, a.sums[2*int(g)+j])
 		}
@@ -480,7 +494,7 @@ func (a *nativeAggregator) Block(e *NativeEncoder) []byte {
 
 // appendLowCard writes a LowCardinality(String) column of the groups (see the Native block
 // layout in native.go), from their keys, with a dictionary of the values they use.
-func (a *nativeAggregator) appendLowCard(out []byte, d *aggDim, keys []byte, names []string) []byte {
+func (a *Aggregator) appendLowCard(out []byte, d *aggDim, keys []byte, names []string) []byte {
 	n, kl := a.n, a.keyLen
 	if len(a.stamp) < len(names)+1 {
 		a.stamp = make([]uint32, len(names)+1)
@@ -509,7 +523,7 @@ func (a *nativeAggregator) appendLowCard(out []byte, d *aggDim, keys []byte, nam
 			a.stamp[id], a.local[id] = a.gen, nkeys
 			idx[g] = nkeys
 			nkeys++
-			dict = appendNativeString(dict, names[id-1])
+			dict = appendString(dict, names[id-1])
 		}
 	}
 	a.dict = dict

@@ -1,4 +1,4 @@
-package store
+package ddl
 
 import (
 	"cmp"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"flowzero/schema"
+	"flowzero/store/engine"
 )
 
 // Object kinds, as migrations treat them differently: data tables are altered in place, the
@@ -54,7 +55,7 @@ type ColumnDef struct {
 }
 
 // DDL generates the statements for a schema and a configuration. It is pure: nothing here
-// talks to ClickHouse.
+// talks to ClickHouse, except Migrator and PreAggregatedKeyDims, which read what exists.
 type DDL struct {
 	cfg Configuration
 	s   *schema.Schema
@@ -65,31 +66,36 @@ type DDL struct {
 	preAggOK bool
 }
 
-// NewDDL returns the DDL generator. protoDir is the directory ClickHouse reads the .proto
+// Aggregable reports whether the embedded sink can group the flows by the dimensions dims
+// at interval itself (nil), filling that resolution's table without the materialized view
+// that groups them in the engine. store gives New its pre-aggregation's check
+// (native.Aggregable) when embedded.pre-aggregate is on.
+type Aggregable func(dims []*schema.Column, interval time.Duration) error
+
+// New returns the DDL generator. protoDir is the directory ClickHouse reads the .proto
 // from, "" to reference the file by name only (relative to the server's format_schema_path).
-func NewDDL(cfg Configuration, s *schema.Schema, protoDir string) *DDL {
+// aggregable is nil unless the embedded sink pre-aggregates (see PreAggregated).
+func New(cfg Configuration, s *schema.Schema, protoDir string, aggregable Aggregable) *DDL {
 	d := &DDL{cfg: cfg, s: s}
 	file := ProtoFileName(s)
 	if protoDir != "" {
 		file = filepath.Join(protoDir, file)
 	}
 	d.protoRef = file + ":FlowMessage"
-	d.preAgg, d.preAggOK = d.preAggregation()
+	d.preAgg, d.preAggOK = d.preAggregation(aggregable)
 	return d
 }
 
 // PreAggregated returns the resolution whose table the embedded sink fills itself, grouping
-// each batch in Go (embedded.pre-aggregate): that resolution has no materialized view from
-// the flows table. ok is false when the view groups the flows: a ClickHouse server, a
-// cluster, flows arriving through the Kafka table, no resolution, pre-aggregate off, or a
-// schema the sink cannot group (a column without Native encoding, a dimension whose
-// MATERIALIZED expression is not computed in Go).
+// each batch in Go: that resolution has no materialized view from the flows table. ok is
+// false when the view groups the flows: no aggregable given to New (a ClickHouse server, or
+// pre-aggregation off), a cluster, flows arriving through the Kafka table, no resolution, or
+// a schema the sink cannot group (aggregable's error).
 func (d *DDL) PreAggregated() (r Resolution, ok bool) { return d.preAgg, d.preAggOK }
 
-func (d *DDL) preAggregation() (Resolution, bool) {
+func (d *DDL) preAggregation(aggregable Aggregable) (Resolution, bool) {
 	c := d.cfg
-	if !c.Embedded.PreAggregate || c.ClickHouse.URL != "" || c.Cluster != "" || c.Kafka.Enabled ||
-		len(c.Resolutions) == 0 || d.s == nil {
+	if aggregable == nil || c.Cluster != "" || c.Kafka.Enabled || len(c.Resolutions) == 0 || d.s == nil {
 		return Resolution{}, false
 	}
 	finest := c.Resolutions[0]
@@ -98,18 +104,14 @@ func (d *DDL) preAggregation() (Resolution, bool) {
 			finest = r
 		}
 	}
-	enc, err := NewNativeEncoder(d.s)
-	if err != nil {
-		return Resolution{}, false
-	}
-	if _, err := newNativeAggregator(enc, d.aggregatedKeyDims(), finest.Interval); err != nil {
+	if aggregable(d.AggregatedKeyDims(), finest.Interval) != nil {
 		return Resolution{}, false
 	}
 	return finest, true
 }
 
-// ProtoFileName is the name of the schema's .proto file: flows-<hash>.proto.
-func ProtoFileName(s *schema.Schema) string { return "flows-" + s.Hash() + ".proto" }
+// Resolutions returns the configured resolutions, one aggregated table each.
+func (d *DDL) Resolutions() []Resolution { return slices.Clone(d.cfg.Resolutions) }
 
 // FormatSchema returns the format_schema setting value for the schema's messages.
 func (d *DDL) FormatSchema() string { return d.protoRef }
@@ -250,10 +252,10 @@ func (d *DDL) distributed(name string, cols []ColumnDef, localCreate string) Obj
 // tableSettings are the MergeTree settings of the flows and aggregated tables:
 //   - ttl_only_drop_parts: expired data goes by whole parts, never by rewriting one;
 //   - min_bytes_for_wide_part: parts under 256 MiB (uncompressed) are compact, one file for
-//     every column instead of two per column. An insert writes a new part into each table;
-//     wide, it cost ~1 µs per flow of kernel time alone (about 130 files and their 1 MiB
-//     buffers for ~60 columns), more than sorting and compressing the rows. Merges turn the
-//     big parts wide, where reading few columns of many rows needs it.
+//     every column instead of two per column: an insert writes a new part into each table,
+//     and the files of a wide part (and their buffers) cost more than sorting and compressing
+//     its rows (docs/design/store.md). Merges turn the big parts wide, where reading few
+//     columns of many rows needs it.
 var tableSettings = []string{"ttl_only_drop_parts = 1", "min_bytes_for_wide_part = 268435456"}
 
 // flowsColumns are the flows table's columns: every enabled column of the schema.
@@ -311,12 +313,12 @@ var notAggregated = map[schema.ColumnKey]bool{
 	schema.ColumnPacketSize: true, schema.ColumnPacketSizeBucket: true,
 }
 
-// aggregatedColumns returns the dimensions of the aggregated tables (stored columns that
+// AggregatedColumns returns the dimensions of the aggregated tables (stored columns that
 // are not arrays and not in notAggregated; MATERIALIZED derived columns become plain
 // columns) followed by Bytes and Packets, and the sorting key: the flows table's key, then
 // every other dimension, so that SummingMergeTree folds exactly the rows that agree on all of
 // them. The first primaryLen expressions of the key are the primary key.
-func (d *DDL) aggregatedColumns() (cols []ColumnDef, key []string, primaryLen int) {
+func (d *DDL) AggregatedColumns() (cols []ColumnDef, key []string, primaryLen int) {
 	for _, c := range d.aggregatedDims() {
 		def := c.Name + " " + c.ClickHouseType
 		if c.ClickHouseCodec != "" && c.OnWire() {
@@ -341,7 +343,7 @@ func (d *DDL) aggregatedColumns() (cols []ColumnDef, key []string, primaryLen in
 	// is free. The engine checks that each inserted block is sorted, comparing neighbouring
 	// rows column by column up to the first that differs: with the LowCardinality columns
 	// last, groups that differ in a number (interfaces, AS path) are told apart before the
-	// string columns, often empty in every group, are compared (aggsort.go).
+	// string columns, often empty in every group, are compared.
 	for _, lowCard := range []bool{false, true} {
 		for _, c := range cols {
 			if !inKey[c.Name] && strings.Contains(c.Definition, " LowCardinality(") == lowCard {
@@ -356,7 +358,7 @@ func (d *DDL) aggregatedColumns() (cols []ColumnDef, key []string, primaryLen in
 }
 
 // aggregatedDims returns the schema columns that are the aggregated tables' dimensions, in
-// table order (see aggregatedColumns).
+// table order (see AggregatedColumns).
 func (d *DDL) aggregatedDims() []*schema.Column {
 	var out []*schema.Column
 	for _, c := range d.s.Columns() {
@@ -372,10 +374,10 @@ func (d *DDL) aggregatedDims() []*schema.Column {
 	return out
 }
 
-// aggregatedKeyDims returns the dimensions of aggregatedDims in the order of the aggregated
-// tables' sorting key, the order the pre-aggregation sorts its groups by (aggsort.go).
-func (d *DDL) aggregatedKeyDims() []*schema.Column {
-	_, key, _ := d.aggregatedColumns()
+// AggregatedKeyDims returns the dimensions of the aggregated tables in the order of their
+// sorting key, the order the sink's pre-aggregation sorts its groups by.
+func (d *DDL) AggregatedKeyDims() []*schema.Column {
+	_, key, _ := d.AggregatedColumns()
 	return d.dimsInKey(key)
 }
 
@@ -404,17 +406,17 @@ func (d *DDL) dimsInKey(key []string) []*schema.Column {
 	return out
 }
 
-// preAggregatedKeyDims returns the dimensions in the order of the sorting key that the
+// PreAggregatedKeyDims returns the dimensions in the order of the sorting key that the
 // pre-aggregated resolution's table has in the database (see dimsInKey), or in the order
-// the DDL creates it when the table cannot be read.
-func (d *DDL) preAggregatedKeyDims(ctx context.Context, e Executor, r Resolution) ([]*schema.Column, error) {
-	rows, err := queryRows(ctx, e, "SELECT sorting_key FROM system.tables WHERE database = "+
+// the DDL creates it (with the error) when the table cannot be read.
+func (d *DDL) PreAggregatedKeyDims(ctx context.Context, e engine.Executor, r Resolution) ([]*schema.Column, error) {
+	rows, err := engine.QueryRows(ctx, e, "SELECT sorting_key FROM system.tables WHERE database = "+
 		quoteString(d.Database())+" AND name = "+quoteString(d.dataName(AggregatedTableName(r))))
 	if err == nil && (len(rows) != 1 || len(rows[0]) != 1) {
 		err = fmt.Errorf("no table %s", AggregatedTableName(r))
 	}
 	if err != nil {
-		return d.aggregatedKeyDims(), err
+		return d.AggregatedKeyDims(), err
 	}
 	return d.dimsInKey(splitKey(rows[0][0])), nil
 }
@@ -427,7 +429,7 @@ func AggregatedTableName(r Resolution) string { return "flows_" + r.suffix() }
 // except for the resolution the sink pre-aggregates (PreAggregated).
 func (d *DDL) AggregatedObjects(r Resolution) []Object {
 	name := AggregatedTableName(r)
-	cols, key, primaryLen := d.aggregatedColumns()
+	cols, key, primaryLen := d.AggregatedColumns()
 	partition := "toYYYYMMDD(TimeReceived)"
 	if r.Interval >= time.Hour {
 		partition = "toYYYYMM(TimeReceived)"
@@ -455,9 +457,9 @@ func (d *DDL) AggregatedObjects(r Resolution) []Object {
 }
 
 // AggregatedInsertStatement is the INSERT, without its FORMAT clause, of the pre-aggregated
-// resolution's rows (format Native, the columns of agg's blocks).
-func (d *DDL) AggregatedInsertStatement(r Resolution, agg *nativeAggregator) string {
-	return fmt.Sprintf("INSERT INTO %s %s SETTINGS %s", d.q(d.dataName(AggregatedTableName(r))), agg.Columns(), insertSettings)
+// resolution's rows: columns is the column list of the blocks, "(a, b, ...)".
+func (d *DDL) AggregatedInsertStatement(r Resolution, columns string) string {
+	return fmt.Sprintf("INSERT INTO %s %s SETTINGS %s", d.q(d.dataName(AggregatedTableName(r))), columns, insertSettings)
 }
 
 // viewSource returns the table a resolution's view reads: the coarsest other resolution
@@ -478,11 +480,11 @@ func (d *DDL) viewSource(r Resolution) string {
 // aggregatedView is the materialized view feeding a resolution's table. The view reading
 // the flows table groups each inserted block (a block of flows holds many rows per
 // dimensions and minute); the embedded sink does that grouping itself when it can
-// (PreAggregated), and that view is then not created. The views reading an aggregated table (flows_5m from flows_1m...)
-// only round the time: a block reaching them holds rows already grouped at the finer
-// interval, over at most the sink's flush interval (or the Kafka engine's), so grouping it
-// again folds next to no rows (measured: none) and cost ~0.1 µs per flow and view; the
-// table sums the rows when it merges them.
+// (PreAggregated), and that view is then not created. The views reading an aggregated table
+// (flows_5m from flows_1m...) only round the time: a block reaching them holds rows already
+// grouped at the finer interval, over at most the sink's flush interval (or the Kafka
+// engine's), so grouping it again would fold next to no rows for a cost per flow; the table
+// sums the rows when it merges them.
 func (d *DDL) aggregatedView(r Resolution, cols []ColumnDef) Object {
 	name := AggregatedTableName(r)
 	source := d.viewSource(r)
@@ -629,10 +631,11 @@ func (d *DDL) kafkaErrorsObjects() []Object {
 // with sum() ... GROUP BY, which is exact before and after merges.
 const insertSettings = "optimize_on_insert = 0"
 
-// NativeInsertStatement is the INSERT, without its FORMAT clause, for the blocks of enc
-// (format Native): the wire columns by name, the others take their default or expression.
-func (d *DDL) NativeInsertStatement(enc *NativeEncoder) string {
-	return fmt.Sprintf("INSERT INTO %s %s SETTINGS %s", d.FlowsTable(), enc.Columns(), insertSettings)
+// NativeInsertStatement is the INSERT, without its FORMAT clause, of Native blocks of flows:
+// columns is their column list, "(a, b, ...)" (the wire columns); the others take their
+// default or expression.
+func (d *DDL) NativeInsertStatement(columns string) string {
+	return fmt.Sprintf("INSERT INTO %s %s SETTINGS %s", d.FlowsTable(), columns, insertSettings)
 }
 
 // InsertStatement is the INSERT, without its FORMAT clause, that a batch of length-delimited

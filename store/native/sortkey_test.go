@@ -1,4 +1,4 @@
-package store
+package native
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"flowzero/schema"
+	"flowzero/store/internal/storetest"
 )
 
 // refKey is a flow's sorting key as ClickHouse compares it: the time rounded to five minutes,
@@ -30,7 +31,7 @@ func refKeyOf(t *testing.T, s *schema.Schema, framed []byte) refKey {
 			k.vals[i] = uint64(0)
 		}
 	}
-	err := s.DecodeMessage(unframe(t, framed), func(c *schema.Column, v any) {
+	err := s.DecodeMessage(storetest.Unframe(t, framed), func(c *schema.Column, v any) {
 		for i, p := range key {
 			if p.Column.Key != c.Key {
 				continue
@@ -114,17 +115,17 @@ const sortTestBase = 1_790_000_100
 // computed from the decoded flows, equal keys in arrival order: the default schema's flows
 // from the captures and from sortTestFlows, and every column enabled.
 func TestBatchSorterPermutation(t *testing.T) {
-	def := mustSchema(t, schema.DefaultConfiguration())
-	all := allColumnsSchema(t)
+	def := storetest.MustSchema(t, schema.DefaultConfiguration())
+	all := storetest.AllColumnsSchema(t)
 	for _, tc := range []struct {
 		name string
 		s    *schema.Schema
 		msgs [][]byte
 	}{
-		{"captures", def, captureMessages(t, def)},
+		{"captures", def, storetest.CaptureMessages(t, def)},
 		{"ipv4 exporters", def, sortTestFlows(def, sortTestBase, 5000, false)},
 		{"ipv6 exporters", def, sortTestFlows(def, sortTestBase, 5000, true)},
-		{"captures, all columns", all, captureMessages(t, all)},
+		{"captures, all columns", all, storetest.CaptureMessages(t, all)},
 		{"all columns", all, sortTestFlows(all, sortTestBase, 3000, false)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,7 +134,7 @@ func TestBatchSorterPermutation(t *testing.T) {
 				t.Fatal("no sorter for the schema's key")
 			}
 			for _, m := range tc.msgs {
-				if err := enc.Append(unframe(t, m)); err != nil {
+				if err := enc.Append(storetest.Unframe(t, m)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -177,13 +178,13 @@ func TestBatchSorterPermutation(t *testing.T) {
 // row, a key that needs more than 128 bits (IPv4 and IPv6 exporters together: their
 // addresses differ over 96 bits), and a schema whose key has no sorter.
 func TestBatchSorterArrivalOrder(t *testing.T) {
-	s := mustSchema(t, schema.DefaultConfiguration())
+	s := storetest.MustSchema(t, schema.DefaultConfiguration())
 	enc := mustEncoder(t, s)
 	permOf := func(msgs [][]byte) []uint32 {
 		t.Helper()
 		enc.Reset()
 		for _, m := range msgs {
-			if err := enc.Append(unframe(t, m)); err != nil {
+			if err := enc.Append(storetest.Unframe(t, m)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -212,7 +213,7 @@ func TestBatchSorterArrivalOrder(t *testing.T) {
 		t.Error("unsorted flows: no permutation")
 	}
 	// A key column of a type without a code.
-	noKey, _ := NewNativeEncoder(s)
+	noKey, _ := NewEncoder(s)
 	for i := range noKey.cols {
 		if noKey.cols[i].name == "InIfName" {
 			noKey.cols[i].op = opFixedString
@@ -225,10 +226,10 @@ func TestBatchSorterArrivalOrder(t *testing.T) {
 
 // BenchmarkBatchSorter measures the permutation alone, on 256Ki flows of sortTestFlows.
 func BenchmarkBatchSorter(b *testing.B) {
-	s := mustSchema(b, schema.DefaultConfiguration())
+	s := storetest.MustSchema(b, schema.DefaultConfiguration())
 	enc := mustEncoder(b, s)
 	for _, m := range sortTestFlows(s, sortTestBase, 1<<18, false) {
-		if err := enc.Append(unframe(b, m)); err != nil {
+		if err := enc.Append(storetest.Unframe(b, m)); err != nil {
 			b.Fatal(err)
 		}
 	}

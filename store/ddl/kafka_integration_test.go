@@ -1,6 +1,6 @@
 //go:build integration && chdb
 
-package store
+package ddl
 
 import (
 	"cmp"
@@ -17,6 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"flowzero/internal/kafkatest"
+	"flowzero/internal/testutil"
+	"flowzero/store/engine"
+	"flowzero/store/internal/storetest"
 )
 
 // TestKafkaToEmbeddedEngine runs the Kafka path for real: the flows decoded from the shared
@@ -26,24 +29,23 @@ import (
 // land in flows_kafka_errors without stopping the flows after them.
 func TestKafkaToEmbeddedEngine(t *testing.T) {
 	brokers := kafkatest.Brokers(t)
-	s := allColumnsSchema(t)
-	msgs := captureMessages(t, s)
+	s := storetest.AllColumnsSchema(t)
+	msgs := storetest.CaptureMessages(t, s)
 	var rnd [4]byte
 	rand.Read(rnd[:])
-	cfg := testConfig(t, t.TempDir())
+	cfg := testConfig()
 	cfg.Kafka.Enabled = true
 	cfg.Kafka.Brokers = brokers
 	cfg.Kafka.TopicPrefix = "flows-it" + hex.EncodeToString(rnd[:])
 	cfg.Kafka.GroupName = "it-" + hex.EncodeToString(rnd[:])
 	cfg.Kafka.MaxBlockSize = 50 // several blocks, so several inserts through the view
-	// Flows kept forever: a malformed record reaching the flows table would be a row of
-	// default values, from 1970, which the default TTL would remove at once.
-	cfg.TTL = 0
+	// Flows kept forever (testConfig): a malformed record reaching the flows table would be
+	// a row of default values, from 1970, which a TTL would remove at once.
 	protoDir := t.TempDir()
 	if _, err := WriteProto(protoDir, s); err != nil {
 		t.Fatal(err)
 	}
-	ddl := NewDDL(cfg, s, protoDir)
+	ddl := New(cfg, s, protoDir, nil) // flows_1m grouped by its view: the Kafka path
 
 	// The topic exists before the engine subscribes, as the collector creates it.
 	topic := ddl.Topic()
@@ -54,8 +56,8 @@ func TestKafkaToEmbeddedEngine(t *testing.T) {
 		t.Fatalf("creating %s: %v %v", topic, err, resp.Err)
 	}
 
-	c := openEngine(t, cfg)
-	m := &Migrator{DDL: ddl, Exec: Embedded{Conn: c}, Logger: quietLogger()}
+	c := storetest.OpenEngine(t, t.TempDir())
+	m := &Migrator{DDL: ddl, Exec: engine.Embedded{Conn: c}, Logger: storetest.QuietLogger()}
 	defer func() {
 		// chDB cannot reopen a data directory holding a Kafka table.
 		if err := m.DropKafka(context.Background()); err != nil {
@@ -92,26 +94,40 @@ func TestKafkaToEmbeddedEngine(t *testing.T) {
 	}
 
 	count := func() string {
-		return query(t, c, "SELECT (SELECT count() FROM flowzero.flows), (SELECT count() FROM flowzero.flows_kafka_errors)")
+		return storetest.Query(t, c, "SELECT (SELECT count() FROM flowzero.flows), (SELECT count() FROM flowzero.flows_kafka_errors)")
 	}
 	want := fmt.Sprintf("%d\t%d", len(msgs), len(malformed))
-	for got := count(); got != want; got = count() {
-		if ctx.Err() != nil {
-			t.Fatalf("flows, errors from Kafka = %q, want %q", got, want)
+	testutil.WaitUntil(t, "flows, errors from Kafka = "+want, func() bool { return count() == want })
+	// The engine commits a block's offsets once the views have written it: once the
+	// group's offsets reach the end of every partition, nothing is left to arrive, twice
+	// or otherwise.
+	adm := kadm.NewClient(cl)
+	testutil.WaitUntil(t, "the engine's offsets committed to the end of "+topic, func() bool {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	// Nothing arrives twice, even after the consumer had time to poll again.
-	time.Sleep(3 * time.Second)
+		committed, err := adm.FetchOffsets(ctx, cfg.Kafka.GroupName)
+		if err != nil {
+			return false // the group may not be known yet
+		}
+		done := true
+		ends.Each(func(e kadm.ListedOffset) {
+			c, ok := committed.Lookup(e.Topic, e.Partition)
+			// A partition that received nothing has no commit.
+			done = done && (ok && c.Err == nil && c.At == e.Offset || !ok && e.Offset == 0)
+		})
+		return done
+	})
 	if got := count(); got != want {
-		t.Fatalf("after settling: flows, errors = %q, want %q", got, want)
+		t.Fatalf("with every offset committed: flows, errors = %q, want %q", got, want)
 	}
-	checkStoredFlows(t, c, s, msgs)
+	storetest.CheckStoredFlows(t, c, s, msgs)
 	// The flows reach the aggregated tables through the flows table's views.
 	checkAggregates(t, c, ddl)
 
 	// Each rejected record is kept whole (they are short), with where it was and why.
-	rows := query(t, c, "SELECT Topic, Partition, Offset, hex(RawMessage), RawLength, notEmpty(Error) FROM flowzero.flows_kafka_errors ORDER BY Partition, Offset")
+	rows := storetest.Query(t, c, "SELECT Topic, Partition, Offset, hex(RawMessage), RawLength, notEmpty(Error) FROM flowzero.flows_kafka_errors ORDER BY Partition, Offset")
 	slices.SortFunc(malformed, func(a, b *kgo.Record) int {
 		return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
 	})
@@ -121,6 +137,6 @@ func TestKafkaToEmbeddedEngine(t *testing.T) {
 	}
 	if want := strings.Join(wantRows, "\n"); rows != want {
 		t.Errorf("flows_kafka_errors:\n%s\nwant:\n%s\nerrors: %s", rows, want,
-			query(t, c, "SELECT groupArray(Error) FROM flowzero.flows_kafka_errors"))
+			storetest.Query(t, c, "SELECT groupArray(Error) FROM flowzero.flows_kafka_errors"))
 	}
 }

@@ -1,4 +1,4 @@
-package store
+package native
 
 import (
 	"bytes"
@@ -14,20 +14,13 @@ import (
 
 	"flowzero/pbwire"
 	"flowzero/schema"
+	"flowzero/store/ddl"
+	"flowzero/store/internal/storetest"
 )
 
-func mustSchema(t testing.TB, cfg schema.Configuration) *schema.Schema {
+func mustEncoder(t testing.TB, s *schema.Schema) *Encoder {
 	t.Helper()
-	s, err := schema.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func mustEncoder(t testing.TB, s *schema.Schema) *NativeEncoder {
-	t.Helper()
-	enc, err := NewNativeEncoder(s)
+	enc, err := NewEncoder(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +29,7 @@ func mustEncoder(t testing.TB, s *schema.Schema) *NativeEncoder {
 
 // aggDims returns the aggregated tables' dimensions of s with the default configuration.
 func aggDims(s *schema.Schema) []*schema.Column {
-	return NewDDL(DefaultConfiguration(), s, "").aggregatedKeyDims()
+	return ddl.New(ddl.DefaultConfiguration(), s, "", nil).AggregatedKeyDims()
 }
 
 // groupsInGo sums Bytes and Packets per dimensions the slow way, from the decoded messages:
@@ -97,7 +90,7 @@ func groupsInGo(t *testing.T, s *schema.Schema, dims []*schema.Column, interval 
 }
 
 // aggregatorGroups reads the aggregator's groups back in groupsInGo's form.
-func aggregatorGroups(a *nativeAggregator, e *NativeEncoder) map[string][2]uint64 {
+func aggregatorGroups(a *Aggregator, e *Encoder) map[string][2]uint64 {
 	out := map[string][2]uint64{}
 	for g := 0; g < a.n; g++ {
 		var key []string
@@ -114,7 +107,7 @@ func aggregatorGroups(a *nativeAggregator, e *NativeEncoder) map[string][2]uint6
 
 // groupValues returns group g's dimensions as the table holds them: uint64, netip.Addr
 // (IPv6) or string (LowCardinality and FixedString, the latter with its padding).
-func groupValues(a *nativeAggregator, e *NativeEncoder, g int) []any {
+func groupValues(a *Aggregator, e *Encoder, g int) []any {
 	var vals []any
 	for _, d := range a.dims {
 		b := make([]byte, d.width) // not active: the default
@@ -169,8 +162,8 @@ func compareGroupValues(x, y []any) int {
 // IPv4 exporters: the groups' sort integers then fit in 128 bits (aggsort.go).
 func aggTestMessages(t *testing.T, s *schema.Schema, varied bool) (msgs [][]byte) {
 	if varied {
-		for _, framed := range captureMessages(t, s) {
-			msgs = append(msgs, unframe(t, framed))
+		for _, framed := range storetest.CaptureMessages(t, s) {
+			msgs = append(msgs, storetest.Unframe(t, framed))
 		}
 	}
 	fm := s.NewFlowMessage()
@@ -192,7 +185,7 @@ func aggTestMessages(t *testing.T, s *schema.Schema, varied bool) (msgs [][]byte
 		if i%11 != 0 {
 			fm.AppendString(schema.ColumnSrcCountry, []string{"FR", "DE", "US"}[i%3])
 		}
-		msgs = append(msgs, bytes.Clone(unframe(t, fm.Finalize())))
+		msgs = append(msgs, bytes.Clone(storetest.Unframe(t, fm.Finalize())))
 	}
 	if !varied {
 		// The variations are distinct: each twice, for groups of several flows.
@@ -216,11 +209,11 @@ func TestNativeAggregator(t *testing.T) {
 		// varied: the captures and IPv6 exporters too, whose groups sort by wide integers.
 		varied bool
 	}{
-		{"default columns", mustSchema(t, schema.DefaultConfiguration()), nativeBlockRows, false, time.Minute, true},
-		{"all columns, small blocks", allColumnsSchema(t), 97, false, time.Minute, true},
-		{"constant hash", allColumnsSchema(t), 500, true, 5 * time.Minute, true},
-		{"30s", mustSchema(t, schema.DefaultConfiguration()), 1000, false, 30 * time.Second, true},
-		{"128-bit sort", mustSchema(t, schema.DefaultConfiguration()), nativeBlockRows, false, time.Minute, false},
+		{"default columns", storetest.MustSchema(t, schema.DefaultConfiguration()), defaultBlockRows, false, time.Minute, true},
+		{"all columns, small blocks", storetest.AllColumnsSchema(t), 97, false, time.Minute, true},
+		{"constant hash", storetest.AllColumnsSchema(t), 500, true, 5 * time.Minute, true},
+		{"30s", storetest.MustSchema(t, schema.DefaultConfiguration()), 1000, false, 30 * time.Second, true},
+		{"128-bit sort", storetest.MustSchema(t, schema.DefaultConfiguration()), defaultBlockRows, false, time.Minute, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.schema
@@ -228,7 +221,7 @@ func TestNativeAggregator(t *testing.T) {
 			msgs := aggTestMessages(t, s, tc.varied)
 			enc := mustEncoder(t, s)
 			enc.blockRows = tc.blockRows
-			a, err := newNativeAggregator(enc, dims, tc.interval)
+			a, err := NewAggregator(enc, dims, tc.interval)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -236,7 +229,6 @@ func TestNativeAggregator(t *testing.T) {
 				a.hash = func(maphash.Seed, []byte) uint64 { return 42 }
 				msgs = msgs[:600] // every lookup walks the whole chain
 			}
-			enc.agg = a
 			want := groupsInGo(t, s, dims, uint64(tc.interval/time.Second), msgs)
 			bad := []byte{0x08, 0x80} // TimeReceived with a cut varint
 			for range 2 {
@@ -288,7 +280,7 @@ func TestNativeAggregator(t *testing.T) {
 				if ncols == 2 || ncols == len(dims)+2 {
 					t.Errorf("%d columns of %d: the test leaves out none or all", ncols-2, len(dims))
 				}
-				block := a.Block(enc)
+				block := a.Block()
 				if !strings.HasPrefix(string(block), string(binary.AppendUvarint(binary.AppendUvarint(nil, uint64(ncols)), uint64(len(want))))) {
 					t.Error("block header: wrong column or row count")
 				}
@@ -307,7 +299,7 @@ func TestNativeAggregator(t *testing.T) {
 
 // checkGroupsSorted checks that the order of the groups in the last Block (sortGroups) is a
 // permutation that sorts them by the table's key (the dimensions' order).
-func checkGroupsSorted(t *testing.T, a *nativeAggregator, e *NativeEncoder) {
+func checkGroupsSorted(t *testing.T, a *Aggregator, e *Encoder) {
 	t.Helper()
 	perm := a.sorter.perm
 	if len(perm) != a.n {
@@ -333,10 +325,10 @@ func checkGroupsSorted(t *testing.T, a *nativeAggregator, e *NativeEncoder) {
 // TestNativeAggregatorRefusesExpressions checks that a dimension the aggregation cannot
 // compute keeps the view: an expression other than Array[n], or Array[n] of another type.
 func TestNativeAggregatorRefusesExpressions(t *testing.T) {
-	s := mustSchema(t, schema.DefaultConfiguration())
+	s := storetest.MustSchema(t, schema.DefaultConfiguration())
 	enc := mustEncoder(t, s)
 	dims := aggDims(s)
-	if _, err := newNativeAggregator(enc, dims, time.Minute); err != nil {
+	if _, err := NewAggregator(enc, dims, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []schema.Column{
@@ -344,11 +336,11 @@ func TestNativeAggregatorRefusesExpressions(t *testing.T) {
 		{Name: "Wide", Kind: schema.KindDerived, ClickHouseType: "UInt64", ClickHouseExpr: "DstASPath[1]", ClickHouseMaterialized: true},
 		{Name: "Missing", Kind: schema.KindDerived, ClickHouseType: "UInt32", ClickHouseExpr: "MPLSLabels[1]", ClickHouseMaterialized: true},
 	} {
-		if _, err := newNativeAggregator(enc, append(dims[:len(dims):len(dims)], &c), time.Minute); err == nil {
+		if _, err := NewAggregator(enc, append(dims[:len(dims):len(dims)], &c), time.Minute); err == nil {
 			t.Errorf("%s = %s: no error", c.Name, c.ClickHouseExpr)
 		}
 	}
-	if _, err := newNativeAggregator(enc, dims, 1500*time.Millisecond); err == nil {
+	if _, err := NewAggregator(enc, dims, 1500*time.Millisecond); err == nil {
 		t.Error("1.5s interval: no error")
 	}
 }

@@ -1,7 +1,10 @@
-package store
+package ddl
 
 import (
 	"context"
+	"flowzero/schema"
+	"flowzero/store/engine"
+	"flowzero/store/internal/storetest"
 	"strings"
 	"testing"
 )
@@ -10,7 +13,7 @@ import (
 type rowsExecutor []byte
 
 func (r rowsExecutor) Exec(context.Context, string) error { return nil }
-func (r rowsExecutor) Query(context.Context, string) ([]byte, error) {
+func (r rowsExecutor) Query(context.Context, string, string) ([]byte, error) {
 	return r, nil
 }
 
@@ -22,9 +25,10 @@ func FuzzStoreServerOutput(f *testing.F) {
 	f.Add([]byte("flows\tMergeTree\tflowzero:abc\tTimeReceived, A\tMergeTree ORDER BY x TTL y\n"), "a, (b, c)), d(")
 	f.Add([]byte("a\\tb\\\\\tc\\n\\'\n\n\t\t\n"), "((")
 	f.Add([]byte("flows\tSrcAddr\nflows_1m\tTimeReceived\n"), ",,")
-	d := newTestDDLNoT()
+	s := storetest.MustSchema(f, schema.DefaultConfiguration())
+	d := New(DefaultConfiguration(), s, "/proto", sinkGroups(s))
 	f.Fuzz(func(t *testing.T, out []byte, key string) {
-		rows, err := queryRows(context.Background(), rowsExecutor(out), "SELECT")
+		rows, err := engine.QueryRows(context.Background(), rowsExecutor(out), "SELECT")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +42,7 @@ func FuzzStoreServerOutput(f *testing.F) {
 				t.Fatalf("empty key part from %q", key)
 			}
 		}
-		m := &Migrator{DDL: d, Exec: rowsExecutor(out), Logger: quietTestLogger()}
+		m := &Migrator{DDL: d, Exec: rowsExecutor(out), Logger: storetest.QuietLogger()}
 		_, _ = m.Plan(context.Background())
 	})
 }

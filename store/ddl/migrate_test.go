@@ -1,12 +1,18 @@
-package store
+package ddl
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"flowzero/schema"
+	"flowzero/store/engine"
+	"flowzero/store/internal/storetest"
 )
 
 // fakeServer is an Executor standing for a ClickHouse server: it answers the Migrator's
@@ -77,7 +83,7 @@ func (f *fakeServer) Exec(_ context.Context, sql string) error {
 	return nil
 }
 
-func (f *fakeServer) Query(_ context.Context, sql string) ([]byte, error) {
+func (f *fakeServer) Query(_ context.Context, sql, _ string) ([]byte, error) {
 	var b strings.Builder
 	switch {
 	case strings.Contains(sql, "FROM system.databases"):
@@ -107,7 +113,7 @@ func migrateFake(t *testing.T, f *fakeServer, d *DDL) (actions, sent []string) {
 	for _, o := range d.Objects() {
 		f.objects[o.Name] = o
 	}
-	m := &Migrator{DDL: d, Exec: f, Logger: quietTestLogger()}
+	m := &Migrator{DDL: d, Exec: f, Logger: storetest.QuietLogger()}
 	dry, err := m.Migrate(context.Background(), true)
 	if err != nil || len(f.execs) != 0 {
 		t.Fatalf("dry run: %v, %d statements sent", err, len(f.execs))
@@ -139,9 +145,9 @@ func migrateFake(t *testing.T, f *fakeServer, d *DDL) (actions, sent []string) {
 func TestMigrateClusterAddColumn(t *testing.T) {
 	cfg := DefaultConfiguration()
 	cfg.Cluster = "prod"
-	old := NewDDL(cfg, mustSchema(t, schema.DefaultConfiguration()), "")
+	old := New(cfg, storetest.MustSchema(t, schema.DefaultConfiguration()), "", nil)
 	f := newFakeServer(t, old.Objects())
-	d := NewDDL(cfg, mustSchema(t, schema.Configuration{Enabled: []string{"SrcMAC"}}), "")
+	d := New(cfg, storetest.MustSchema(t, schema.Configuration{Enabled: []string{"SrcMAC"}}), "", nil)
 
 	actions, sent := migrateFake(t, f, d)
 	want := []string{"flows_local: add column SrcMAC", "flows_local: mark migrated", "flows: add column SrcMAC", "flows: mark migrated"}
@@ -168,7 +174,7 @@ func TestMigrateClusterAddColumn(t *testing.T) {
 // TestMigrateKafkaErrors migrates a Kafka path made before flows_kafka_errors: the table is
 // created, and the Kafka table is replaced with both its views.
 func TestMigrateKafkaErrors(t *testing.T) {
-	d := newTestDDL(t, func(c *Configuration) { c.Kafka.Enabled = true })
+	d := newTestDDL(t, func(c *Configuration) { c.Kafka.Enabled = true }, true)
 	raw := d.KafkaTableName()
 	var before []Object
 	for _, o := range d.Objects() {
@@ -181,5 +187,43 @@ func TestMigrateKafkaErrors(t *testing.T) {
 		raw + ": create", raw + "_consumer: create", raw + "_errors_consumer: create"}
 	if strings.Join(actions, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("steps:\n%s\nwant:\n%s", strings.Join(actions, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestMigrateDryRunOverHTTP plans a fresh installation against a server that has no flowzero
+// database: every object is created, and a dry run sends nothing but the inspection queries.
+func TestMigrateDryRunOverHTTP(t *testing.T) {
+	var execs []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		q := string(body)
+		switch {
+		case strings.Contains(q, "FROM system.databases"):
+			io.WriteString(w, "0\n")
+		case strings.HasPrefix(q, "SELECT"):
+			t.Errorf("unexpected query %q", q)
+		default:
+			execs = append(execs, q)
+		}
+	}))
+	defer srv.Close()
+	c, err := engine.NewHTTPClient(engine.HTTPConfiguration{URL: srv.URL, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newTestDDL(t, func(c *Configuration) { c.Cluster = "prod" }, false)
+	m := &Migrator{DDL: d, Exec: c, Logger: storetest.QuietLogger()}
+	steps, err := m.Migrate(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != len(d.Objects()) || len(execs) != 0 {
+		t.Fatalf("dry run: %d steps for %d objects, %d statements sent", len(steps), len(d.Objects()), len(execs))
+	}
+	if _, err := m.Migrate(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	if len(execs) != len(steps) || execs[1] != d.Objects()[1].Create {
+		t.Fatalf("applied %d statements, want %d in order", len(execs), len(steps))
 	}
 }

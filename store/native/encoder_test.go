@@ -1,4 +1,4 @@
-package store
+package native
 
 import (
 	"bytes"
@@ -12,20 +12,8 @@ import (
 
 	"flowzero/pbwire"
 	"flowzero/schema"
+	"flowzero/store/internal/storetest"
 )
-
-// allColumnsSchema enables every column.
-func allColumnsSchema(tb testing.TB) *schema.Schema {
-	var all []string
-	for k := schema.ColumnKey(1); k < schema.ColumnLast; k++ {
-		all = append(all, k.String())
-	}
-	s, err := schema.New(schema.Configuration{Enabled: all})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
-}
 
 // nativeTestMessage is a flow with a value in every kind of column: scalars, addresses,
 // strings, enums, integer arrays, address arrays and large communities.
@@ -53,20 +41,12 @@ func nativeTestMessage(s *schema.Schema, t uint64) []byte {
 	return bytes.Clone(fm.Finalize())
 }
 
-func unframe(t testing.TB, framed []byte) []byte {
-	msg, rest, err := pbwire.SplitDelimited(framed)
-	if err != nil || len(rest) != 0 {
-		t.Fatalf("not one delimited message: %v", err)
-	}
-	return msg
-}
-
 // TestNativeEncoderRefusesBadMessages checks that every way a message can fail to fit its
 // columns is an error that leaves the block as it was, and that unknown fields are skipped.
 func TestNativeEncoderRefusesBadMessages(t *testing.T) {
-	s := allColumnsSchema(t)
-	good := unframe(t, nativeTestMessage(s, 1_790_000_000))
-	enc, err := NewNativeEncoder(s)
+	s := storetest.AllColumnsSchema(t)
+	good := storetest.Unframe(t, nativeTestMessage(s, 1_790_000_000))
+	enc, err := NewEncoder(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,15 +74,15 @@ func TestNativeEncoderRefusesBadMessages(t *testing.T) {
 		want error
 	}{
 		{"truncated", good[:len(good)-1], pbwire.ErrLength},
-		{"string as varint", field(col(schema.ColumnExporterName), pbwire.Varint, 1, nil), errNativeWireType},
-		{"varint as bytes", field(col(schema.ColumnBytes), pbwire.Bytes, 0, []byte{1}), errNativeWireType},
-		{"UInt8 out of range", field(col(schema.ColumnSrcNetMask), pbwire.Varint, 256, nil), errNativeRange},
-		{"DateTime out of range", field(col(schema.ColumnTimeReceived), pbwire.Varint, 1<<32, nil), errNativeRange},
-		{"unknown enum value", field(col(schema.ColumnFlowDirection), pbwire.Varint, 3, nil), errNativeRange},
-		{"short address", field(col(schema.ColumnSrcAddr), pbwire.Bytes, 0, make([]byte, 15)), errNativeSize},
-		{"FixedString(2) too long", field(col(schema.ColumnSrcCountry), pbwire.Bytes, 0, []byte("FRA")), errNativeSize},
-		{"large community of 11 bytes", field(col(schema.ColumnDstLargeCommunities), pbwire.Bytes, 0, make([]byte, 11)), errNativeSize},
-		{"array element out of range", field(col(schema.ColumnDstASPath), pbwire.Varint, 1<<32, nil), errNativeRange},
+		{"string as varint", field(col(schema.ColumnExporterName), pbwire.Varint, 1, nil), errWireType},
+		{"varint as bytes", field(col(schema.ColumnBytes), pbwire.Bytes, 0, []byte{1}), errWireType},
+		{"UInt8 out of range", field(col(schema.ColumnSrcNetMask), pbwire.Varint, 256, nil), errRange},
+		{"DateTime out of range", field(col(schema.ColumnTimeReceived), pbwire.Varint, 1<<32, nil), errRange},
+		{"unknown enum value", field(col(schema.ColumnFlowDirection), pbwire.Varint, 3, nil), errRange},
+		{"short address", field(col(schema.ColumnSrcAddr), pbwire.Bytes, 0, make([]byte, 15)), errSize},
+		{"FixedString(2) too long", field(col(schema.ColumnSrcCountry), pbwire.Bytes, 0, []byte("FRA")), errSize},
+		{"large community of 11 bytes", field(col(schema.ColumnDstLargeCommunities), pbwire.Bytes, 0, make([]byte, 11)), errSize},
+		{"array element out of range", field(col(schema.ColumnDstASPath), pbwire.Varint, 1<<32, nil), errRange},
 	} {
 		err := enc.Append(tc.msg)
 		if !errors.Is(err, tc.want) {
@@ -148,8 +128,8 @@ func TestNativeEncoderRefusesBadMessages(t *testing.T) {
 // (the sink never falls back to Protobuf with the columns flowzero knows), and the
 // LowCardinality index width chosen from the number of keys.
 func TestNativeEncoderTypes(t *testing.T) {
-	s := allColumnsSchema(t)
-	enc, err := NewNativeEncoder(s)
+	s := storetest.AllColumnsSchema(t)
+	enc, err := NewEncoder(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,12 +140,12 @@ func TestNativeEncoderTypes(t *testing.T) {
 	for i := range 300 {
 		fm.Reset()
 		fm.AppendString(schema.ColumnInIfName, "if-"+strconv.Itoa(i))
-		if err := enc.Append(unframe(t, fm.Finalize())); err != nil {
+		if err := enc.Append(storetest.Unframe(t, fm.Finalize())); err != nil {
 			t.Fatal(err)
 		}
 	}
 	lcHeader := func(block []byte) []byte {
-		marker := append(appendNativeString(nil, "InIfName"), appendNativeString(nil, "LowCardinality(String)")...)
+		marker := append(appendString(nil, "InIfName"), appendString(nil, "LowCardinality(String)")...)
 		i := bytes.Index(block, marker)
 		if i < 0 {
 			t.Fatal("no InIfName column in the block")
@@ -183,7 +163,7 @@ func TestNativeEncoderTypes(t *testing.T) {
 	for i := range 1 << 16 {
 		fm.Reset()
 		fm.AppendString(schema.ColumnInIfName, "if-"+strconv.Itoa(i))
-		if err := enc.Append(unframe(t, fm.Finalize())); err != nil {
+		if err := enc.Append(storetest.Unframe(t, fm.Finalize())); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -196,8 +176,8 @@ func TestNativeEncoderTypes(t *testing.T) {
 // row holds the default, whatever the column kind, and keeps the first column when every
 // column would go (a block without columns would lose its row count).
 func TestNativeEncoderOmitsDefaultColumns(t *testing.T) {
-	s := allColumnsSchema(t)
-	enc, err := NewNativeEncoder(s)
+	s := storetest.AllColumnsSchema(t)
+	enc, err := NewEncoder(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +186,7 @@ func TestNativeEncoderOmitsDefaultColumns(t *testing.T) {
 		rows, _ = binary.Uvarint(block[n:])
 		for i := range enc.cols {
 			c := &enc.cols[i]
-			marker := append(appendNativeString(nil, c.name), appendNativeString(nil, c.typ)...)
+			marker := append(appendString(nil, c.name), appendString(nil, c.typ)...)
 			if bytes.Contains(block, marker) {
 				names = append(names, c.name)
 			}
@@ -215,7 +195,7 @@ func TestNativeEncoderOmitsDefaultColumns(t *testing.T) {
 	}
 	fm := s.NewFlowMessage()
 	for range 3 {
-		if err := enc.Append(unframe(t, fm.Finalize())); err != nil {
+		if err := enc.Append(storetest.Unframe(t, fm.Finalize())); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -235,9 +215,9 @@ func TestNativeEncoderOmitsDefaultColumns(t *testing.T) {
 	fm.AppendUint(schema.ColumnInIfBoundary, 1)
 	fm.AppendString(schema.ColumnInIfName, "et-0/0/1")
 	fm.AppendIP(schema.ColumnSRv6SIDs, netip.MustParseAddr("fc00::1"))
-	msg := bytes.Clone(unframe(t, fm.Finalize()))
+	msg := bytes.Clone(storetest.Unframe(t, fm.Finalize()))
 	fm.Reset()
-	empty := bytes.Clone(unframe(t, fm.Finalize()))
+	empty := bytes.Clone(storetest.Unframe(t, fm.Finalize()))
 	for _, m := range [][]byte{empty, msg, empty} {
 		if err := enc.Append(m); err != nil {
 			t.Fatal(err)
@@ -260,14 +240,14 @@ func TestNativeEncoderOmitsDefaultColumns(t *testing.T) {
 // does not take (an unknown field after known ones, a value out of range, a wire type the
 // column does not take) is converted or refused as before with nothing of it left behind.
 func TestNativeEncoderFastPath(t *testing.T) {
-	s := allColumnsSchema(t)
-	fast, err := NewNativeEncoder(s)
+	s := storetest.AllColumnsSchema(t)
+	fast, err := NewEncoder(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	slow, _ := NewNativeEncoder(s)
+	slow, _ := NewEncoder(s)
 	slow.byTag = nil
-	good := unframe(t, nativeTestMessage(s, 1_790_000_000))
+	good := storetest.Unframe(t, nativeTestMessage(s, 1_790_000_000))
 	bytesField := s.Column(schema.ColumnBytes).Field
 	maskField := s.Column(schema.ColumnSrcNetMask).Field // UInt8
 	if bytesField >= 16 || maskField < 16 || maskField >= 2048 {
@@ -277,7 +257,7 @@ func TestNativeEncoderFastPath(t *testing.T) {
 	outOfRange := append(bytes.Clone(good), byte(maskField<<3|0x80), byte(maskField>>4), 0x80, 0x02) // 256 in a UInt8
 	wrongType := append(bytes.Clone(good), byte(bytesField<<3|2), 1, 0)                              // length-delimited Bytes
 	var batch []byte
-	captured := captureMessages(t, s)
+	captured := storetest.CaptureMessages(t, s)
 	for _, m := range captured {
 		batch = append(batch, m...)
 	}
@@ -295,28 +275,28 @@ func TestNativeEncoderFastPath(t *testing.T) {
 	}
 }
 
-// FuzzStoreNativeEncode feeds arbitrary batches to NativeEncoder, pre-aggregating as the
+// FuzzStoreNativeEncode feeds arbitrary batches to Encoder, pre-aggregating as the
 // sink does. It never panics; a message the schema's decoder refuses is refused too; a
 // refused message leaves the block and the groups as they were.
 func FuzzStoreNativeEncode(f *testing.F) {
-	s := allColumnsSchema(f)
+	s := storetest.AllColumnsSchema(f)
 	f.Add(nativeTestMessage(s, 1_790_000_000))
-	for i, m := range captureMessages(f, s) {
+	for i, m := range storetest.CaptureMessages(f, s) {
 		if i%4 == 0 {
 			f.Add(m)
 		}
 	}
-	good := unframe(f, nativeTestMessage(s, 1_790_000_000))
-	enc, err := NewNativeEncoder(s)
+	good := storetest.Unframe(f, nativeTestMessage(s, 1_790_000_000))
+	enc, err := NewEncoder(s)
 	if err != nil {
 		f.Fatal(err)
 	}
-	ref, _ := NewNativeEncoder(s)
-	slow, _ := NewNativeEncoder(s)
+	ref, _ := NewEncoder(s)
+	slow, _ := NewEncoder(s)
 	slow.byTag = nil // every message through pbwire's reader and set
-	dims := NewDDL(DefaultConfiguration(), s, "").aggregatedKeyDims()
-	for _, e := range []*NativeEncoder{enc, ref} {
-		if e.agg, err = newNativeAggregator(e, dims, time.Minute); err != nil {
+	dims := aggDims(s)
+	for _, e := range []*Encoder{enc, ref} {
+		if _, err = NewAggregator(e, dims, time.Minute); err != nil {
 			f.Fatal(err)
 		}
 	}
@@ -333,7 +313,7 @@ func FuzzStoreNativeEncode(f *testing.F) {
 			t.Fatalf("fast path: %d ok, %v; field by field: %d ok, %v, blocks equal: %v",
 				ok, err, sok, serr, bytes.Equal(enc.Block(), slow.Block()))
 		}
-		enc.agg.Block(enc)
+		enc.agg.Block()
 		if g := enc.agg.Groups(); g > ok || (ok > 0 && g == 0) {
 			t.Fatalf("%d groups for %d rows", g, ok)
 		}
@@ -356,7 +336,7 @@ func FuzzStoreNativeEncode(f *testing.F) {
 			if !bytes.Equal(enc.Block(), ref.Block()) {
 				t.Fatal("a refused message changed the block")
 			}
-			if !bytes.Equal(enc.agg.Block(enc), ref.agg.Block(ref)) {
+			if !bytes.Equal(enc.agg.Block(), ref.agg.Block()) {
 				t.Fatal("a refused message changed the groups")
 			}
 		}

@@ -1,4 +1,4 @@
-package store
+package storetest
 
 import (
 	"hash/fnv"
@@ -18,11 +18,12 @@ import (
 	"flowzero/schema"
 )
 
-// captureMessages decodes every NetFlow/IPFIX and sFlow capture of the shared test data with
+// CaptureMessages decodes every NetFlow/IPFIX and sFlow capture of the shared test data with
 // the collector's decoders (templates before data, one exporter address per capture group) and
-// returns the flows as encoded messages.
-func captureMessages(t testing.TB, s *schema.Schema) [][]byte {
-	recv := time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)
+// returns the flows as encoded messages (length-delimited), received at CaptureTime.
+func CaptureMessages(t testing.TB, s *schema.Schema) [][]byte {
+	t.Helper()
+	recv := time.Unix(int64(CaptureTime), 0)
 	var msgs [][]byte
 	emitTo := func(fm *schema.FlowMessage) { msgs = append(msgs, slices.Clone(fm.Finalize())) }
 	fm := s.NewFlowMessage()

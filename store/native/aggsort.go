@@ -1,4 +1,4 @@
-package store
+package native
 
 import (
 	"encoding/binary"
@@ -9,16 +9,15 @@ import (
 
 // The groups' block goes to the engine sorted by the aggregated table's sorting key, for the
 // reason the flows do (sortkey.go): the engine checks whether a block is sorted before it
-// sorts it, and its sort over the ~48 columns of that key cost it ~0.3 µs per group and
-// table. The views from flows_1m to the coarser tables pass the block on in the same order,
-// so the engine finds their blocks sorted too when the groups share a minute: their rounded
-// time is then the same in every row, and the rest of the key is flows_1m's. Groups spanning
-// two minutes (about every other insert with the default 30 s interval) are sorted for
-// flows_1m only.
+// sorts it, and its sort over the ~48 columns of that key costs more than this one. The views
+// from flows_1m to the coarser tables pass the block on in the same order, so the engine
+// finds their blocks sorted too when the groups share a minute: their rounded time is then
+// the same in every row, and the rest of the key is flows_1m's. Groups spanning two minutes
+// are sorted for flows_1m only.
 //
 // Each group's key becomes one integer with just the bits the groups need, as in
 // batchSorter: a part per active dimension, in key order (the dimensions are in that order,
-// see DDL.preAggregatedKeyDims), holding its value relative to the smallest in the groups,
+// see ddl.DDL.PreAggregatedKeyDims), holding its value relative to the smallest in the groups,
 // without the low bits every group shares (integers; the time divided by the interval;
 // LowCardinality values by their rank among the groups' values; addresses and fixed strings
 // as big-endian 64-bit chunks). With the group's number, the integers fit in 128 bits unless
@@ -28,7 +27,7 @@ import (
 
 // aggSortPart is one part of the groups' sort integers.
 type aggSortPart struct {
-	dim   int  // index in nativeAggregator.dims
+	dim   int  // index in Aggregator.dims
 	bytes bool // big-endian bytes (address, fixed string) from chunk; else a little-endian integer
 	chunk int  // bytes: offset of its 8 bytes (fewer at the end of the value, zero-padded)
 	// For the groups being sorted: the smallest and largest values, their bits ORed and
@@ -55,7 +54,7 @@ type aggSorter struct {
 }
 
 // code returns group key k's value of part p, before it is made relative to the smallest.
-func (a *nativeAggregator) code(p *aggSortPart, k []byte) uint64 {
+func (a *Aggregator) code(p *aggSortPart, k []byte) uint64 {
 	d := &a.dims[p.dim]
 	v := k[d.off : d.off+d.width]
 	if p.bytes {
@@ -87,7 +86,7 @@ func (a *nativeAggregator) code(p *aggSortPart, k []byte) uint64 {
 
 // sortGroups returns the order of the groups by the table's sorting key: perm[i] is the
 // group in row i. e is the encoder whose columns interned the LowCardinality values.
-func (a *nativeAggregator) sortGroups(e *NativeEncoder) []uint32 {
+func (a *Aggregator) sortGroups(e *Encoder) []uint32 {
 	st := &a.sorter
 	n, kl := a.n, a.keyLen
 	st.parts = st.parts[:0]
@@ -172,7 +171,7 @@ func (a *nativeAggregator) sortGroups(e *NativeEncoder) []uint32 {
 
 // pack ORs group key k's codes into rec's words (least significant first) from bit pos, the
 // last part lowest; rec has room for them.
-func (a *nativeAggregator) pack(k []byte, rec []uint64, pos uint) {
+func (a *Aggregator) pack(k []byte, rec []uint64, pos uint) {
 	parts := a.sorter.parts
 	for j := len(parts) - 1; j >= 0; j-- {
 		p := &parts[j]
@@ -190,7 +189,7 @@ func (a *nativeAggregator) pack(k []byte, rec []uint64, pos uint) {
 }
 
 // rankLowCard sets st.rank for the values of dimension d in the groups: their rank by value.
-func (st *aggSorter) rankLowCard(a *nativeAggregator, d *aggDim, names []string) {
+func (st *aggSorter) rankLowCard(a *Aggregator, d *aggDim, names []string) {
 	if len(st.rank) < len(names)+1 {
 		st.rank = make([]uint32, len(names)+1)
 		st.seen = make([]bool, len(names)+1)

@@ -1,4 +1,4 @@
-package store
+package native
 
 import (
 	"encoding/binary"
@@ -13,25 +13,15 @@ import (
 	"flowzero/schema"
 )
 
-// The embedded sink does not hand its batches to ClickHouse's Protobuf input format: that
-// format costs the engine about 2 µs per flow with the default ~55 wire columns (most of them
-// absent from each message and default-filled one by one), more than sorting, compressing and
-// writing the row. NativeEncoder turns the same length-delimited FlowMessages into blocks of
-// ClickHouse's Native format, the engine's own columnar layout, which it reads at memory
-// speed: an INSERT into a Null table costs ~0.7 µs per flow with the conversion (~0.24 µs
-// of it in Go, BenchmarkStoreNativeEncode) instead of ~2 µs. The conversion is a single
-// pass over the messages: each field lands in its column at the row's offset, absent fields
-// stay at the zero value the column was cleared to. A field costs one table lookup on its
-// tag (appendFast; pbwire's reader takes over for anything unusual), and a block leaves out
-// the columns that are empty in all its rows, for the engine to fill (flush). The Kafka
-// path keeps Protobuf.
-//
-// Columns left out are the default case, not the exception: in the demo traffic ~30 of the
-// ~55 wire columns (most strings, some numbers) are empty in every flow, as in any
-// installation without the metadata they carry. Writing them cost Go a pass over each
-// and the engine another to read it; leaving them out, and the per-field fast path, took
-// the conversion from ~350 to ~240 ns per flow and the sink (BenchmarkStoreInsert,
-// table=sink) from ~540k to ~610k flows per CPU-second in a same-run A/B.
+// Encoder turns the sink's length-delimited FlowMessages into blocks of ClickHouse's Native
+// format, the engine's own columnar layout, because the engine reads it several times more
+// cheaply than its Protobuf input, which fills every absent field of every message one by one
+// (docs/design/store.md). The conversion is a single pass over the messages: each field
+// lands in its column at the row's offset, absent fields stay at the zero value the column
+// was cleared to. A field costs one table lookup on its tag (appendFast; pbwire's reader
+// takes over for anything unusual), and a block leaves out the columns that are empty in all
+// its rows, as most metadata columns are in an installation without that metadata, for the
+// engine to fill (flush). The Kafka path keeps Protobuf.
 //
 // Native block (format Native, no protocol revision): number of columns and of rows
 // (varints), then for each column its name and type (varint length + bytes) and its values:
@@ -43,15 +33,15 @@ import (
 //     (UInt64), then one index per row of the width code's size;
 //   - Array(T): one UInt64 cumulative offset per row, then all elements.
 
-// errNativeType is returned by NewNativeEncoder for a column type it cannot write.
-var errNativeType = errors.New("no Native encoding for the column type")
+// errType is returned by NewEncoder for a column type it cannot write.
+var errType = errors.New("no Native encoding for the column type")
 
-// nativeOp is how a column is built from its fields and written: the column type, with
+// colOp is how a column is built from its fields and written: the column type, with
 // the width of integers.
-type nativeOp uint8
+type colOp uint8
 
 const (
-	opUint8 nativeOp = iota
+	opUint8 colOp = iota
 	opUint16
 	opUint32
 	opUint64
@@ -63,11 +53,11 @@ const (
 	opArrayFixed
 )
 
-// nativeColumn is one column of the block being built.
-type nativeColumn struct {
+// column is one column of the block being built.
+type column struct {
 	// The fields appendFast reads for every field come first, within 48 bytes: away from
 	// the rest (enum alone is 256 bytes), they share at most two cache lines.
-	op    nativeOp
+	op    colOp
 	width int    // bytes per value (per index for LowCardinality: 4 while building)
 	max   uint64 // largest value of an integer column
 	// data holds width bytes per row for the fixed-width kinds (cleared rows read as the
@@ -97,7 +87,7 @@ type nativeColumn struct {
 	// names[number] is the interned value (the map's key, not a copy); globals[i] is the
 	// number+1 of the block's key i (0 for ""). The interned numbers stay the same for a
 	// whole batch (Reset is the only place that forgets them), which is what the
-	// pre-aggregation groups LowCardinality values by (nativeAggregator).
+	// pre-aggregation groups LowCardinality values by (Aggregator).
 	names   []string
 	globals []uint32
 
@@ -116,13 +106,13 @@ type nativeColumn struct {
 	enum [256]bool // Enum8: the values the type has
 }
 
-// NativeEncoder converts a schema's length-delimited FlowMessages into blocks of the Native
+// Encoder converts a schema's length-delimited FlowMessages into blocks of the Native
 // format for `INSERT INTO flows (columns) FORMAT Native`. It is not safe for concurrent use;
 // one encoder is reused batch after batch without allocating per flow (a LowCardinality
-// value is allocated when first seen; up to nativeInternMax per column stay interned, see
+// value is allocated when first seen; up to internMax per column stay interned, see
 // forgetInterned).
-type NativeEncoder struct {
-	cols    []nativeColumn
+type Encoder struct {
+	cols    []column
 	byField []int16 // protobuf field number → index in cols, -1 for none
 	// byTag: a field's tag (number << 3 | wire type) → its column+1, for the tags of the
 	// wire type the column takes (see appendFast); 0 for the others.
@@ -141,29 +131,29 @@ type NativeEncoder struct {
 	columns   string // "(a, b, ...)"
 	out       []byte
 	// agg, when set, groups each block's rows before the block is written (pre-aggregation
-	// of the finest resolution, see nativeAggregator).
-	agg *nativeAggregator
+	// of the finest resolution, see Aggregator).
+	agg *Aggregator
 	// sorter, when the sorting key has codes, orders each block's rows by the flows table's
 	// sorting key as flush writes it (the engine then need not sort): blocks are not cut
 	// at blockRows then, the batch makes one block.
 	sorter *batchSorter
 }
 
-// nativeInternMax bounds the values a LowCardinality column keeps interned from one block to
+// internMax bounds the values a LowCardinality column keeps interned from one block to
 // the next (see forgetInterned).
-const nativeInternMax = 1 << 16
+const internMax = 1 << 16
 
-// nativeBlockRows is NativeEncoder.blockRows without a sorter: 16 Ki rows of the ~55
+// defaultBlockRows is Encoder.blockRows without a sorter: 16 Ki rows of the ~55
 // default columns fill about 4 MiB.
-const nativeBlockRows = 1 << 14
+const defaultBlockRows = 1 << 14
 
-// NewNativeEncoder returns an encoder for the wire columns of s. It fails with a column type
+// NewEncoder returns an encoder for the wire columns of s. It fails with a column type
 // it cannot write (the caller then inserts Protobuf).
-func NewNativeEncoder(s *schema.Schema) (*NativeEncoder, error) {
-	e := &NativeEncoder{blockRows: nativeBlockRows}
+func NewEncoder(s *schema.Schema) (*Encoder, error) {
+	e := &Encoder{blockRows: defaultBlockRows}
 	var names []string
 	for _, c := range s.WireColumns() {
-		nc := nativeColumn{name: c.Name, typ: c.ClickHouseType, touched: -1}
+		nc := column{name: c.Name, typ: c.ClickHouseType, touched: -1}
 		if err := nc.setKind(c); err != nil {
 			return nil, fmt.Errorf("store: column %s: %w", c.Name, err)
 		}
@@ -172,7 +162,7 @@ func NewNativeEncoder(s *schema.Schema) (*NativeEncoder, error) {
 		}
 		e.byField[c.Field] = int16(len(e.cols))
 		for _, w := range nc.wireTypes() {
-			if tag := c.Field<<3 | int(w); tag < nativeMaxTag {
+			if tag := c.Field<<3 | int(w); tag < maxTag {
 				for tag >= len(e.byTag) {
 					e.byTag = append(e.byTag, 0)
 				}
@@ -196,7 +186,7 @@ func NewNativeEncoder(s *schema.Schema) (*NativeEncoder, error) {
 	return e, nil
 }
 
-func (nc *nativeColumn) setKind(c *schema.Column) error {
+func (nc *column) setKind(c *schema.Column) error {
 	t := c.ClickHouseType
 	varint := c.Kind == schema.KindUint64 || c.Kind == schema.KindUint32 || c.Kind == schema.KindMAC
 	switch {
@@ -219,7 +209,7 @@ func (nc *nativeColumn) setKind(c *schema.Column) error {
 		nc.op, nc.width = opEnum8, 1
 		for _, v := range c.Enum {
 			if v.Value < 0 || v.Value > 127 {
-				return errNativeType
+				return errType
 			}
 			nc.enum[v.Value] = true
 		}
@@ -228,7 +218,7 @@ func (nc *nativeColumn) setKind(c *schema.Column) error {
 	case (c.Kind == schema.KindString || c.Kind == schema.KindBytes) && strings.HasPrefix(t, "FixedString("):
 		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(t, "FixedString("), ")"))
 		if err != nil || n <= 0 {
-			return errNativeType
+			return errType
 		}
 		nc.op, nc.width = opFixedString, n
 	case (c.Kind == schema.KindString || c.Kind == schema.KindBytes) && t == "LowCardinality(String)":
@@ -244,16 +234,16 @@ func (nc *nativeColumn) setKind(c *schema.Column) error {
 	case c.Kind == schema.KindArrayLargeCommunity && t == "Array(FixedString(12))":
 		nc.op, nc.width = opArrayFixed, 12
 	default:
-		return fmt.Errorf("%s as %s: %w", t, kindName(c.Kind), errNativeType)
+		return fmt.Errorf("%s as %s: %w", t, kindName(c.Kind), errType)
 	}
 	return nil
 }
 
-// nativeMaxTag bounds the tags appendFast reads: those of one or two bytes.
-const nativeMaxTag = 1 << 14
+// maxTag bounds the tags appendFast reads: those of one or two bytes.
+const maxTag = 1 << 14
 
 // wireTypes returns the wire types a column's field takes.
-func (nc *nativeColumn) wireTypes() []pbwire.WireType {
+func (nc *column) wireTypes() []pbwire.WireType {
 	switch nc.op {
 	case opUint8, opUint16, opUint32, opUint64, opEnum8:
 		return []pbwire.WireType{pbwire.Varint}
@@ -267,13 +257,13 @@ func (nc *nativeColumn) wireTypes() []pbwire.WireType {
 func kindName(k schema.Kind) string { return "kind " + strconv.Itoa(int(k)) }
 
 // Columns returns the INSERT column list matching the blocks: "(a, b, ...)".
-func (e *NativeEncoder) Columns() string { return e.columns }
+func (e *Encoder) Columns() string { return e.columns }
 
 // Rows returns the number of flows appended since the last Reset.
-func (e *NativeEncoder) Rows() int { return e.done + e.rows }
+func (e *Encoder) Rows() int { return e.done + e.rows }
 
 // Reset empties the encoder, keeping its memory.
-func (e *NativeEncoder) Reset() {
+func (e *Encoder) Reset() {
 	e.forgetInterned()
 	e.resetBlocks()
 	if e.agg != nil {
@@ -284,9 +274,9 @@ func (e *NativeEncoder) Reset() {
 // ResetBlocks empties the encoder for the next batch like Reset, but keeps the aggregator's
 // groups, to sum several batches into them, and so the interned LowCardinality values the
 // groups are keyed by. It returns false, having done nothing, when those values have grown
-// past nativeInternMax and must be forgotten: the groups must then be used (Block) and
+// past internMax and must be forgotten: the groups must then be used (Block) and
 // Reset called.
-func (e *NativeEncoder) ResetBlocks() bool {
+func (e *Encoder) ResetBlocks() bool {
 	for _, i := range e.fixed {
 		if e.cols[i].internFull() {
 			return false
@@ -297,23 +287,23 @@ func (e *NativeEncoder) ResetBlocks() bool {
 }
 
 // resetBlocks empties the blocks built so far.
-func (e *NativeEncoder) resetBlocks() {
+func (e *Encoder) resetBlocks() {
 	e.resetColumns()
 	e.out = e.out[:0]
 	e.done = 0
 }
 
-// internFull tells if c is a LowCardinality column holding more than nativeInternMax
+// internFull tells if c is a LowCardinality column holding more than internMax
 // interned values.
-func (c *nativeColumn) internFull() bool {
-	return c.op == opLowCard && len(c.stamp) > nativeInternMax
+func (c *column) internFull() bool {
+	return c.op == opLowCard && len(c.stamp) > internMax
 }
 
 // forgetInterned starts the interned values of the LowCardinality columns holding more than
-// nativeInternMax again, at a block boundary (a block's keys must stay distinct). With an
+// internMax again, at a block boundary (a block's keys must stay distinct). With an
 // aggregator only when its groups are reset: the groups are keyed by the numbers, so the
 // values stay interned as long as the groups are kept (Reset, not ResetBlocks).
-func (e *NativeEncoder) forgetInterned() {
+func (e *Encoder) forgetInterned() {
 	for _, i := range e.fixed {
 		if c := &e.cols[i]; c.internFull() {
 			clear(c.intern)
@@ -325,7 +315,7 @@ func (e *NativeEncoder) forgetInterned() {
 }
 
 // resetColumns empties the block being built.
-func (e *NativeEncoder) resetColumns() {
+func (e *Encoder) resetColumns() {
 	for _, i := range e.fixed {
 		c := &e.cols[i]
 		if !c.omit {
@@ -358,7 +348,7 @@ func (e *NativeEncoder) resetColumns() {
 }
 
 // grow doubles the rows the fixed-width columns hold; new rows are zero.
-func (e *NativeEncoder) grow() {
+func (e *Encoder) grow() {
 	n := max(2*e.capRows, 1024)
 	for _, i := range e.fixed {
 		c := &e.cols[i]
@@ -370,16 +360,16 @@ func (e *NativeEncoder) grow() {
 }
 
 var (
-	errNativeWireType = errors.New("wire type does not match the column")
-	errNativeRange    = errors.New("value out of the column's range")
-	errNativeSize     = errors.New("value of the wrong size")
+	errWireType = errors.New("wire type does not match the column")
+	errRange    = errors.New("value out of the column's range")
+	errSize     = errors.New("value of the wrong size")
 )
 
 // AppendDelimited converts a batch of length-delimited messages (the sink's batch) and
 // returns how many were appended and the first error of those that were not: a malformed
 // message is left out, the others are kept. A length prefix that frames no
 // message ends the batch: the rest cannot be cut into messages.
-func (e *NativeEncoder) AppendDelimited(b []byte) (ok int, firstErr error) {
+func (e *Encoder) AppendDelimited(b []byte) (ok int, firstErr error) {
 	for len(b) > 0 {
 		msg, rest, err := pbwire.SplitDelimited(b)
 		if err != nil {
@@ -405,7 +395,7 @@ func (e *NativeEncoder) AppendDelimited(b []byte) (ok int, firstErr error) {
 // skipped, as the Protobuf input does with input_format_skip_unknown_fields. A malformed
 // message, or a value that does not fit its column, leaves the block as it was and returns
 // an error.
-func (e *NativeEncoder) Append(msg []byte) error {
+func (e *Encoder) Append(msg []byte) error {
 	if e.rows == e.blockRows {
 		e.flush()
 	}
@@ -450,7 +440,7 @@ func (e *NativeEncoder) Append(msg []byte) error {
 // leaving row partly written, at the first field it does not take as is (an unknown field
 // or wire type, a malformed or out-of-range value): Append then undoes the row and converts
 // the message with pbwire's reader and set, which skip or refuse exactly as before.
-func (e *NativeEncoder) appendFast(b []byte, row int) bool {
+func (e *Encoder) appendFast(b []byte, row int) bool {
 	byTag := e.byTag
 	for len(b) > 0 {
 		tag, n := int(b[0]), 1
@@ -522,7 +512,7 @@ func (e *NativeEncoder) appendFast(b []byte, row int) bool {
 }
 
 // undo clears what a refused message wrote into row.
-func (e *NativeEncoder) undo(row int) {
+func (e *Encoder) undo(row int) {
 	for _, i := range e.fixed {
 		c := &e.cols[i]
 		clear(c.data[row*c.width : (row+1)*c.width])
@@ -547,15 +537,15 @@ func (e *NativeEncoder) undo(row int) {
 	}
 }
 
-func (c *nativeColumn) set(row int, f *pbwire.Field) error {
+func (c *column) set(row int, f *pbwire.Field) error {
 	switch c.op {
 	case opUint8, opUint16, opUint32, opUint64:
 		if f.Type != pbwire.Varint {
-			return errNativeWireType
+			return errWireType
 		}
 		v := f.Varint
 		if v > c.max {
-			return errNativeRange
+			return errRange
 		}
 		switch c.op {
 		case opUint8:
@@ -569,31 +559,31 @@ func (c *nativeColumn) set(row int, f *pbwire.Field) error {
 		}
 	case opIPv6:
 		if f.Type != pbwire.Bytes {
-			return errNativeWireType
+			return errWireType
 		}
 		if len(f.Bytes) != 16 {
-			return errNativeSize
+			return errSize
 		}
 		*(*[16]byte)(c.data[16*row:]) = [16]byte(f.Bytes)
 	case opLowCard:
 		if f.Type != pbwire.Bytes {
-			return errNativeWireType
+			return errWireType
 		}
 		binary.LittleEndian.PutUint32(c.data[4*row:], c.index(row, f.Bytes))
 	case opEnum8:
 		if f.Type != pbwire.Varint {
-			return errNativeWireType
+			return errWireType
 		}
 		if f.Varint > 255 || !c.enum[f.Varint] {
-			return errNativeRange
+			return errRange
 		}
 		c.data[row] = byte(f.Varint)
 	case opFixedString:
 		if f.Type != pbwire.Bytes {
-			return errNativeWireType
+			return errWireType
 		}
 		if len(f.Bytes) > c.width {
-			return errNativeSize
+			return errSize
 		}
 		p := c.data[row*c.width : (row+1)*c.width]
 		clear(p[copy(p, f.Bytes):])
@@ -611,14 +601,14 @@ func (c *nativeColumn) set(row int, f *pbwire.Field) error {
 			}
 			return p.Err()
 		default:
-			return errNativeWireType
+			return errWireType
 		}
 	case opArrayFixed:
 		if f.Type != pbwire.Bytes {
-			return errNativeWireType
+			return errWireType
 		}
 		if len(f.Bytes) != c.width {
-			return errNativeSize
+			return errSize
 		}
 		c.open(row)
 		c.data = append(c.data, f.Bytes...)
@@ -627,7 +617,7 @@ func (c *nativeColumn) set(row int, f *pbwire.Field) error {
 }
 
 // index returns the dictionary index of a LowCardinality value, adding it if new.
-func (c *nativeColumn) index(row int, v []byte) uint32 {
+func (c *column) index(row int, v []byte) uint32 {
 	if len(v) == 0 {
 		return 0
 	}
@@ -681,7 +671,7 @@ func (c *nativeColumn) index(row int, v []byte) uint32 {
 
 // open makes row the array column's current row: earlier rows are closed, and the state
 // before the row is kept for undo.
-func (c *nativeColumn) open(row int) {
+func (c *column) open(row int) {
 	if c.touched == row {
 		return
 	}
@@ -692,10 +682,10 @@ func (c *nativeColumn) open(row int) {
 	c.touched, c.undoLen = row, len(c.data)
 }
 
-func (c *nativeColumn) appendUint(v uint64) error {
+func (c *column) appendUint(v uint64) error {
 	if c.width == 4 {
 		if v > 1<<32-1 {
-			return errNativeRange
+			return errRange
 		}
 		c.data = binary.LittleEndian.AppendUint32(c.data, uint32(v))
 		return nil
@@ -707,7 +697,7 @@ func (c *nativeColumn) appendUint(v uint64) error {
 // Block returns the Native blocks of the rows appended since the last Reset: the INSERT's
 // input. The slice is valid until the next call on the encoder; Append after Block starts a
 // new block after these.
-func (e *NativeEncoder) Block() []byte {
+func (e *Encoder) Block() []byte {
 	if e.rows > 0 {
 		e.flush()
 	}
@@ -722,7 +712,7 @@ func (e *NativeEncoder) Block() []byte {
 // and several numeric ones are empty in every flow of an installation without the metadata
 // they carry; written, each cost Go a pass over the rows and the engine another to read
 // them. The blocks of one INSERT may leave out different columns.
-func (e *NativeEncoder) flush() {
+func (e *Encoder) flush() {
 	rows := e.rows
 	ncols := e.closeBlock()
 	if e.agg != nil {
@@ -740,8 +730,8 @@ func (e *NativeEncoder) flush() {
 		if c.omit {
 			continue
 		}
-		out = appendNativeString(out, c.name)
-		out = appendNativeString(out, c.typ)
+		out = appendString(out, c.name)
+		out = appendString(out, c.typ)
 		order := perm
 		if perm != nil && c.op != opArrayUint && c.op != opArrayFixed && allSame(c.data[:rows*c.width], c.width) {
 			order = nil // one value in every row: any order is the same
@@ -779,7 +769,7 @@ func (e *NativeEncoder) flush() {
 
 // closeBlock marks the columns left out of the block being built (omit) and closes its
 // array columns' rows, and returns the number of columns written.
-func (e *NativeEncoder) closeBlock() (ncols int) {
+func (e *Encoder) closeBlock() (ncols int) {
 	rows := e.rows
 	for i := range e.cols {
 		c := &e.cols[i]
@@ -871,7 +861,7 @@ func appendFixed(out, data []byte, width int, perm []uint32) []byte {
 
 // appendArray appends an array column's offsets and elements, rows in the order of perm
 // (nil: as they are).
-func (c *nativeColumn) appendArray(out []byte, rows int, perm []uint32) []byte {
+func (c *column) appendArray(out []byte, rows int, perm []uint32) []byte {
 	if perm == nil {
 		for _, o := range c.offsets[:rows] {
 			out = binary.LittleEndian.AppendUint64(out, o)
@@ -899,7 +889,7 @@ func (c *nativeColumn) appendArray(out []byte, rows int, perm []uint32) []byte {
 // allDefault reports whether every one of the block's rows holds the column type's default:
 // "" (only the default key), an empty array, zero (an Enum8's default is its smallest
 // value, zero only when it has one).
-func (c *nativeColumn) allDefault(rows int) bool {
+func (c *column) allDefault(rows int) bool {
 	switch c.op {
 	case opLowCard:
 		return c.nkeys == 1
@@ -945,7 +935,7 @@ func allZero(b []byte) bool {
 	return true
 }
 
-func appendNativeString(b []byte, s string) []byte {
+func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
 }

@@ -1,4 +1,4 @@
-package store
+package native
 
 import (
 	"encoding/binary"
@@ -10,10 +10,10 @@ import (
 )
 
 // The engine sorts every block it writes by the table's sorting key, unless the block is
-// already sorted (it checks first). For the flows table, that sort and writing every column
-// through its permutation cost the engine ~0.3 µs of the ~0.7 µs it spent per flow on an
-// insert (BenchmarkStoreInsert, the same batches sorted beforehand or not). batchSorter
-// does it in Go for less, on the encoder's columns once the whole batch is converted: each
+// already sorted (it checks first). For the flows table, that sort and the writing of every
+// column through its permutation were the largest part of an insert's cost in the engine;
+// batchSorter does it in Go for less (docs/design/store.md), on the encoder's columns once
+// the whole batch is converted: each
 // key column's value becomes a small integer code that keeps its order (integers relative to
 // the batch's smallest, or by their rank among the batch's values when that takes fewer
 // bits, addresses by the bits that vary in the batch, LowCardinality values
@@ -70,7 +70,7 @@ type sortKey struct{ lo, hi uint64 }
 
 // newBatchSorter returns the sorter of e's blocks, or nil when the key has a column it cannot
 // code (the engine then sorts).
-func newBatchSorter(s *schema.Schema, e *NativeEncoder) *batchSorter {
+func newBatchSorter(s *schema.Schema, e *Encoder) *batchSorter {
 	st := &batchSorter{}
 	for _, k := range s.SortingKey() {
 		f := k.Column.Field
@@ -99,7 +99,7 @@ func newBatchSorter(s *schema.Schema, e *NativeEncoder) *batchSorter {
 // permutation returns the order of e's rows 0..rows-1 (the block being flushed, arrays
 // closed) by the sorting key, equal keys in arrival order, or nil when they are in that
 // order already or the key does not fit in 128 bits. The result is valid until the next call.
-func (st *batchSorter) permutation(e *NativeEncoder, rows int) []uint32 {
+func (st *batchSorter) permutation(e *Encoder, rows int) []uint32 {
 	if rows < 2 {
 		return nil
 	}
@@ -144,7 +144,7 @@ func (st *batchSorter) permutation(e *NativeEncoder, rows int) []uint32 {
 
 // measure finds the part's codes' range in the block, and reports whether they fit in 64
 // bits.
-func (p *sortPart) measure(c *nativeColumn, rows int) bool {
+func (p *sortPart) measure(c *column, rows int) bool {
 	p.lo, p.width, p.dense = 0, 0, false
 	if c.omit {
 		return true // one value: nothing to sort by
@@ -218,7 +218,7 @@ func (p *sortPart) measure(c *nativeColumn, rows int) bool {
 // and reports whether it did: only when that takes fewer bits than the values' range (two
 // EType values 0x86dd-0x800 apart take 1 bit instead of 15; a few hundred AS numbers under
 // 65536, 9 instead of 16). Every bit saved shortens the key the radix sort goes through.
-func (p *sortPart) densify(c *nativeColumn, rows int, lo, hi uint64) bool {
+func (p *sortPart) densify(c *column, rows int, lo, hi uint64) bool {
 	n := int(hi-lo) + 1
 	p.rank = slices.Grow(p.rank[:0], n)[:n]
 	clear(p.rank)
@@ -243,7 +243,7 @@ func (p *sortPart) densify(c *nativeColumn, rows int, lo, hi uint64) bool {
 
 // code returns row's code before it is taken relative to the block's smallest. LowCardinality
 // and IPv6 need measure first.
-func (p *sortPart) code(c *nativeColumn, row int) uint64 {
+func (p *sortPart) code(c *column, row int) uint64 {
 	var v uint64
 	switch c.op {
 	case opUint8, opEnum8:
@@ -279,7 +279,7 @@ func ipv6Code(a []byte, shift uint) uint64 {
 const packChunkRows = 1024
 
 // pack adds the part's codes of rows first.. to their keys, from bit pos.
-func (p *sortPart) pack(c *nativeColumn, keys []sortKey, first int, pos uint) {
+func (p *sortPart) pack(c *column, keys []sortKey, first int, pos uint) {
 	put := func(r int, v uint64) {
 		v -= p.lo
 		if pos >= 64 {
@@ -319,7 +319,7 @@ func (p *sortPart) pack(c *nativeColumn, keys []sortKey, first int, pos uint) {
 }
 
 // keyValue returns the value of the block's LowCardinality key i.
-func (c *nativeColumn) keyValue(i uint32) string {
+func (c *column) keyValue(i uint32) string {
 	if g := c.globals[i]; g > 0 {
 		return c.names[g-1]
 	}

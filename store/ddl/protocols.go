@@ -1,4 +1,4 @@
-package store
+package ddl
 
 // protocols are the IP protocol numbers the console names (IANA "Assigned Internet Protocol
 // Numbers"), loaded into the protocols dictionary.
