@@ -25,9 +25,6 @@ type Buffer struct {
 	buf     []byte
 	n       int // end of the message
 	reserve int // bytes kept past len(buf) for AppendVarintFieldReserved
-	// framed is 1 + the start of the message Delimited framed, and framedEnd its end;
-	// framed is 0 until Delimited.
-	framed, framedEnd int
 }
 
 // Init gives b an array of size bytes (it grows when a message needs more) and room for
@@ -41,7 +38,7 @@ func (b *Buffer) Init(size, reserved int) {
 }
 
 // Reset empties the message, keeping the array.
-func (b *Buffer) Reset() { b.n, b.framed = ReserveDelimited, 0 }
+func (b *Buffer) Reset() { b.n = ReserveDelimited }
 
 // Len is the length of the message written so far.
 func (b *Buffer) Len() int { return b.n - ReserveDelimited }
@@ -56,7 +53,7 @@ func (b *Buffer) Payload() []byte { return b.buf[ReserveDelimited:b.n:b.n] }
 // Delimited writes the message's length in front of it, in the room kept there, and returns
 // the framed message (varint length, then the message) as protobuf's delimited streams and
 // ClickHouse's Protobuf format read it. It stays valid until Reset; fields appended after it
-// land past its end and are not part of it.
+// land past its end.
 func (b *Buffer) Delimited() []byte {
 	// A minimal varint whose last byte (the highest bits) is the last before the payload.
 	l := uint64(b.n - ReserveDelimited)
@@ -67,16 +64,7 @@ func (b *Buffer) Delimited() []byte {
 		l >>= 7
 	}
 	b.buf[ReserveDelimited-1] = byte(l)
-	b.framed, b.framedEnd = start+1, b.n
 	return b.buf[start:b.n:b.n]
-}
-
-// Framed returns the message Delimited framed since Reset, or nil.
-func (b *Buffer) Framed() []byte {
-	if b.framed == 0 {
-		return nil
-	}
-	return b.buf[b.framed-1 : b.framedEnd : b.framedEnd]
 }
 
 // AppendVarintField appends a varint field (see the function AppendVarintField).
@@ -331,6 +319,21 @@ func (r Room) AppendVarintField(t Tag, v uint64) Room {
 // and returns the room left.
 func (r Room) AppendBytes16Field(t Tag, hi, lo uint64) Room {
 	r.i += putBytes16Field(unsafe.Add(r.p, r.i), t, hi, lo)
+	return r
+}
+
+// AppendShortStringField appends a string field holding s, which must have 8 to 16 bytes
+// (most interface and exporter names), and returns the room left: two overlapping 8-byte
+// copies, small enough to be inlined. Reading s is bounds-checked; with a longer s, the field
+// would take more than MaxRoomFieldLen bytes.
+func (r Room) AppendShortStringField(t Tag, s string) Room {
+	l := len(s)
+	p := unsafe.Add(r.p, r.i)
+	kl := int(t>>tagLenShift) + 1 // the key and the length byte
+	store64(p, uint64(t)|uint64(l)<<(8*kl-8))
+	*(*[8]byte)(unsafe.Add(p, kl)) = *(*[8]byte)(unsafe.Pointer(unsafe.StringData(s[:8])))
+	*(*[8]byte)(unsafe.Add(p, kl+l-8)) = *(*[8]byte)(unsafe.Pointer(unsafe.StringData(s[l-8:])))
+	r.i += kl + l
 	return r
 }
 

@@ -168,6 +168,26 @@ func TestBufferStrings(t *testing.T) {
 	}
 }
 
+func TestBufferShortString(t *testing.T) {
+	for _, num := range bufferTagNums {
+		tag := MakeTag(num, Bytes)
+		for l := 8; l <= 16; l++ {
+			s := "interface-name-of-sixteen"[:l]
+			b := newBuffer(t, 0, 0)
+			b.Grow(MaxRoomFieldLen)
+			b.Commit(b.Room().AppendShortStringField(tag, s))
+			checkPayload(t, b, AppendStringField(nil, tag, s), fmt.Sprintf("field %d = %q", num, s))
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("no panic for a string under 8 bytes")
+		}
+	}()
+	b := newBuffer(t, -1, 0)
+	b.Room().AppendShortStringField(MakeTag(1, Bytes), "short")
+}
+
 func TestBufferBytes16(t *testing.T) {
 	for _, num := range bufferTagNums {
 		tag := MakeTag(num, Bytes)
@@ -264,21 +284,8 @@ func TestBufferDelimited(t *testing.T) {
 			t.Fatalf("length %d: Len() = %d", l, b.Len())
 		}
 		want := protowire.AppendBytes(nil, msg)
-		if b.Framed() != nil {
-			t.Fatalf("length %d: Framed() before Delimited", l)
-		}
-		got := b.Delimited()
-		if !bytes.Equal(got, want) {
+		if got := b.Delimited(); !bytes.Equal(got, want) {
 			t.Fatalf("length %d: Delimited() = % x..., want % x...", l, got[:min(len(got), 8)], want[:min(len(want), 8)])
-		}
-		// Fields appended after Delimited are not part of the framed message (which moves
-		// with the array if the append grows it).
-		b.AppendVarintField(MakeTag(1, Varint), 1)
-		if again := b.Framed(); !bytes.Equal(again, want) || !bytes.Equal(got, want) {
-			t.Fatalf("length %d: Framed() after an append differs", l)
-		}
-		if b.Reset(); b.Framed() != nil {
-			t.Fatalf("length %d: Framed() after Reset", l)
 		}
 	}
 }

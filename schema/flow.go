@@ -50,6 +50,8 @@ type FlowMessage struct {
 	set columnBitset
 	// w is the message: pbwire's writer for one reused buffer.
 	w pbwire.Buffer
+	// framed is the message Finalize returned, until Reset.
+	framed []byte
 	// sanitized counts values fixed or dropped since NewFlowMessage (kept by Reset).
 	sanitized uint64
 	// enc is the schema's column table (Schema.enc), copied here so that an Append reads
@@ -89,6 +91,7 @@ func (m *FlowMessage) Reset() {
 	m.state = m.schema.state
 	m.set = columnBitset{}
 	m.w.Reset()
+	m.framed = nil
 }
 
 // Sanitized is the number of values fixed or dropped by the Append methods since the message
@@ -177,6 +180,13 @@ func (m *FlowMessage) appendString(k ColumnKey, s string) {
 		}
 		if uint64(len(s)) > e.max {
 			m.sanitized++
+			return
+		}
+		// Names of 8 to 16 ASCII characters, the most common, with no call; other strings
+		// through a leaf first (ASCII under 128 bytes), then the full UTF-8 check.
+		if isShortASCII(s) {
+			m.w.Grow(pbwire.MaxRoomFieldLen)
+			m.w.Commit(m.w.Room().AppendShortStringField(e.tag, s))
 			return
 		}
 		if !m.w.AppendASCIIField(e.tag, s) && !m.w.AppendUTF8Field(e.tag, s) {
@@ -292,7 +302,10 @@ func (m *FlowMessage) appendArrayUint64(k ColumnKey, vs []uint64) {
 // bytes live in the FlowMessage's buffer: they stay valid until Reset. Calling Finalize again
 // before Reset returns the same bytes.
 func (m *FlowMessage) Finalize() []byte {
-	return m.finalize() // hot_gen.go
+	if m.framed == nil {
+		m.framed = m.finalize() // hot_gen.go
+	}
+	return m.framed
 }
 
 // encodeDatagram encodes the DatagramFields for this flow and the next ones that share them.
@@ -329,6 +342,17 @@ func addrWords(a netip.Addr) (hi, lo uint64) {
 	}
 	a16 := a.As16()
 	return binary.BigEndian.Uint64(a16[:8]), binary.BigEndian.Uint64(a16[8:])
+}
+
+// isShortASCII tells if s has 8 to 16 bytes, all ASCII (so valid UTF-8): two overlapping
+// 8-byte loads.
+func isShortASCII(s string) bool {
+	l := len(s)
+	if l < 8 || l > 16 {
+		return false
+	}
+	p := unsafe.Pointer(unsafe.StringData(s))
+	return (load64(p)|load64(unsafe.Add(p, l-8)))&0x8080_8080_8080_8080 == 0
 }
 
 // store64 stores v little-endian at p (unaligned).

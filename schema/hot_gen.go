@@ -185,15 +185,11 @@ func (d *DatagramFields) appendTo(r pbwire.Room, k *[hotLast]hotKey) pbwire.Room
 	return r
 }
 
-// finalize is Finalize: it writes the hot fields of enabled columns (k[i].on) that are not
-// zero or empty, then frames the message, unless it did already since Reset. The
-// DatagramFields' encoding is kept from the last flow while they do not change; the other
-// integers and addresses go through one room check (pbwire.MaxRoomFieldLen bytes for each),
-// then the arrays.
+// finalize writes the hot fields of enabled columns (k[i].on) that are not zero or empty,
+// then frames the message (see Finalize). The DatagramFields' encoding is kept from the last
+// flow while they do not change; the other integers and addresses go through one room check
+// (pbwire.MaxRoomFieldLen bytes for each), then the arrays.
 func (m *FlowMessage) finalize() []byte {
-	if f := m.w.Framed(); f != nil {
-		return f
-	}
 	k := &m.schema.hotKeys
 	if !m.DatagramFields.equal(&m.datagram.fields) {
 		m.encodeDatagram()
