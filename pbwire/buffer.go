@@ -57,11 +57,13 @@ func (b *Buffer) Payload() []byte { return b.buf[ReserveDelimited:b.n:b.n] }
 func (b *Buffer) Delimited() []byte {
 	// A minimal varint whose last byte (the highest bits) is the last before the payload.
 	l := uint64(b.n - ReserveDelimited)
-	start := ReserveDelimited - SizeVarint(l)
-	f := b.buf[start : ReserveDelimited-1]
-	for i := range f {
-		f[i] = byte(l) | 0x80
-		l >>= 7
+	start := ReserveDelimited - 1
+	if l >= 1<<7 {
+		start = ReserveDelimited - SizeVarint(l)
+		for i := start; i < ReserveDelimited-1; i++ {
+			b.buf[i] = byte(l) | 0x80
+			l >>= 7
+		}
 	}
 	b.buf[ReserveDelimited-1] = byte(l)
 	return b.buf[start:b.n:b.n]
@@ -182,14 +184,15 @@ func (b *Buffer) appendUTF8Slow(t Tag, s string) bool {
 	return true
 }
 
-// AppendBytes16Field appends a bytes field holding 16 bytes: those of hi then those of lo,
-// big-endian (an IPv6 address, or an IPv4 address mapped into IPv6, as two words).
-func (b *Buffer) AppendBytes16Field(t Tag, hi, lo uint64) {
+// AppendBytes16Field appends a bytes field holding 16 bytes given as two little-endian words,
+// the first 8 bytes in lo, the last 8 in hi (for example an IPv6 address, or an IPv4 address
+// mapped into IPv6): the words are stored as they are, with no byte swap.
+func (b *Buffer) AppendBytes16Field(t Tag, lo, hi uint64) {
 	if len(b.buf)-b.n < wideRoom+16 {
 		b.grow(wideRoom + 16)
 	}
 	n := b.n
-	b.n = n + putBytes16Field(b.at(n), t, hi, lo)
+	b.n = n + putBytes16Field(b.at(n), t, lo, hi)
 }
 
 // AppendPackedUint32Field appends a packed repeated varint field (see the function
@@ -289,7 +292,7 @@ func (b *Buffer) Grow(n int) {
 //	b.Grow(2 * pbwire.MaxRoomFieldLen)
 //	r := b.Room()
 //	r = r.AppendVarintField(t1, v1)
-//	r = r.AppendBytes16Field(t2, hi, lo)
+//	r = r.AppendBytes16Field(t2, lo, hi)
 //	b.Commit(r)
 func (b *Buffer) Room() Room {
 	return Room{p: unsafe.Pointer(unsafe.SliceData(b.buf)), i: b.n, end: len(b.buf)}
@@ -315,10 +318,10 @@ func (r Room) AppendVarintField(t Tag, v uint64) Room {
 	return r
 }
 
-// AppendBytes16Field appends a bytes field holding the 16 bytes of hi then lo, big-endian,
-// and returns the room left.
-func (r Room) AppendBytes16Field(t Tag, hi, lo uint64) Room {
-	r.i += putBytes16Field(unsafe.Add(r.p, r.i), t, hi, lo)
+// AppendBytes16Field appends a bytes field holding 16 bytes given as two little-endian words
+// (see Buffer.AppendBytes16Field) and returns the room left.
+func (r Room) AppendBytes16Field(t Tag, lo, hi uint64) Room {
+	r.i += putBytes16Field(unsafe.Add(r.p, r.i), t, lo, hi)
 	return r
 }
 
@@ -376,14 +379,13 @@ func putVarintField(p unsafe.Pointer, t Tag, v uint64) int {
 	return i + 1
 }
 
-// putBytes16Field stores key t, the length 16, hi and lo at p, which must have
+// putBytes16Field stores key t, the length 16, lo and hi at p, which must have
 // MaxRoomFieldLen bytes of room, and returns their size.
-func putBytes16Field(p unsafe.Pointer, t Tag, hi, lo uint64) int {
+func putBytes16Field(p unsafe.Pointer, t Tag, lo, hi uint64) int {
 	kl := int(t >> tagLenShift)
 	store64(p, uint64(t)|16<<(8*kl&63))
-	w := (*[16]byte)(unsafe.Add(p, kl+1))
-	binary.BigEndian.PutUint64(w[:8], hi)
-	binary.BigEndian.PutUint64(w[8:], lo)
+	store64(unsafe.Add(p, kl+1), lo)
+	store64(unsafe.Add(p, kl+9), hi)
 	return kl + 17
 }
 

@@ -92,8 +92,8 @@ func TestBufferReserve(t *testing.T) {
 		},
 		"bytes16": func(b *Buffer) []byte {
 			v := netip.MustParseAddr("192.0.2.1").As16()
-			hi, lo := words(v)
-			b.AppendBytes16Field(tag, hi, lo)
+			lo, hi := words(v)
+			b.AppendBytes16Field(tag, lo, hi)
 			return AppendBytesField(nil, tag, v[:])
 		},
 		"packed": func(b *Buffer) []byte {
@@ -196,23 +196,23 @@ func TestBufferBytes16(t *testing.T) {
 			want := AppendBytesField(nil, tag, v[:])
 			for _, room := range []int{0, 20, -1} {
 				b := newBuffer(t, room, 0)
-				hi, lo := words(v)
-				b.AppendBytes16Field(tag, hi, lo)
+				lo, hi := words(v)
+				b.AppendBytes16Field(tag, lo, hi)
 				checkPayload(t, b, want, fmt.Sprintf("field %d = %s, room %d", num, s, room))
 			}
 			b := newBuffer(t, 0, 0)
 			b.Grow(MaxRoomFieldLen)
 			r := b.Room()
-			hi, lo := words(v)
-			b.Commit(r.AppendBytes16Field(tag, hi, lo))
+			lo, hi := words(v)
+			b.Commit(r.AppendBytes16Field(tag, lo, hi))
 			checkPayload(t, b, want, fmt.Sprintf("field %d = %s through a Room", num, s))
 		}
 	}
 }
 
-// words splits 16 bytes into the two big-endian words AppendBytes16Field takes.
-func words(v [16]byte) (hi, lo uint64) {
-	return binary.BigEndian.Uint64(v[:8]), binary.BigEndian.Uint64(v[8:])
+// words splits 16 bytes into the two little-endian words AppendBytes16Field takes.
+func words(v [16]byte) (lo, hi uint64) {
+	return binary.LittleEndian.Uint64(v[:8]), binary.LittleEndian.Uint64(v[8:])
 }
 
 func TestBufferPacked(t *testing.T) {
@@ -296,20 +296,20 @@ func TestBufferAllocs(t *testing.T) {
 	vs := []uint32{174, 3356, 64500}
 	v := netip.MustParseAddr("2001:db8::1").As16()
 	raw := append(make([]byte, 0, 32), "raw"...)
-	hi, lo := words(v)
+	lo, hi := words(v)
 	if a := testing.AllocsPerRun(1000, func() {
 		b.Reset()
 		b.AppendVarintFieldReserved(MakeTag(1, Varint), 1500)
 		b.AppendVarintField(MakeTag(2, Varint), 1<<40)
 		b.AppendUTF8Field(MakeTag(3, Bytes), "et-0/0/1")
 		b.AppendUTF8Field(MakeTag(3, Bytes), "caf\xe9")
-		b.AppendBytes16Field(MakeTag(4, Bytes), hi, lo)
+		b.AppendBytes16Field(MakeTag(4, Bytes), lo, hi)
 		b.AppendPackedUint32Field(MakeTag(5, Bytes), vs)
 		b.AppendRaw(raw)
 		b.Grow(2 * MaxRoomFieldLen)
 		r := b.Room()
 		r = r.AppendVarintField(MakeTag(6, Varint), 64500)
-		b.Commit(r.AppendBytes16Field(MakeTag(7, Bytes), hi, lo))
+		b.Commit(r.AppendBytes16Field(MakeTag(7, Bytes), lo, hi))
 		b.Delimited()
 	}); a != 0 {
 		t.Fatalf("%v allocations", a)
@@ -363,8 +363,8 @@ func FuzzBuffer(f *testing.F) {
 				for i := range v {
 					v[i] = p.byte()
 				}
-				hi, lo := words(v)
-				b.AppendBytes16Field(MakeTag(num, Bytes), hi, lo)
+				lo, hi := words(v)
+				b.AppendBytes16Field(MakeTag(num, Bytes), lo, hi)
 				want = AppendBytesField(want, MakeTag(num, Bytes), v[:])
 			case 5:
 				vs := make([]uint32, p.byte()%40)
@@ -385,8 +385,8 @@ func FuzzBuffer(f *testing.F) {
 				b.Grow(2 * MaxRoomFieldLen)
 				r := b.Room()
 				r = r.AppendVarintField(MakeTag(num, Varint), v)
-				hi, lo := words(a)
-				b.Commit(r.AppendBytes16Field(MakeTag(num, Bytes), hi, lo))
+				lo, hi := words(a)
+				b.Commit(r.AppendBytes16Field(MakeTag(num, Bytes), lo, hi))
 				want = AppendVarintField(want, MakeTag(num, Varint), v)
 				want = AppendBytesField(want, MakeTag(num, Bytes), a[:])
 			}

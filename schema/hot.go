@@ -68,5 +68,6 @@ const hotRoom = hotRoomFields*pbwire.MaxRoomFieldLen + datagramRoom
 // pbwire.Room.AppendRaw.
 const datagramRoom = datagramRoomFields*pbwire.MaxRoomFieldLen + 16
 
-// ipv4Mapped is the second half of an IPv4 address mapped into IPv6, ::ffff:0.0.0.0.
-const ipv4Mapped = 0xffff << 32
+// ipv4Mapped is the last 8 bytes of ::ffff:0.0.0.0 (IPv4 mapped into IPv6) as a little-endian
+// word: the address takes its top 4 bytes.
+const ipv4Mapped = 0xffff << 16

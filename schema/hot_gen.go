@@ -177,10 +177,10 @@ func (d *DatagramFields) appendTo(r pbwire.Room, k *[hotLast]hotKey) pbwire.Room
 	}
 	if a := &d.ExporterAddress; k[hotExporterAddress].on != 0 && a.Is4() {
 		a4 := a.As4()
-		r = r.AppendBytes16Field(k[hotExporterAddress].tag, 0, ipv4Mapped|uint64(binary.BigEndian.Uint32(a4[:])))
+		r = r.AppendBytes16Field(k[hotExporterAddress].tag, 0, ipv4Mapped|uint64(binary.LittleEndian.Uint32(a4[:]))<<32)
 	} else if k[hotExporterAddress].on != 0 && a.IsValid() {
 		a16 := a.As16()
-		r = r.AppendBytes16Field(k[hotExporterAddress].tag, binary.BigEndian.Uint64(a16[:8]), binary.BigEndian.Uint64(a16[8:]))
+		r = r.AppendBytes16Field(k[hotExporterAddress].tag, binary.LittleEndian.Uint64(a16[:8]), binary.LittleEndian.Uint64(a16[8:]))
 	}
 	return r
 }
@@ -205,24 +205,24 @@ func (m *FlowMessage) finalize() []byte {
 	}
 	if a := &h.SrcAddr; k[hotSrcAddr].on != 0 && a.Is4() {
 		a4 := a.As4()
-		r = r.AppendBytes16Field(k[hotSrcAddr].tag, 0, ipv4Mapped|uint64(binary.BigEndian.Uint32(a4[:])))
+		r = r.AppendBytes16Field(k[hotSrcAddr].tag, 0, ipv4Mapped|uint64(binary.LittleEndian.Uint32(a4[:]))<<32)
 	} else if k[hotSrcAddr].on != 0 && a.IsValid() {
 		a16 := a.As16()
-		r = r.AppendBytes16Field(k[hotSrcAddr].tag, binary.BigEndian.Uint64(a16[:8]), binary.BigEndian.Uint64(a16[8:]))
+		r = r.AppendBytes16Field(k[hotSrcAddr].tag, binary.LittleEndian.Uint64(a16[:8]), binary.LittleEndian.Uint64(a16[8:]))
 	}
 	if a := &h.DstAddr; k[hotDstAddr].on != 0 && a.Is4() {
 		a4 := a.As4()
-		r = r.AppendBytes16Field(k[hotDstAddr].tag, 0, ipv4Mapped|uint64(binary.BigEndian.Uint32(a4[:])))
+		r = r.AppendBytes16Field(k[hotDstAddr].tag, 0, ipv4Mapped|uint64(binary.LittleEndian.Uint32(a4[:]))<<32)
 	} else if k[hotDstAddr].on != 0 && a.IsValid() {
 		a16 := a.As16()
-		r = r.AppendBytes16Field(k[hotDstAddr].tag, binary.BigEndian.Uint64(a16[:8]), binary.BigEndian.Uint64(a16[8:]))
+		r = r.AppendBytes16Field(k[hotDstAddr].tag, binary.LittleEndian.Uint64(a16[:8]), binary.LittleEndian.Uint64(a16[8:]))
 	}
 	if a := &h.NextHop; k[hotNextHop].on != 0 && a.Is4() {
 		a4 := a.As4()
-		r = r.AppendBytes16Field(k[hotNextHop].tag, 0, ipv4Mapped|uint64(binary.BigEndian.Uint32(a4[:])))
+		r = r.AppendBytes16Field(k[hotNextHop].tag, 0, ipv4Mapped|uint64(binary.LittleEndian.Uint32(a4[:]))<<32)
 	} else if k[hotNextHop].on != 0 && a.IsValid() {
 		a16 := a.As16()
-		r = r.AppendBytes16Field(k[hotNextHop].tag, binary.BigEndian.Uint64(a16[:8]), binary.BigEndian.Uint64(a16[8:]))
+		r = r.AppendBytes16Field(k[hotNextHop].tag, binary.LittleEndian.Uint64(a16[:8]), binary.LittleEndian.Uint64(a16[8:]))
 	}
 	if v := uint64(h.SrcAS) & k[hotSrcAS].on; v != 0 {
 		r = r.AppendVarintField(k[hotSrcAS].tag, v)

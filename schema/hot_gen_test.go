@@ -218,10 +218,10 @@ func (m *FlowMessage) finalize() []byte {
 {{- else if eq .Kind "addr"}}
 	if a := &{{$r}}.{{.Name}}; k[hot{{.Name}}].on != 0 && a.Is4() {
 		a4 := a.As4()
-		r = r.AppendBytes16Field(k[hot{{.Name}}].tag, 0, ipv4Mapped|uint64(binary.BigEndian.Uint32(a4[:])))
+		r = r.AppendBytes16Field(k[hot{{.Name}}].tag, 0, ipv4Mapped|uint64(binary.LittleEndian.Uint32(a4[:]))<<32)
 	} else if k[hot{{.Name}}].on != 0 && a.IsValid() {
 		a16 := a.As16()
-		r = r.AppendBytes16Field(k[hot{{.Name}}].tag, binary.BigEndian.Uint64(a16[:8]), binary.BigEndian.Uint64(a16[8:]))
+		r = r.AppendBytes16Field(k[hot{{.Name}}].tag, binary.LittleEndian.Uint64(a16[:8]), binary.LittleEndian.Uint64(a16[8:]))
 	}
 {{- end}}
 {{- end}}
