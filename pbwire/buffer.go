@@ -3,6 +3,7 @@ package pbwire
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -55,11 +56,15 @@ func (b *Buffer) Payload() []byte { return b.buf[ReserveDelimited:b.n:b.n] }
 // ClickHouse's Protobuf format read it. It stays valid until Reset; fields appended after it
 // land past its end.
 func (b *Buffer) Delimited() []byte {
-	// A minimal varint whose last byte (the highest bits) is the last before the payload.
-	l := uint64(b.n - ReserveDelimited)
+	// A minimal varint whose last byte (the highest bits) is the last before the payload:
+	// one or two bytes for all but very long messages.
+	l := b.n - ReserveDelimited
 	start := ReserveDelimited - 1
 	if l >= 1<<7 {
-		start = ReserveDelimited - SizeVarint(l)
+		start = ReserveDelimited - 2
+		if l >= 1<<14 {
+			start = ReserveDelimited - (bits.Len(uint(l))+6)/7
+		}
 		for i := start; i < ReserveDelimited-1; i++ {
 			b.buf[i] = byte(l) | 0x80
 			l >>= 7
