@@ -77,7 +77,7 @@ func (s *Schema) NewFlowMessage() *FlowMessage {
 	// Every varint column is written at most once per message: AppendUint writes them
 	// without checking the room (AppendVarintFieldReserved).
 	m.w.Init(initialBufferSize, varintColumns)
-	m.datagram.w.Init(datagramRoom, 0)
+	m.datagram.w.Init(pbwire.ReserveDelimited+datagramRoom, 0)
 	m.Reset()
 	return m
 }
