@@ -155,7 +155,7 @@ func New(cfg Configuration, deps Dependencies) (*App, error) {
 		a.sinks = append(a.sinks, f)
 	}
 	if cfg.Outputs.Store.Enabled {
-		st, err := store.NewSink(a.registry, cfg.Outputs.Store.Configuration, s, log)
+		st, err := store.NewSink(a.registry, cfg.Outputs.Store.Configuration, store.Dependencies{Schema: s, Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("outputs.store: %w", err)
 		}

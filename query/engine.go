@@ -10,11 +10,11 @@ import (
 	"strings"
 )
 
-// Engine runs one SELECT and returns its output. The statement carries its own SETTINGS and
-// FORMAT clauses (JSONCompact): store.Embedded (the embedded engine) and store.HTTPClient (a
-// ClickHouse server) are Engines as they are.
+// Engine runs one SELECT and returns its output in format. The statement also carries its own
+// SETTINGS and FORMAT clauses (JSONCompact): the store's executors (engine.Embedded,
+// engine.HTTPClient and the running sink's (*store.Sink).Engine()) are Engines as they are.
 type Engine interface {
-	Query(ctx context.Context, sql string) ([]byte, error)
+	Query(ctx context.Context, sql, format string) ([]byte, error)
 }
 
 // Kinds of EngineError.

@@ -248,7 +248,7 @@ type fakeEngine struct {
 	queries []string
 }
 
-func (f *fakeEngine) Query(_ context.Context, sql string) ([]byte, error) {
+func (f *fakeEngine) Query(_ context.Context, sql, _ string) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.queries = append(f.queries, sql)

@@ -186,7 +186,7 @@ func (s *Service) run(ctx context.Context, sql string, cols int, timeout time.Du
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout+time.Second)
 	defer cancel()
-	out, err := s.engine.Query(ctx, statement(sql, timeout, s.cfg.MaxMemory))
+	out, err := s.engine.Query(ctx, statement(sql, timeout, s.cfg.MaxMemory), "JSONCompact")
 	if err != nil {
 		return nil, classify(err)
 	}

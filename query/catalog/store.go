@@ -6,6 +6,7 @@ import (
 
 	"flowzero/schema"
 	"flowzero/store"
+	"flowzero/store/ddl"
 )
 
 // kinds are the columns whose kind is not told by their ClickHouse type alone.
@@ -40,13 +41,13 @@ var truncatable = map[schema.ColumnKey]bool{
 // configuration cfg, whose DDL is ddl: the enabled columns, the flows table and one
 // aggregated table per resolution, with the dimensions the DDL gives them. Protocol names
 // are not known here: they live in the engine's protocols dictionary (see WithProtocols).
-func FromStore(s *schema.Schema, cfg store.Configuration, ddl *store.DDL) (*Catalog, error) {
+func FromStore(s *schema.Schema, cfg store.Configuration, d *ddl.DDL) (*Catalog, error) {
 	aggregated := map[string]bool{}
 	var tables []Table
 	for _, r := range cfg.Resolutions {
-		t := Table{Name: store.AggregatedTableName(r), Resolution: r.Interval, TTL: r.TTL}
-		for _, o := range ddl.AggregatedObjects(r) {
-			if o.Kind != store.KindTable {
+		t := Table{Name: ddl.AggregatedTableName(r), Resolution: r.Interval, TTL: r.TTL}
+		for _, o := range d.AggregatedObjects(r) {
+			if o.Kind != ddl.KindTable {
 				continue
 			}
 			for _, c := range o.Columns {

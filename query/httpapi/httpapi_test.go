@@ -37,7 +37,7 @@ type fakeEngine struct {
 	queries atomic.Int64
 }
 
-func (f *fakeEngine) Query(ctx context.Context, sql string) ([]byte, error) {
+func (f *fakeEngine) Query(ctx context.Context, sql, _ string) ([]byte, error) {
 	switch {
 	case strings.Contains(sql, "min(TimeReceived)"):
 		return []byte(`{"meta":[{"name":"name","type":"String"},{"name":"oldest","type":"UInt32"},{"name":"n","type":"UInt64"}],"data":[["flows",1,1],["flows_1m",1,1],["flows_5m",1,1],["flows_1h",1,1]]}`), nil

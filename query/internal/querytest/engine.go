@@ -17,6 +17,7 @@ import (
 	"flowzero/query/catalog"
 	"flowzero/schema"
 	"flowzero/store"
+	"flowzero/store/engine"
 )
 
 // Env is an embedded engine holding the data set, filled through the store's sink (its
@@ -29,7 +30,7 @@ type Env struct {
 	Schema  *schema.Schema
 	Config  store.Configuration
 	Sink    *store.Sink
-	Engine  store.Embedded
+	Engine  engine.Embedded
 	Catalog *catalog.Catalog
 	// ASNames serves the AS names CSV the asns dictionary loads.
 	asNames *http.Server
@@ -67,13 +68,13 @@ func Start(anchor time.Time) (*Env, error) {
 	cfg.ASNames.Refresh = time.Hour
 	e.Config = cfg
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if e.Sink, err = store.NewSink(prometheus.NewRegistry(), cfg, e.Schema, log); err != nil {
+	if e.Sink, err = store.NewSink(prometheus.NewRegistry(), cfg, store.Dependencies{Schema: e.Schema, Logger: log}); err != nil {
 		return nil, err
 	}
 	if err := e.Sink.Start(); err != nil {
 		return nil, err
 	}
-	e.Engine = store.Embedded{Conn: e.Sink.Conn()}
+	e.Engine = engine.Embedded{Conn: e.Sink.Conn()}
 	if e.Catalog, err = catalog.FromStore(e.Schema, cfg, e.Sink.DDL()); err != nil {
 		return nil, err
 	}
