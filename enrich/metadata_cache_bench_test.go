@@ -3,6 +3,7 @@ package enrich
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -26,13 +27,14 @@ const (
 	benchInterfaces = 48
 )
 
-// benchMetadataCache returns a MetadataCache with every source on, as a collector with
-// static metadata, SNMP and classifier rules has it once warm: 8 exporters, the first two
+// benchMetadataSources returns a started MetadataCache with every source on, as a collector
+// with static metadata, SNMP and classifier rules has it once warm, for the given exporters,
+// each with the interfaces indexes: the first quarter of the exporters (at least one)
 // described statically, the others named by SNMP (their answers read from a cache file, so
-// the benchmark polls nothing), rules classifying every exporter and interface; and a stream
-// of 4096 flows over their 48 interfaces each. Every (exporter, interface) is cached before
-// it returns: the benchmark measures cache hits. BenchmarkEnrich uses it too.
-func benchMetadataCache(b testing.TB, s *schema.Schema) (*MetadataCache, []benchInterfaceFlow) {
+// that nothing is polled), rules classifying every exporter and interface. Every (exporter,
+// interface) is classified before it returns: flows on them are cache hits.
+// BenchmarkMetadataCache and BenchmarkEnrich use it.
+func benchMetadataSources(b testing.TB, s *schema.Schema, exporters []netip.Addr, indexes []uint32) *MetadataCache {
 	b.Helper()
 	dir := b.TempDir()
 	now := testutil.Now().UTC()
@@ -55,24 +57,21 @@ func benchMetadataCache(b testing.TB, s *schema.Schema) (*MetadataCache, []bench
 		Exporters []exporter `json:"exporters"`
 	}{Format: "flowzero-snmp-cache/1"}
 	static := "exporters:\n"
-	var addrs []netip.Addr
-	for e := range benchExporters {
-		a := netip.AddrFrom4([4]byte{192, 0, 2, byte(e + 1)})
-		addrs = append(addrs, a)
-		if e < 2 {
-			static += fmt.Sprintf("  %s:\n    name: edge%d.par1\n    group: europe\n    interfaces:\n", a, e)
-			for i := range uint32(benchInterfaces) {
-				static += fmt.Sprintf("      %d:\n        name: et-0/0/%d\n        description: \"Transit: Cogent %d\"\n        speed: 100000\n", i+1, i, i)
+	for e, a := range exporters {
+		if e < max(1, len(exporters)/4) {
+			static += fmt.Sprintf("  %q:\n    name: edge%d.par1\n    group: europe\n    interfaces:\n", a, e)
+			for i, index := range indexes {
+				static += fmt.Sprintf("      %d:\n        name: et-0/0/%d\n        description: \"Transit: Cogent %d\"\n        speed: 100000\n", index, i, i)
 			}
 			continue
 		}
 		x := exporter{Exporter: a.String(), Name: fmt.Sprintf("edge%d.fra%d", e, e%3), NamePolled: true}
-		for i := range uint32(benchInterfaces) {
+		for i, index := range indexes {
 			descr := fmt.Sprintf("PNI: Netflix %d", i)
 			if i%3 == 0 {
 				descr = fmt.Sprintf("core: to edge%d", i)
 			}
-			x.Interfaces = append(x.Interfaces, iface{Index: 500 + i, Name: fmt.Sprintf("xe-1/2/%d", i), Description: descr, Speed: 10000, Found: true, Polled: now})
+			x.Interfaces = append(x.Interfaces, iface{Index: index, Name: fmt.Sprintf("xe-1/2/%d", i), Description: descr, Speed: 10000, Found: true, Polled: now})
 		}
 		file.Exporters = append(file.Exporters, x)
 	}
@@ -102,7 +101,7 @@ snmp:
 	if err := config.Decode([]byte(yaml), &cfg); err != nil {
 		b.Fatal(err)
 	}
-	m, err := NewMetadataCache(cfg.Dynamic, cfg.Exporters, s, MetadataCacheDependencies{})
+	m, err := NewMetadataCache(cfg.Dynamic, cfg.Exporters, s, MetadataCacheDependencies{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -110,22 +109,40 @@ snmp:
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { m.Stop() })
+	fm := s.NewFlowMessage()
+	for _, a := range exporters {
+		for _, index := range indexes {
+			fm.Reset()
+			fm.ExporterAddress, fm.InIf, fm.OutIf = a, index, index
+			m.Enrich(fm)
+			if fm.Rejected() {
+				b.Fatalf("flow on %s, interface %d rejected", a, index)
+			}
+			if got := fm.Finalize(); len(got) == 0 {
+				b.Fatalf("flow on %s, interface %d: empty message", a, index)
+			}
+		}
+	}
+	return m
+}
+
+// benchMetadataCache returns benchMetadataSources for 8 exporters with 48 interfaces each,
+// and a stream of 4096 flows over them.
+func benchMetadataCache(b testing.TB, s *schema.Schema) (*MetadataCache, []benchInterfaceFlow) {
+	b.Helper()
+	var addrs []netip.Addr
+	for e := range benchExporters {
+		addrs = append(addrs, netip.AddrFrom4([4]byte{192, 0, 2, byte(e + 1)}))
+	}
+	var indexes []uint32
+	for i := range uint32(benchInterfaces) {
+		indexes = append(indexes, i+1)
+	}
+	m := benchMetadataSources(b, s, addrs, indexes)
 	rnd := rand.New(rand.NewPCG(3, 4))
 	flows := make([]benchInterfaceFlow, 4096)
-	fm := s.NewFlowMessage()
 	for i := range flows {
-		e := rnd.IntN(benchExporters)
-		base := uint32(1)
-		if e >= 2 {
-			base = 500
-		}
-		flows[i] = benchInterfaceFlow{exporter: addrs[e], in: base + uint32(rnd.IntN(benchInterfaces)), out: base + uint32(rnd.IntN(benchInterfaces))}
-		fm.Reset()
-		fm.ExporterAddress, fm.InIf, fm.OutIf = flows[i].exporter, flows[i].in, flows[i].out
-		m.Enrich(fm)
-		if fm.Rejected() {
-			b.Fatalf("flow %d rejected", i)
-		}
+		flows[i] = benchInterfaceFlow{exporter: addrs[rnd.IntN(len(addrs))], in: indexes[rnd.IntN(len(indexes))], out: indexes[rnd.IntN(len(indexes))]}
 	}
 	return m, flows
 }

@@ -453,3 +453,37 @@ interface-classifiers:
 		t.Errorf("%v flows beyond the bound", n)
 	}
 }
+
+// TestBenchMetadataSources checks that the cache the benchmarks measure has every source on
+// and warm: static columns for the first exporter, SNMP's and the rules' for the others
+// (IPv6 included), all hits.
+func TestBenchMetadataSources(t *testing.T) {
+	s, err := schema.New(schema.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	exporters := []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2"), netip.MustParseAddr("2001:db8::1")}
+	m := benchMetadataSources(t, s, exporters, []uint32{1, 2, 100})
+	misses := promtest.ToFloat64(m.metrics.misses)
+	ext, internal := uint64(schema.BoundaryExternal), uint64(schema.BoundaryInternal)
+	if got, want := enrichOne(t, m, s, "192.0.2.1", 2, 100), map[string]any{
+		"ExporterName": "edge0.par1", "ExporterGroup": "europe", "ExporterSite": "par", "ExporterRole": "edge",
+		"InIfName": "et-0/0/1", "InIfDescription": "Transit: Cogent 1", "InIfSpeed": uint64(100000),
+		"InIfConnectivity": "transit", "InIfProvider": "cogent", "InIfBoundary": ext,
+		"OutIfName": "et-0/0/2", "OutIfDescription": "Transit: Cogent 2", "OutIfSpeed": uint64(100000),
+		"OutIfConnectivity": "transit", "OutIfProvider": "cogent", "OutIfBoundary": ext,
+	}; !reflect.DeepEqual(got, want) {
+		t.Errorf("static exporter:\n got %v\nwant %v", got, want)
+	}
+	if got, want := enrichOne(t, m, s, "2001:db8::1", 1, 2), map[string]any{
+		"ExporterName": "edge2.fra2", "ExporterSite": "fra", "ExporterRole": "edge",
+		"InIfName": "xe-1/2/0", "InIfDescription": "core: to edge0", "InIfSpeed": uint64(10000), "InIfBoundary": internal,
+		"OutIfName": "xe-1/2/1", "OutIfDescription": "PNI: Netflix 1", "OutIfSpeed": uint64(10000),
+		"OutIfConnectivity": "pni", "OutIfProvider": "netflix", "OutIfBoundary": ext,
+	}; !reflect.DeepEqual(got, want) {
+		t.Errorf("SNMP exporter:\n got %v\nwant %v", got, want)
+	}
+	if n := promtest.ToFloat64(m.metrics.misses); n != misses {
+		t.Errorf("%v misses after the warm-up", n-misses)
+	}
+}
