@@ -6,6 +6,7 @@
 package confdoc
 
 import (
+	"encoding"
 	"fmt"
 	"go/ast"
 	"go/build"
@@ -113,8 +114,9 @@ func collectComments(f *ast.File, m map[string]string) {
 }
 
 var (
-	durationType = reflect.TypeOf(time.Duration(0))
-	leafTypes    = map[reflect.Type]bool{
+	durationType        = reflect.TypeOf(time.Duration(0))
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	leafTypes           = map[reflect.Type]bool{
 		durationType:                       true,
 		reflect.TypeOf(netip.Addr{}):       true,
 		reflect.TypeOf(netip.Prefix{}):     true,
@@ -217,6 +219,10 @@ func typeName(t reflect.Type) string {
 		return "prefix"
 	case reflect.TypeOf(netip.AddrPort{}):
 		return "address:port"
+	}
+	// A number or a list written as text (a protocol name): what the YAML holds is a string.
+	if k := t.Kind(); k != reflect.Struct && k != reflect.String && reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		return "string"
 	}
 	switch t.Kind() {
 	case reflect.Slice:
