@@ -1,7 +1,8 @@
 // Package snmptest starts a real SNMP agent for tests: Debian's snmpd (net-snmp), in the
 // foreground on a free loopback port, with a configuration the test chooses (a SNMPv2c
 // community, SNMPv3 users, the sysName) and a pass-through script serving exact ifAlias and
-// ifHighSpeed values. Every other object is the agent's own: the machine's real interfaces.
+// ifHighSpeed values (and ifName values when given). Every other object is the agent's own:
+// the machine's real interfaces.
 //
 // A test is skipped when snmpd is not installed (`apt install snmpd`), and fails instead
 // under CI=true or FLOWZERO_REQUIRE_SERVICES=1, so that the integration path cannot silently
@@ -51,6 +52,10 @@ type Options struct {
 	// other interfaces have neither.
 	Aliases map[uint32]string
 	Speeds  map[uint32]uint32
+	// Names, when not empty, are the ifName of interfaces by ifIndex, in place of the
+	// machine's: interfaces the machine does not have (those of a flow capture) can be named.
+	// The agent then has no other ifName.
+	Names map[uint32]string
 }
 
 // Agent is a running snmpd.
@@ -123,6 +128,9 @@ func start(t testing.TB, dir, script string, port int, opts Options) (*Agent, er
 		fmt.Fprintf(&conf, "sysName %s\n", opts.SysName)
 	}
 	fmt.Fprintf(&conf, "pass .1.3.6.1.2.1.31.1.1.1.18 %s\npass .1.3.6.1.2.1.31.1.1.1.15 %s\n", script, script)
+	if len(opts.Names) > 0 {
+		fmt.Fprintf(&conf, "pass .1.3.6.1.2.1.31.1.1.1.1 %s\n", script)
+	}
 	confPath := filepath.Join(dir, fmt.Sprintf("snmpd-%d.conf", port))
 	if err := os.WriteFile(confPath, []byte(conf.String()), 0o600); err != nil {
 		return nil, err
@@ -249,7 +257,7 @@ func (a *Agent) kill() {
 }
 
 // passScript is a net-snmp pass-through program (snmpd.conf(5), "pass") answering GET
-// requests for the configured ifAlias and ifHighSpeed values.
+// requests for the configured ifAlias, ifHighSpeed and ifName values.
 func passScript(opts Options) []byte {
 	var b bytes.Buffer
 	b.WriteString("#!/bin/sh\n[ \"$1\" = -g ] || exit 0\ncase \"$2\" in\n")
@@ -258,6 +266,9 @@ func passScript(opts Options) []byte {
 	}
 	for _, index := range sortedKeys(opts.Speeds) {
 		fmt.Fprintf(&b, ".1.3.6.1.2.1.31.1.1.1.15.%d) printf '%%s\\ngauge\\n%d\\n' \"$2\" ;;\n", index, opts.Speeds[index])
+	}
+	for _, index := range sortedKeys(opts.Names) {
+		fmt.Fprintf(&b, ".1.3.6.1.2.1.31.1.1.1.1.%d) printf '%%s\\nstring\\n%%s\\n' \"$2\" %s ;;\n", index, shellQuote(opts.Names[index]))
 	}
 	b.WriteString("esac\n")
 	return b.Bytes()
