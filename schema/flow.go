@@ -56,6 +56,8 @@ type FlowMessage struct {
 	SrcAS, DstAS              uint32
 	SrcNetMask, DstNetMask    uint8
 	SrcVlan, DstVlan          uint16
+	// Set by the decoder; network attributes given per VRF are looked up in the flow's VRFs.
+	IngressVRFID, EgressVRFID uint32
 
 	// Set by the RIB (or by a decoder that carries them, such as sFlow's extended gateway).
 	DstASPath           []uint32
@@ -150,6 +152,7 @@ func (m *FlowMessage) Reset() {
 	m.ExporterAddress, m.SrcAddr, m.DstAddr, m.NextHop = netip.Addr{}, netip.Addr{}, netip.Addr{}, netip.Addr{}
 	m.InIf, m.OutIf, m.SrcAS, m.DstAS = 0, 0, 0, 0
 	m.SrcNetMask, m.DstNetMask, m.SrcVlan, m.DstVlan = 0, 0, 0, 0
+	m.IngressVRFID, m.EgressVRFID = 0, 0
 	m.DstASPath, m.SrcCommunities, m.DstCommunities = nil, nil, nil
 	m.SrcLargeCommunities, m.DstLargeCommunities = nil, nil
 	m.state = m.schema.state
@@ -201,6 +204,10 @@ func (m *FlowMessage) IsSet(k ColumnKey) bool {
 		return m.SrcVlan != 0
 	case ColumnDstVlan:
 		return m.DstVlan != 0
+	case ColumnIngressVRFID:
+		return m.IngressVRFID != 0
+	case ColumnEgressVRFID:
+		return m.EgressVRFID != 0
 	case ColumnDstASPath:
 		return len(m.DstASPath) != 0
 	case ColumnSrcCommunities:
@@ -290,6 +297,10 @@ func (m *FlowMessage) appendUint(k ColumnKey, v uint64) {
 			m.SrcVlan = uint16(v)
 		case ColumnDstVlan:
 			m.DstVlan = uint16(v)
+		case ColumnIngressVRFID:
+			m.IngressVRFID = uint32(v)
+		case ColumnEgressVRFID:
+			m.EgressVRFID = uint32(v)
 		}
 	case opVarint:
 		m.state[k] = opNone
@@ -565,9 +576,9 @@ func (m *FlowMessage) appendArrayUint64(k ColumnKey, vs []uint64) {
 	}
 }
 
-// hotRoom is the room Finalize reserves for the hot scalar and address fields: 10 varints
+// hotRoom is the room Finalize reserves for the hot scalar and address fields: 12 varints
 // of at most 2+10 bytes, 4 addresses of at most 2+1+16 bytes, and 8 bytes of store overrun.
-const hotRoom = 10*12 + 4*19 + 8
+const hotRoom = 12*12 + 4*19 + 8
 
 // Finalize appends the hot fields and returns the message framed as one length-delimited
 // protobuf message (varint length, then the message), ready to be appended to a batch. The
@@ -606,6 +617,8 @@ func (m *FlowMessage) Finalize() []byte {
 	i = putHotUint(b, i, &hk[hotDstNetMask], uint64(m.DstNetMask))
 	i = putHotUint(b, i, &hk[hotSrcVlan], uint64(m.SrcVlan))
 	i = putHotUint(b, i, &hk[hotDstVlan], uint64(m.DstVlan))
+	i = putHotUint(b, i, &hk[hotIngressVRFID], uint64(m.IngressVRFID))
+	i = putHotUint(b, i, &hk[hotEgressVRFID], uint64(m.EgressVRFID))
 	if addrLayoutOK {
 		i = putHotAddr(b, i, &hk[hotSrcAddr], &m.SrcAddr)
 		i = putHotAddr(b, i, &hk[hotDstAddr], &m.DstAddr)

@@ -125,6 +125,8 @@ const (
 	hotDstNetMask
 	hotSrcVlan
 	hotDstVlan
+	hotIngressVRFID
+	hotEgressVRFID
 	hotExporterAddress
 	hotSrcAddr
 	hotDstAddr
@@ -155,6 +157,8 @@ var hotIndex = map[ColumnKey]int{
 	ColumnDstNetMask:          hotDstNetMask,
 	ColumnSrcVlan:             hotSrcVlan,
 	ColumnDstVlan:             hotDstVlan,
+	ColumnIngressVRFID:        hotIngressVRFID,
+	ColumnEgressVRFID:         hotEgressVRFID,
 	ColumnDstASPath:           hotDstASPath,
 	ColumnSrcCommunities:      hotSrcCommunities,
 	ColumnDstCommunities:      hotDstCommunities,
