@@ -89,3 +89,15 @@ func (l *Layer) Size() int {
 	}
 	return l.table.Size()
 }
+
+// Subnets yields the networks inside p (p included).
+func (l *Layer) Subnets(p netip.Prefix, yield func(netip.Prefix, *Info) bool) {
+	if l == nil {
+		return
+	}
+	for q, v := range l.table.Subnets(p) {
+		if !yield(q, v) {
+			return
+		}
+	}
+}
