@@ -21,6 +21,7 @@ import (
 	"flowzero/decoder/sflow"
 	"flowzero/demo"
 	"flowzero/enrich"
+	"flowzero/enrich/networks"
 	"flowzero/internal/lograte"
 	"flowzero/output"
 	"flowzero/output/file"
@@ -41,6 +42,7 @@ type App struct {
 	sflow     *sflow.Decoder
 	sinks     []output.Sink
 	routing   *enrich.Sources
+	networks  *networks.Enricher  // nil without network attributes
 	enricher  enrich.FlowEnricher // nil when nothing is configured
 	collector *collector.Collector
 	// ConfigPath is re-read by Reload.
@@ -116,6 +118,12 @@ func New(cfg Configuration, log *slog.Logger) (*App, error) {
 		}
 		steps = append(steps, re)
 	}
+	if a.networks, err = newNetworks(a.registry, &cfg, s, log); err != nil {
+		return nil, err
+	}
+	if a.networks != nil {
+		steps = append(steps, a.networks)
+	}
 	switch len(steps) {
 	case 0:
 	case 1:
@@ -165,6 +173,11 @@ func (a *App) Start() error {
 	// enrichment works from the first second.
 	if err := a.routing.Start(); err != nil {
 		return fmt.Errorf("routing: %w", err)
+	}
+	if a.networks != nil {
+		if err := a.networks.Start(); err != nil {
+			return fmt.Errorf("enrich: %w", err)
+		}
 	}
 	lookup, err := ribhttp.New(a.registry, a.routing.RIB)
 	if err != nil {
@@ -282,6 +295,9 @@ func (a *App) Stop() error {
 	}
 	if e := a.routing.Stop(); e != nil && err == nil {
 		err = e
+	}
+	if a.networks != nil {
+		a.networks.Stop()
 	}
 	return err
 }

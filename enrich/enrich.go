@@ -62,7 +62,7 @@ func New(cfg Configuration, table *rib.RIB, s *schema.Schema) (*Enricher, error)
 	e := &Enricher{table: table, cfg: cfg}
 	usesRIB := false
 	for _, p := range cfg.ASNProviders {
-		usesRIB = usesRIB || p >= ASNRouting
+		usesRIB = usesRIB || (p >= ASNRouting && p <= ASNRoutingExceptDefaultRoute)
 	}
 	asnFromRIB := usesRIB
 	netFromRIB := false

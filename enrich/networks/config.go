@@ -24,8 +24,10 @@ import (
 type Configuration struct {
 	// Networks maps a prefix (or an address) to its attributes: the Src/DstNet* columns,
 	// and optionally country, state, city and AS number, which then win over GeoIP's. A
-	// key "PREFIX@VRF" (for example "10.0.0.0/8@12") applies only to flows of that VRF ID
-	// (see Attributes.VRF for how a flow's VRF is chosen). A plain string value is a name:
+	// key "PREFIX@VRF" (for example "10.0.0.0/8@12") applies only to addresses in that VRF
+	// ID, and wins over entries without VRF: a flow's source address is in its IngressVRFID,
+	// its destination in its EgressVRFID, each taking the other when the exporter sent only
+	// one (these two columns must then be enabled). A plain string value is a name:
 	// `192.0.2.0/24: customers`.
 	Networks map[string]Attributes `yaml:"networks"`
 	// NetworkSources are lists of networks with attributes fetched over HTTP (JSON or CSV)
@@ -260,14 +262,14 @@ type SourceConfiguration struct {
 	// Headers are sent with the request (for example an Authorization header). They are
 	// never logged.
 	Headers map[string]string `yaml:"headers"`
-	// Format is json or csv.
+	// Format is json or csv (default json).
 	Format string `yaml:"format"`
-	// Interval is the time between two fetches.
+	// Interval is the time between two fetches (default 10m).
 	Interval time.Duration `yaml:"interval"`
-	// Timeout bounds a fetch, from the request to the end of the body.
+	// Timeout bounds a fetch, from the request to the end of the body (default 30s).
 	Timeout time.Duration `yaml:"timeout"`
-	// MaxSize bounds the body, in bytes: a larger answer is an error and the previous copy
-	// stays.
+	// MaxSize bounds the body, in bytes (default 64 MiB): a larger answer is an error and
+	// the previous copy stays.
 	MaxSize int64 `yaml:"max-size"`
 	// CacheFile keeps the last good answer, read at start before the first fetch. Empty:
 	// var/network-sources/<name>.
@@ -288,17 +290,28 @@ type SourceConfiguration struct {
 
 // FieldMapping names the fields of a source that hold each attribute.
 type FieldMapping struct {
-	Prefix  FieldNames `yaml:"prefix"`
-	VRF     FieldNames `yaml:"vrf"`
-	Name    FieldNames `yaml:"name"`
-	Role    FieldNames `yaml:"role"`
-	Site    FieldNames `yaml:"site"`
-	Region  FieldNames `yaml:"region"`
-	Tenant  FieldNames `yaml:"tenant"`
+	// Prefix holds the entry's prefix or address (required).
+	Prefix FieldNames `yaml:"prefix"`
+	// VRF holds the VRF ID the entry applies to (empty or absent: every VRF).
+	VRF FieldNames `yaml:"vrf"`
+	// Name holds the network's name.
+	Name FieldNames `yaml:"name"`
+	// Role holds the network's role.
+	Role FieldNames `yaml:"role"`
+	// Site holds the network's site.
+	Site FieldNames `yaml:"site"`
+	// Region holds the network's region.
+	Region FieldNames `yaml:"region"`
+	// Tenant holds the network's tenant.
+	Tenant FieldNames `yaml:"tenant"`
+	// Country holds an ISO 3166-1 alpha-2 code (entries with another value are skipped).
 	Country FieldNames `yaml:"country"`
-	State   FieldNames `yaml:"state"`
-	City    FieldNames `yaml:"city"`
-	ASN     FieldNames `yaml:"asn"`
+	// State holds the state or region.
+	State FieldNames `yaml:"state"`
+	// City holds the city.
+	City FieldNames `yaml:"city"`
+	// ASN holds the AS number ("64500" or "AS64500").
+	ASN FieldNames `yaml:"asn"`
 }
 
 // FieldNames are candidate field names, the first present winning. YAML gives a string or a
