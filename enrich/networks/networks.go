@@ -193,7 +193,8 @@ func (e *Enricher) rebuild(why string) {
 // "geoip" provider is on.
 func (e *Enricher) Enrich(fm *schema.FlowMessage) {
 	t := e.table.Load()
-	var src, dst *leaf
+	var src, dst leaf
+	var srcOK, dstOK bool
 	srcVRF, dstVRF := fm.IngressVRFID, fm.EgressVRFID
 	if t.vrfs != nil {
 		if srcVRF == 0 {
@@ -204,20 +205,20 @@ func (e *Enricher) Enrich(fm *schema.FlowMessage) {
 		}
 	}
 	if fm.SrcAddr.IsValid() {
-		src = t.lookup(fm.SrcAddr.Unmap(), srcVRF)
+		src, srcOK = t.lookup(fm.SrcAddr.Unmap(), srcVRF)
 	}
 	if fm.DstAddr.IsValid() {
-		dst = t.lookup(fm.DstAddr.Unmap(), dstVRF)
+		dst, dstOK = t.lookup(fm.DstAddr.Unmap(), dstVRF)
 	}
 	var seen uint8
-	if src != nil {
+	if srcOK {
 		fm.AppendFragment(src.frag[0])
 		if fm.SrcAS == 0 {
 			fm.SrcAS = src.asn
 		}
 		seen = src.from << 3
 	}
-	if dst != nil {
+	if dstOK {
 		fm.AppendFragment(dst.frag[1])
 		if fm.DstAS == 0 {
 			fm.DstAS = dst.asn
@@ -230,7 +231,7 @@ func (e *Enricher) Enrich(fm *schema.FlowMessage) {
 // Lookup returns the attributes flows get for a in vrf (0: outside any VRF), as resolved
 // from every source, and whether any source knows a.
 func (e *Enricher) Lookup(a netip.Addr, vrf uint32) (Attributes, bool) {
-	if l := e.table.Load().lookup(a.Unmap(), vrf); l != nil {
+	if l, ok := e.table.Load().lookup(a.Unmap(), vrf); ok {
 		return *l.attrs, true
 	}
 	return Attributes{}, false

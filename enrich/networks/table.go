@@ -18,8 +18,8 @@ const (
 )
 
 // leaf is what a flow's address resolves to: its attributes already merged from every
-// source and encoded for each direction. Leaves are interned: networks with the same
-// attributes share one.
+// source and encoded for each direction. It is held by value in the table, so that a lookup
+// does not follow one more pointer; its fragments are interned.
 type leaf struct {
 	frag  [2]*schema.Fragment // source, destination columns; nil when no column is set
 	asn   uint32
@@ -30,26 +30,25 @@ type leaf struct {
 // table is one immutable generation of the merged data: flows read it without locks while
 // the next one is built.
 type table struct {
-	global *bart.Table[*leaf]
+	global *bart.Fast[leaf]
 	// vrfs holds, per VRF with entries of its own, the VRF's prefixes and the global
 	// prefixes nested in them, resolved for that VRF; an address outside them falls back
 	// to global. nil when no entry names a VRF.
-	vrfs map[uint32]*bart.Table[*leaf]
+	vrfs map[uint32]*bart.Fast[leaf]
 	// sizes for the metrics
 	prefixes, leaves int
 }
 
 // lookup returns the leaf of the longest prefix holding a in the flow's vrf (a unmapped).
-func (t *table) lookup(a netip.Addr, vrf uint32) *leaf {
+func (t *table) lookup(a netip.Addr, vrf uint32) (leaf, bool) {
 	if t.vrfs != nil && vrf != 0 {
 		if vt := t.vrfs[vrf]; vt != nil {
 			if l, ok := vt.Lookup(a); ok {
-				return l
+				return l, true
 			}
 		}
 	}
-	l, _ := t.global.Lookup(a)
-	return l
+	return t.global.Lookup(a)
 }
 
 // layer is the entries of one precedence level (networks or network sources) for one VRF
@@ -67,7 +66,7 @@ type builder struct {
 	source map[uint32]*layer
 	geo    *geoip.Layer
 
-	leaves    map[leafKey]*leaf
+	leaves    map[leafKey]leaf
 	fragments map[Attributes][2]*schema.Fragment
 	err       error
 }
@@ -82,7 +81,7 @@ const maskAll = "*"
 
 func newBuilder(s *schema.Schema, asn bool) *builder {
 	b := &builder{schema: s, asn: asn, static: map[uint32]*layer{}, source: map[uint32]*layer{},
-		leaves: map[leafKey]*leaf{}, fragments: map[Attributes][2]*schema.Fragment{}}
+		leaves: map[leafKey]leaf{}, fragments: map[Attributes][2]*schema.Fragment{}}
 	keep := func(src, dst schema.ColumnKey) string {
 		if s.Enabled(src) || s.Enabled(dst) {
 			return maskAll
@@ -166,7 +165,7 @@ func (b *builder) resolve(p netip.Prefix, vrf uint32) (Attributes, uint8) {
 }
 
 // leafOf interns the leaf of resolved attributes.
-func (b *builder) leafOf(a Attributes, from uint8) *leaf {
+func (b *builder) leafOf(a Attributes, from uint8) leaf {
 	m := b.applyMask(a)
 	k := leafKey{m, from}
 	if l, ok := b.leaves[k]; ok {
@@ -179,7 +178,7 @@ func (b *builder) leafOf(a Attributes, from uint8) *leaf {
 		frags = b.encode(&noASN)
 		b.fragments[noASN] = frags
 	}
-	l := &leaf{frag: frags, asn: m.ASN, from: from, attrs: &a}
+	l := leaf{frag: frags, asn: m.ASN, from: from, attrs: &a}
 	b.leaves[k] = l
 	return l
 }
@@ -240,8 +239,8 @@ func (b *builder) encode(a *Attributes) [2]*schema.Fragment {
 
 // build makes the table of everything added to the builder.
 func (b *builder) build() *table {
-	t := &table{global: new(bart.Table[*leaf])}
-	insert := func(dst *bart.Table[*leaf], p netip.Prefix, vrf uint32) {
+	t := &table{global: new(bart.Fast[leaf])}
+	insert := func(dst *bart.Fast[leaf], p netip.Prefix, vrf uint32) {
 		if _, done := dst.Get(p); done {
 			return
 		}
@@ -258,7 +257,7 @@ func (b *builder) build() *table {
 	}
 	if lenLayer(b.static[0]) == 0 && lenLayer(b.source[0]) == 0 {
 		// GeoIP alone: its records map to leaves directly.
-		byInfo := map[*geoip.Info]*leaf{}
+		byInfo := map[*geoip.Info]leaf{}
 		b.geo.All(func(p netip.Prefix, g *geoip.Info) bool {
 			l, ok := byInfo[g]
 			if !ok {
@@ -287,7 +286,7 @@ func (b *builder) build() *table {
 		if !own {
 			continue
 		}
-		vt := new(bart.Table[*leaf])
+		vt := new(bart.Fast[leaf])
 		for _, layers := range []map[uint32]*layer{b.static, b.source} {
 			l := layers[vrf]
 			if l == nil {
@@ -309,7 +308,7 @@ func (b *builder) build() *table {
 			}
 		}
 		if t.vrfs == nil {
-			t.vrfs = map[uint32]*bart.Table[*leaf]{}
+			t.vrfs = map[uint32]*bart.Fast[leaf]{}
 		}
 		t.vrfs[vrf] = vt
 		t.prefixes += vt.Size()
