@@ -41,7 +41,7 @@ type benchFlow struct {
 
 var (
 	benchAllOnce sync.Once
-	benchGeoIP   string // synthetic GeoIP database
+	benchGeoIP   string         // synthetic GeoIP database
 	benchFlows   [2][]benchFlow // Zipf, uniform
 )
 
