@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,8 +21,8 @@ type Databases struct {
 	log     *slog.Logger
 	metrics *metrics
 
-	mu       sync.Mutex
-	layer    *Layer
+	mu       sync.Mutex // one load at a time
+	layer    atomic.Pointer[Layer]
 	stamps   []stamp // what each file looked like at the last load attempt
 	onChange func(*Layer)
 	stop     chan struct{}
@@ -88,11 +89,7 @@ func (d *Databases) Stop() {
 }
 
 // Layer returns the current layer (nil before the first load).
-func (d *Databases) Layer() *Layer {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.layer
-}
+func (d *Databases) Layer() *Layer { return d.layer.Load() }
 
 // Check looks at the files and, when one changed since the last attempt (or on the first
 // call), reads them all into a new layer and hands it to the subscriber. It tells whether a
@@ -101,7 +98,8 @@ func (d *Databases) Check() (bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := make([]stamp, len(d.cfg.Databases))
-	changed := d.layer == nil
+	old := d.layer.Load()
+	changed := old == nil
 	for i, path := range d.cfg.Databases {
 		st, err := os.Stat(path)
 		if err == nil {
@@ -121,12 +119,12 @@ func (d *Databases) Check() (bool, error) {
 			d.metrics.errors.Inc()
 			// An optional file is skipped when it is missing, or unreadable at start; a file
 			// that fails once loaded (being rewritten, say) keeps the previous data.
-			if d.cfg.Optional && (d.layer == nil || errors.Is(err, fs.ErrNotExist)) {
+			if d.cfg.Optional && (old == nil || errors.Is(err, fs.ErrNotExist)) {
 				d.log.Warn("optional GeoIP database skipped", "error", err)
 				continue
 			}
 			err = fmt.Errorf("geoip: %w", err)
-			if d.layer != nil {
+			if old != nil {
 				d.log.Warn("cannot read a changed database; the previous data stays", "error", err)
 			}
 			return false, err
@@ -137,12 +135,12 @@ func (d *Databases) Check() (bool, error) {
 	if err != nil {
 		d.metrics.errors.Inc()
 		err = fmt.Errorf("geoip: %w", err)
-		if d.layer != nil {
+		if old != nil {
 			d.log.Warn("cannot read a changed database; the previous data stays", "error", err)
 		}
 		return false, err
 	}
-	d.layer = layer
+	d.layer.Store(layer)
 	d.metrics.reloads.Inc()
 	attrs := []any{"databases", len(dbs), "networks", layer.Size(), "records", layer.Records,
 		"duration", time.Since(start).Round(time.Millisecond)}
