@@ -45,6 +45,16 @@ var (
 	benchFlows   [2][]benchFlow // Zipf, uniform
 )
 
+// TestMain removes the synthetic GeoIP database the benchmarks wrote (once per process, for
+// every -count round).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchGeoIP != "" {
+		os.Remove(benchGeoIP)
+	}
+	os.Exit(code)
+}
+
 // benchGeoIPDatabase writes a synthetic GeoLite2-City-like database with AS numbers over the
 // 1,062,046 prefixes of the real full table, shortest first so that longer ones carve theirs
 // out, with 20,000 distinct records (country, state, city, AS): the scale of a real City
@@ -206,7 +216,6 @@ func BenchmarkEnrich(b *testing.B) {
 		benchGeoIP = benchGeoIPDatabase(b)
 		benchFlows = [2][]benchFlow{benchStream(addrs, true), benchStream(addrs, false)}
 	})
-	b.Cleanup(func() { os.Remove(benchGeoIP) })
 	chain := benchChain(b, sch, addrs)
 	run := func(b *testing.B, flows []benchFlow, chain Chain) {
 		fm := sch.NewFlowMessage()
@@ -308,7 +317,6 @@ func BenchmarkNetworksLoad(b *testing.B) {
 		benchGeoIP = benchGeoIPDatabase(b)
 		benchFlows = [2][]benchFlow{benchStream(addrs, true), benchStream(addrs, false)}
 	})
-	b.Cleanup(func() { os.Remove(benchGeoIP) })
 	sch := routingSchema(b)
 	na := DefaultNetworkAttributes()
 	na.GeoIP.Databases = []string{benchGeoIP}
