@@ -138,12 +138,20 @@ func (e *Enricher) Start() error {
 			return err
 		}
 	}
+	// Sources without a cached copy are fetched at once, in parallel: the start waits at
+	// most one timeout, whatever the number of sources down.
+	var wg sync.WaitGroup
 	for _, s := range e.sources {
 		if !s.loadCache() {
-			if err := s.refresh(context.Background()); err != nil {
-				e.log.Warn("network source not fetched; retried at its interval", "error", err)
-			}
+			wg.Go(func() {
+				if err := s.refresh(context.Background()); err != nil {
+					e.log.Warn("network source not fetched; retried at its interval", "error", err)
+				}
+			})
 		}
+	}
+	wg.Wait()
+	for _, s := range e.sources {
 		s.stop, s.done = make(chan struct{}), make(chan struct{})
 		go s.run(s.stop, s.done)
 	}

@@ -542,3 +542,40 @@ func FuzzParseSource(f *testing.F) {
 		}
 	})
 }
+
+// TestGeoIPReload replaces the GeoIP file: the enricher's table follows, the networks still
+// winning over it.
+func TestGeoIPReload(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "geo.mmdb")
+	copyFile := func(name string, age time.Duration) {
+		t.Helper()
+		b, err := os.ReadFile(testdata.Path(t, "geoip", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path+".tmp", b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mtime := time.Now().Add(-age)
+		if err := os.Chtimes(path+".tmp", mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile("GeoLite2-Country-Test.mmdb", time.Hour)
+	cfg := decodeConfig(t, fmt.Sprintf("networks: {81.2.69.0/24: {name: office}}\ngeoip: {databases: [%s]}", path))
+	e := newEnricher(t, cfg, mustSchema(t, schema.DefaultConfiguration()), Options{})
+	if got, want := lookup(t, e, "81.2.69.142", 0), (Attributes{Name: "office", Country: "GB"}); got != want {
+		t.Errorf("before: %+v, want %+v", got, want)
+	}
+	copyFile("GeoLite2-City-Test.mmdb", time.Minute)
+	if changed, err := e.GeoIP().Check(); !changed || err != nil {
+		t.Fatalf("Check() = %v, %v", changed, err)
+	}
+	if got, want := lookup(t, e, "81.2.69.142", 0), (Attributes{Name: "office", Country: "GB", State: "England", City: "London"}); got != want {
+		t.Errorf("after: %+v, want %+v", got, want)
+	}
+}
