@@ -22,26 +22,39 @@ import (
 	"flowzero/demo"
 	"flowzero/enrich"
 	"flowzero/enrich/networks"
+	"flowzero/internal/clock"
 	"flowzero/internal/lograte"
 	"flowzero/output"
 	"flowzero/output/file"
 	"flowzero/output/jsonl"
 	"flowzero/output/kafka"
 	"flowzero/rib/ribhttp"
+	"flowzero/routing"
 	"flowzero/schema"
 	"flowzero/store"
 )
+
+// Dependencies are what an App needs besides its configuration.
+type Dependencies struct {
+	// Logger receives every component's messages (slog.Default() when nil).
+	Logger *slog.Logger
+	// Clock is the time every component reads dates from: flows' receive times, exporters'
+	// first and last datagrams, the demo exporters' flow times (clock.System{} when nil;
+	// tests give testutil.Clock()).
+	Clock clock.Clock
+}
 
 // App is a running `flowzero collect`.
 type App struct {
 	cfg       Configuration
 	log       *slog.Logger
+	clock     clock.Clock
 	registry  *prometheus.Registry
 	schema    *schema.Schema
 	netflow   *netflow.Decoder
 	sflow     *sflow.Decoder
 	sinks     []output.Sink
-	routing   *enrich.Sources
+	routing   *routing.Component
 	networks  *networks.Enricher  // nil without network attributes
 	enricher  enrich.FlowEnricher // nil when nothing is configured
 	collector *collector.Collector
@@ -66,14 +79,15 @@ type App struct {
 }
 
 // New builds every component from the configuration; nothing runs before Start.
-func New(cfg Configuration, log *slog.Logger) (*App, error) {
+func New(cfg Configuration, deps Dependencies) (*App, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	log := deps.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &App{cfg: cfg, log: log, registry: prometheus.NewRegistry(), Stdout: os.Stdout}
+	a := &App{cfg: cfg, log: log, clock: clock.Or(deps.Clock), registry: prometheus.NewRegistry(), Stdout: os.Stdout}
 	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s, err := schema.New(cfg.Schema)
 	if err != nil {
@@ -89,7 +103,7 @@ func New(cfg Configuration, log *slog.Logger) (*App, error) {
 	// while templates change: say so, but not at every tick.
 	saveLog := lograte.New(1, 10*time.Minute)
 	nf.OnSaveError(func(err error) {
-		if ok, suppressed := saveLog.Allow(time.Now()); ok {
+		if ok, suppressed := saveLog.Allow(a.clock.Now()); ok {
 			log.Warn("cannot save the NetFlow templates file; retrying", "error", err, "suppressed", suppressed)
 		}
 	})
@@ -98,11 +112,10 @@ func New(cfg Configuration, log *slog.Logger) (*App, error) {
 		return nil, fmt.Errorf("sflow: %w", err)
 	}
 	a.sflow = sf
-	routing, err := enrich.NewSources(a.registry, cfg.Routing, log)
+	a.routing, err = routing.New(a.registry, cfg.Routing, routing.Dependencies{Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("routing: %w", err)
 	}
-	a.routing = routing
 	var steps enrich.Chain
 	md, err := enrich.NewMetadata(cfg.Enrich.Exporters, s)
 	if err != nil {
@@ -112,7 +125,7 @@ func New(cfg Configuration, log *slog.Logger) (*App, error) {
 		steps = append(steps, md)
 	}
 	if cfg.Routing.Used() {
-		re, err := enrich.New(cfg.Enrich, routing.RIB, s)
+		re, err := enrich.New(cfg.Enrich, a.routing, s)
 		if err != nil {
 			return nil, fmt.Errorf("enrich: %w", err)
 		}
@@ -148,7 +161,7 @@ func New(cfg Configuration, log *slog.Logger) (*App, error) {
 		a.sinks = append(a.sinks, f)
 	}
 	if cfg.Outputs.Store.Enabled {
-		st, err := store.NewSink(a.registry, cfg.Outputs.Store.Configuration, s, log)
+		st, err := store.NewSink(a.registry, cfg.Outputs.Store.Configuration, store.Dependencies{Schema: s, Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("outputs.store: %w", err)
 		}
@@ -164,7 +177,9 @@ func (a *App) Start() error {
 		a.sinks = append(a.sinks, jsonl.NewSink(a.Stdout, a.schema, a.log))
 	}
 	if a.Summary != nil {
-		a.sinks = append(a.sinks, NewSummarySink(a.schema, a.Summary, cmp.Or(a.SummaryInterval, 5*time.Second)))
+		sum := NewSummarySink(a.schema, a.Summary, cmp.Or(a.SummaryInterval, 5*time.Second))
+		sum.clock = a.clock
+		a.sinks = append(a.sinks, sum)
 	}
 	if err := a.netflow.Start(); err != nil {
 		return fmt.Errorf("netflow: %w", err)
@@ -179,15 +194,15 @@ func (a *App) Start() error {
 			return fmt.Errorf("enrich: %w", err)
 		}
 	}
-	lookup, err := ribhttp.New(a.registry, a.routing.RIB)
+	lookup, err := ribhttp.New(a.registry, a.routing.RIB())
 	if err != nil {
 		return err
 	}
 	c, err := collector.New(a.cfg.Collector, collector.Dependencies{
 		Schema: a.schema,
 		Decoders: map[string]collector.Decoder{
-			"netflow": collector.NetFlowDecoder{D: a.netflow},
-			"sflow":   collector.SFlowDecoder{D: a.sflow},
+			"netflow": netflowDecoder{a.netflow},
+			"sflow":   sflowDecoder{a.sflow},
 		},
 		Enricher: a.enricher, // an interface: nil stays nil
 		Sinks:    a.sinks,
@@ -196,8 +211,9 @@ func (a *App) Start() error {
 		Reload:   a.Reload,
 		Handlers: map[string]http.Handler{ribhttp.Path: lookup}, // any method: the handler counts its 405s
 		ExporterDetails: func(addr netip.Addr) any {
-			return collector.MergeExporterDetails(addr, map[string]collector.DetailsSource{"netflow": a.netflow, "sflow": a.sflow})
+			return exporterDetails(addr, map[string]detailsSource{"netflow": a.netflow, "sflow": a.sflow})
 		},
+		Clock: a.clock,
 	})
 	if err != nil {
 		return err
@@ -259,6 +275,9 @@ func (a *App) startDemo(cfg demo.Configuration) {
 	}
 	if !cfg.IPFIX.IsValid() {
 		cfg.IPFIX = cfg.NetFlow
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = a.clock
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.demoCancel, a.demoDone = cancel, make(chan struct{})

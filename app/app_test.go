@@ -3,16 +3,25 @@ package app
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/netip"
 	"testing"
 	"time"
 
 	"flowzero/collector"
+	"flowzero/internal/clock"
 	"flowzero/internal/pcapfile"
+	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
 	"flowzero/output/file"
 	"flowzero/output/jsonl"
+	"flowzero/replay"
+	"flowzero/schema"
 )
 
 // testConfig listens on loopback with free ports and archives to a temporary directory.
@@ -32,37 +41,44 @@ func testConfig(t testing.TB) Configuration {
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// testDeps are the app's dependencies in tests: a quiet logger and the test clock.
+func testDeps() Dependencies { return Dependencies{Logger: quietLogger(), Clock: testutil.Clock()} }
+
 // replayGroups replays each capture group into the running app and waits until the
 // collector has emitted want flows in total.
 func replayGroups(t testing.TB, a *App, groups [][]string, want int) {
 	t.Helper()
 	addrs := a.Collector().ListenAddrs()
+	sent := 0
 	for _, g := range groups {
 		to := addrs[0]
 		if sniffGroup(t, g) == "sflow" {
 			to = addrs[1]
 		}
-		if _, err := Replay(context.Background(), g, ReplayOptions{To: to}); err != nil {
+		st, err := replay.Send(context.Background(), g, replay.SendOptions{To: to})
+		if err != nil {
 			t.Fatal(err)
 		}
-		// Groups one after the other: a template session must see its files in order and
-		// before the next group's exporter sockets come and go.
-		time.Sleep(5 * time.Millisecond)
+		// Groups one after the other: a group's template sessions are done with before the
+		// next group's exporter sockets come (a port the kernel gives again would otherwise
+		// carry one group's templates into the next).
+		sent += st.Datagrams
+		testutil.WaitUntil(t, fmt.Sprintf("the collector to handle the %d datagrams sent", sent), func() bool {
+			return collected(a).Datagrams >= uint64(sent)
+		})
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got := uint64(0)
-		for _, e := range a.Collector().Exporters() {
-			got += e.Flows
-		}
-		if got >= uint64(want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("collector emitted %d flows, want %d", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
+	testutil.WaitUntil(t, fmt.Sprintf("the collector to emit %d flows", want), func() bool {
+		return collected(a).Flows >= uint64(want)
+	})
+}
+
+// collected sums the collector's exporters' counts.
+func collected(a *App) (sum collector.ExporterStatus) {
+	for _, e := range a.Collector().Exporters() {
+		sum.Datagrams += e.Datagrams
+		sum.Flows += e.Flows
 	}
+	return sum
 }
 
 // TestEndToEndFile replays every capture over real UDP into the collector with the file sink
@@ -74,7 +90,7 @@ func TestEndToEndFile(t *testing.T) {
 	if total < 100 {
 		t.Fatalf("only %d flows expected from the captures: decoder regression?", total)
 	}
-	a, err := New(cfg, quietLogger())
+	a, err := New(cfg, testDeps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,5 +145,90 @@ func sniffGroup(t testing.TB, g []string) string {
 	if err != nil || len(dgs) == 0 {
 		t.Fatalf("%s: %v", g[0], err)
 	}
-	return sniffProtocol(dgs[0].Payload)
+	return replay.Protocol(dgs[0].Payload)
+}
+
+// TestClock: the app's clock reaches the collector: the flows' receive time and the
+// exporters' first datagram are dated by it, here ten years ahead of the machine's.
+func TestClock(t *testing.T) {
+	cfg := testConfig(t)
+	clk := clock.Offset(time.Until(testutil.Now().Add(10 * 365 * 24 * time.Hour)))
+	a, err := New(cfg, Dependencies{Logger: quietLogger(), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	before := clk.Now().Truncate(time.Second)
+	replayGroups(t, a, [][]string{{testdata.Path(t, "netflow", "nfv5.pcap")}}, 29)
+	exps := a.Collector().Exporters()
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	after := clk.Now()
+	if len(exps) != 1 || exps[0].FirstSeen.Before(before) || exps[0].FirstSeen.After(after) {
+		t.Errorf("exporters %+v, want one first seen between %s and %s", exps, before, after)
+	}
+	n := 0
+	for _, msg := range archivedMessages(t, cfg) {
+		a.Schema().DecodeMessage(msg, func(c *schema.Column, v any) {
+			if c.Key != schema.ColumnTimeReceived {
+				return
+			}
+			if got := time.Unix(int64(v.(uint64)), 0); got.Before(before) || got.After(after) {
+				t.Errorf("flow received at %s, want between %s and %s", got, before, after)
+			}
+			n++
+		})
+	}
+	if n != 29 {
+		t.Errorf("%d flows with a receive time, want 29", n)
+	}
+}
+
+// TestExportersAPI: /api/v0/exporters merges the state both decoders keep for an exporter
+// (the adapters app gives the collector): NetFlow sessions and sFlow agents of 127.0.0.1.
+func TestExportersAPI(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Outputs.File.Enabled = false
+	a, err := New(cfg, testDeps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	nf := func(n string) string { return testdata.Path(t, "netflow", n+".pcap") }
+	replayGroups(t, a, [][]string{
+		{nf("options-template"), nf("options-data"), nf("template"), nf("data")},
+		{testdata.Path(t, "sflow", "data-1140.pcap")},
+	}, 4+5)
+	resp, err := http.Get("http://" + a.Collector().HTTPAddr() + "/api/v0/exporters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var api struct {
+		Exporters []struct {
+			Address string
+			Flows   uint64
+			Decoder map[string]json.RawMessage
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&api); err != nil {
+		t.Fatal(err)
+	}
+	if len(api.Exporters) != 1 || api.Exporters[0].Address != "127.0.0.1" || api.Exporters[0].Flows != 9 {
+		t.Fatalf("exporters %+v, want 127.0.0.1 with 9 flows", api.Exporters)
+	}
+	d := api.Exporters[0].Decoder
+	if len(d) != 2 || len(d["netflow"]) < 3 || len(d["sflow"]) < 3 {
+		t.Fatalf("decoder details %s, want netflow and sflow state", d)
+	}
+	other := netip.MustParseAddr("192.0.2.1")
+	if d := exporterDetails(other, map[string]detailsSource{"netflow": a.netflow, "sflow": a.sflow, "none": nil}); d != nil {
+		t.Errorf("details %v for an exporter no decoder knows", d)
+	}
 }

@@ -21,7 +21,7 @@ func TestCaptureFlows(t *testing.T) {
 	cfg.Capture.Server.Listen = "127.0.0.1:0"
 	cfg.Capture.Server.Output.Path = filepath.Join(t.TempDir(), "capture.pcapng")
 	cfg.Capture.Flows.Enable = true
-	a, err := New(cfg, quietLogger())
+	a, err := New(cfg, testDeps())
 	if err != nil {
 		t.Fatal(err)
 	}

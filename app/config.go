@@ -18,6 +18,7 @@ import (
 	"flowzero/internal/config"
 	"flowzero/output/file"
 	"flowzero/output/kafka"
+	"flowzero/routing"
 	"flowzero/schema"
 	"flowzero/store"
 )
@@ -35,7 +36,7 @@ type Configuration struct {
 	// SFlow configures the sFlow v5 decoder.
 	SFlow sflow.Configuration `yaml:"sflow"`
 	// Routing feeds the in-process RIB: snapshot, MRT dumps, BMP.
-	Routing enrich.SourcesConfiguration `yaml:"routing"`
+	Routing routing.Configuration `yaml:"routing"`
 	// Enrich chooses between what exporters send and what the RIB says, and gives exporters
 	// and their interfaces names and classification.
 	Enrich enrich.Configuration `yaml:"enrich"`
@@ -117,7 +118,7 @@ func DefaultConfiguration() Configuration {
 		Schema:    schema.DefaultConfiguration(),
 		NetFlow:   netflow.DefaultConfiguration(),
 		SFlow:     sflow.DefaultConfiguration(),
-		Routing:   enrich.DefaultSourcesConfiguration(),
+		Routing:   routing.DefaultConfiguration(),
 		Enrich:    enrich.DefaultConfiguration(),
 		Capture: CaptureSection{
 			Server: server.DefaultConfiguration(),

@@ -19,7 +19,7 @@ func TestEnrichmentFromMRT(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Routing.MRT = []string{testdata.Path(t, "rib", "ripe-bgpdump-bview.20020722.2337.gz")}
 	cfg.Enrich.ASNProviders = []enrich.ASNProvider{enrich.ASNRouting}
-	a, err := New(cfg, quietLogger())
+	a, err := New(cfg, testDeps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestEnrichmentFromMRT(t *testing.T) {
 
 	// A second collector on the same configuration answers the lookup API from the same
 	// dump: its answers must be what the first one wrote into the flows.
-	b, err := New(cfg, quietLogger())
+	b, err := New(cfg, testDeps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestEnrichmentMetadata(t *testing.T) {
 	cfg.Enrich.Exporters = map[string]enrich.ExporterMetadata{
 		"127.0.0.0/8": {Name: "replay", Site: "lab", Interfaces: ifaces, Default: &enrich.InterfaceMetadata{Name: "other", Boundary: "internal"}},
 	}
-	a, err := New(cfg, quietLogger())
+	a, err := New(cfg, testDeps())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
+	"flowzero/replay"
 )
 
 // captureGroups lists the exporter captures of ../shared/testdata as the decoder tests use
@@ -69,7 +71,8 @@ func expectedFlows(t testing.TB, cfg Configuration, groups [][]string) ([]string
 	var buf bytes.Buffer
 	total := 0
 	for _, g := range groups {
-		sum, err := DecodeFiles(cfg, g, DecodeOptions{}, &buf)
+		sum, err := replay.Decode(replay.Decoders{Schema: cfg.Schema, NetFlow: cfg.NetFlow, SFlow: cfg.SFlow}, g,
+			replay.DecodeOptions{Clock: testutil.Clock()}, &buf)
 		if err != nil {
 			t.Fatalf("decode %v: %v", g, err)
 		}

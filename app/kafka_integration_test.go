@@ -21,6 +21,7 @@ import (
 
 	"flowzero/demo"
 	"flowzero/internal/kafkatest"
+	"flowzero/internal/testutil"
 	"flowzero/output/jsonl"
 	"flowzero/schema"
 )
@@ -103,7 +104,7 @@ func TestEndToEndKafka(t *testing.T) {
 	cfg := kafkaConfig(t, "e2e")
 	groups := captureGroups(t)
 	want, total := expectedFlows(t, cfg, groups)
-	a, err := New(cfg, quietLogger())
+	a, err := New(cfg, testDeps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,8 +130,9 @@ func TestEndToEndKafka(t *testing.T) {
 	diffFlows(t, normalize(t, lines), want)
 }
 
-// TestKafkaOutage stops the broker for 30 s while demo traffic flows: every flow sent is
-// either delivered exactly once or counted as dropped, and the counts add up.
+// TestKafkaOutage stops the broker while demo traffic flows, long enough for the producer's
+// buffer to overflow, then restarts it: every flow sent is either delivered exactly once or
+// counted as dropped, and the counts add up.
 func TestKafkaOutage(t *testing.T) {
 	if os.Getenv("KAFKA_DATA") == "" {
 		if kafkatest.Required() {
@@ -149,7 +151,7 @@ func TestKafkaOutage(t *testing.T) {
 	cfg.Outputs.Kafka.MaxBufferedBytes = 2 << 20 // small, so the outage overflows it
 	cfg.Outputs.Kafka.FlushTimeout = 60 * time.Second
 	cfg.Collector.Listeners = cfg.Collector.Listeners[:1]
-	a, err := New(cfg, quietLogger())
+	a, err := New(cfg, testDeps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,6 +162,7 @@ func TestKafkaOutage(t *testing.T) {
 	dcfg.NetFlow = a.Collector().ListenAddrs()[0]
 	dcfg.IPFIX, dcfg.SFlow = dcfg.NetFlow, netip.AddrPort{}
 	dcfg.FlowsPerSecond = 1000
+	dcfg.Clock = testutil.Clock()
 	ctx, cancel := context.WithCancel(context.Background())
 	type result struct {
 		st  demo.Stats
@@ -168,19 +171,23 @@ func TestKafkaOutage(t *testing.T) {
 	done := make(chan result, 1)
 	go func() { st, err := demo.Run(ctx, dcfg); done <- result{st, err} }()
 
-	time.Sleep(5 * time.Second)
+	deliveredNow := func() int64 { _, d, _ := a.Kafka().Counts(); return d }
+	droppedNow := func() int64 { _, _, d := a.Kafka().Counts(); return d }
+	testutil.WaitUntil(t, "flows delivered before the outage", func() bool { return deliveredNow() > 0 })
 	broker("stop")
 	t.Log("broker stopped")
-	time.Sleep(30 * time.Second)
+	testutil.WaitUntil(t, "the producer's buffer to overflow during the outage", func() bool { return droppedNow() > 0 })
+	before := deliveredNow()
 	broker("start")
 	t.Log("broker restarted")
-	time.Sleep(10 * time.Second)
+	testutil.WaitUntil(t, "deliveries to resume after the restart", func() bool { return deliveredNow() > before })
 	cancel()
 	res := <-done
 	if res.err != nil {
 		t.Fatal(res.err)
 	}
-	time.Sleep(200 * time.Millisecond) // the last datagrams reach the collector
+	// The last datagrams reach the collector (a kernel drop on loopback fails below).
+	testutil.Poll(testutil.WaitTimeout, func() bool { return collected(a).Flows >= uint64(res.st.Flows) })
 	if err := a.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestEnrichmentNetworks(t *testing.T) {
 		"61.6.236.0/24":  {Name: "customer-c-dc", Tenant: "c-dc"},
 		"119.160.0.0/16": {Name: "customer-d"},
 	}
-	a, err := New(cfg, quietLogger())
+	a, err := New(cfg, testDeps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,12 +85,12 @@ func TestEnrichmentNetworks(t *testing.T) {
 func TestNetworksVRFNeedsColumns(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Enrich.Networks = map[string]networks.Attributes{"10.0.0.0/8@5": {Name: "cust"}}
-	_, err := New(cfg, quietLogger())
+	_, err := New(cfg, testDeps())
 	if err == nil || !strings.Contains(err.Error(), "enrich.networks.10.0.0.0/8@5: needs the IngressVRFID and EgressVRFID columns") {
 		t.Fatalf("New() = %v", err)
 	}
 	cfg.Schema.Enabled = []string{"IngressVRFID", "EgressVRFID"}
-	if _, err := New(cfg, quietLogger()); err != nil {
+	if _, err := New(cfg, testDeps()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,11 +3,14 @@
 package app
 
 import (
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"flowzero/internal/testutil"
 )
 
 // TestEndToEndStore replays every capture over UDP into the collector with the embedded
@@ -21,7 +24,7 @@ func TestEndToEndStore(t *testing.T) {
 	cfg.Outputs.Store.Embedded.MaxThreads = 2
 	groups := captureGroups(t)
 	_, total := expectedFlows(t, cfg, groups)
-	a, err := New(cfg, quietLogger())
+	a, err := New(cfg, testDeps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,10 +34,8 @@ func TestEndToEndStore(t *testing.T) {
 	defer a.Stop()
 	replayGroups(t, a, groups, total)
 	// The collector's batches reach the sink after their interval; then the sink inserts.
-	deadline := time.Now().Add(20 * time.Second)
 	var count int
-	for time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
+	testutil.WaitUntil(t, fmt.Sprintf("%d rows in the flows table", total), func() bool {
 		if err := a.Store().Flush(); err != nil {
 			t.Fatal(err)
 		}
@@ -46,9 +47,9 @@ func TestEndToEndStore(t *testing.T) {
 		count, _ = strconv.Atoi(fields[0])
 		if count >= total {
 			t.Logf("flows table: count %s, sum(Bytes) %s, distinct sources %s", fields[0], fields[1], fields[2])
-			break
 		}
-	}
+		return count >= total
+	})
 	if count != total {
 		t.Fatalf("flows table has %d rows, want %d", count, total)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"flowzero/internal/clock"
 	"flowzero/output"
 	"flowzero/schema"
 )
@@ -21,6 +22,7 @@ type SummarySink struct {
 	s        *schema.Schema
 	w        io.Writer
 	interval time.Duration
+	clock    clock.Clock // the time printed on each line
 
 	mu        sync.Mutex
 	flows     int
@@ -35,7 +37,7 @@ type SummarySink struct {
 
 // NewSummarySink returns a summary printer writing to w.
 func NewSummarySink(s *schema.Schema, w io.Writer, interval time.Duration) *SummarySink {
-	return &SummarySink{s: s, w: w, interval: interval, stop: make(chan struct{}), done: make(chan struct{})}
+	return &SummarySink{s: s, w: w, interval: interval, clock: clock.System{}, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Name implements output.Sink.
@@ -129,7 +131,7 @@ func (s *SummarySink) print() {
 	defer s.mu.Unlock()
 	secs := s.interval.Seconds()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s  %.0f flows/s, %.1f Mbps (sampling-corrected)", time.Now().Format("15:04:05"),
+	fmt.Fprintf(&b, "%s  %.0f flows/s, %.1f Mbps (sampling-corrected)", s.clock.Now().Format("15:04:05"),
 		float64(s.flows)/secs, float64(s.bytes)*8/secs/1e6)
 	type kv struct {
 		k string

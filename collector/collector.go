@@ -24,6 +24,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"flowzero/internal/clock"
 	"flowzero/internal/httpserver"
 	"flowzero/internal/lograte"
 	"flowzero/output"
@@ -64,12 +65,17 @@ type Dependencies struct {
 	// ExporterDetails, when set, adds decoder state (templates, sampling rates) for an exporter
 	// to /api/v0/exporters.
 	ExporterDetails func(netip.Addr) any
+	// Clock gives the receive time of each datagram, an exporter's first and last datagram
+	// and the time the rate limits and batch ages count in (clock.System{} when nil). The
+	// sockets' deadlines still follow the machine's clock: they are timers, not dates.
+	Clock clock.Clock
 }
 
 // Collector is the running service.
 type Collector struct {
 	cfg     Configuration
 	deps    Dependencies
+	clock   clock.Clock
 	log     *slog.Logger
 	metrics *metrics
 	pool    *output.BatchPool
@@ -119,6 +125,7 @@ func New(cfg Configuration, deps Dependencies) (*Collector, error) {
 	c := &Collector{
 		cfg:           cfg,
 		deps:          deps,
+		clock:         clock.Or(deps.Clock),
 		log:           deps.Logger,
 		pool:          output.NewBatchPool(cfg.BatchSize+cfg.BatchSize/4, 256),
 		logLimit:      lograte.NewKeyed[logKey](3, 30*time.Second, 10000),

@@ -13,15 +13,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"flowzero/internal/httpserver/httpservertest"
 	"flowzero/internal/lockedbuf"
+	"flowzero/internal/testutil"
 	"flowzero/output"
 	"flowzero/schema"
 )
@@ -110,6 +112,7 @@ func startTestCollector(t *testing.T, mutate func(*Configuration), mutateDeps fu
 		Decoders: map[string]Decoder{"netflow": fakeDecoder{}},
 		Sinks:    []output.Sink{sink},
 		Registry: prometheus.NewRegistry(),
+		Clock:    testutil.Clock(),
 	}
 	if mutateDeps != nil {
 		mutateDeps(&deps)
@@ -150,7 +153,10 @@ func TestCollectorPipeline(t *testing.T) {
 	}
 	payloads = append(payloads, "bad")
 	send(t, addr, payloads...)
-	time.Sleep(100 * time.Millisecond) // let batches age out before the API check below
+	testutil.WaitUntil(t, "the 201 datagrams", func() bool {
+		exps := c.Exporters()
+		return len(exps) == 1 && exps[0].Datagrams == 201
+	})
 
 	resp, err := http.Get("http://" + c.HTTPAddr() + "/api/v0/exporters")
 	if err != nil {
@@ -173,6 +179,13 @@ func TestCollectorPipeline(t *testing.T) {
 			t.Fatalf("metrics miss the exporter's flows:\n%s", body)
 		}
 	}
+	// The batches reach the sink when their interval ends, on the collector's clock, before
+	// Stop flushes anything.
+	testutil.WaitUntil(t, "the batches to age out to the sink", func() bool {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		return len(sink.msgs) == 600
+	})
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +216,8 @@ func TestCollectorAllowList(t *testing.T) {
 		cfg.Exporters.Allow = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
 	})
 	send(t, c.ListenAddrs()[0], "2:53", "2:53")
-	time.Sleep(50 * time.Millisecond)
+	notAllowed := c.metrics.dropped.WithLabelValues("exporter", "not-allowed")
+	testutil.WaitUntil(t, "the two datagrams refused", func() bool { return promtest.ToFloat64(notAllowed) == 2 })
 	// Reload to allow loopback: new datagrams pass.
 	cfg := c.cfg
 	cfg.Exporters.Allow = append(cfg.Exporters.Allow, netip.MustParsePrefix("127.0.0.0/8"))
@@ -214,9 +228,12 @@ func TestCollectorAllowList(t *testing.T) {
 		t.Fatalf("reload: %v %v", restart, err)
 	}
 	send(t, c.ListenAddrs()[0], "1:80")
-	time.Sleep(50 * time.Millisecond)
+	testutil.WaitUntil(t, "the datagram allowed after the reload", func() bool {
+		exps := c.Exporters()
+		return len(exps) == 1 && exps[0].Flows == 1
+	})
 	c.Stop()
-	if got := testutil.ToFloat64(c.metrics.dropped.WithLabelValues("exporter", "not-allowed")); got != 2 {
+	if got := promtest.ToFloat64(notAllowed); got != 2 {
 		t.Fatalf("not-allowed drops %v, want 2", got)
 	}
 	if len(sink.msgs) != 1 {
@@ -224,19 +241,79 @@ func TestCollectorAllowList(t *testing.T) {
 	}
 }
 
+// manualClock is a collector clock that moves only when the test says.
+type manualClock struct{ ns atomic.Int64 }
+
+func newManualClock() *manualClock {
+	c := &manualClock{}
+	c.ns.Store(testutil.Now().UnixNano())
+	return c
+}
+
+func (c *manualClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *manualClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// TestCollectorRateLimit: with 100 flows per second, a burst of 1000 flows at one instant
+// keeps the 100 of the full bucket; a second later the bucket is full again and the kept
+// flows' sampling rate is multiplied by the previous second's seen/kept ratio (10), as in
+// Akvorado, so volumes stay right.
 func TestCollectorRateLimit(t *testing.T) {
-	c, sink, s := newTestCollector(t, func(cfg *Configuration) {
+	clk := newManualClock()
+	c, sink, s := startTestCollector(t, func(cfg *Configuration) {
 		cfg.Exporters.RateLimit = 100
-	})
-	// 1000 flows in one burst: about 100 pass (the bucket holds one second).
-	send(t, c.ListenAddrs()[0], "250:1", "250:1", "250:1", "250:1")
-	time.Sleep(50 * time.Millisecond)
-	c.Stop()
-	limited := testutil.ToFloat64(c.metrics.dropped.WithLabelValues("exporter", "rate-limited"))
-	if n := len(sink.msgs); n < 90 || n > 110 || int(limited)+n != 1000 {
-		t.Fatalf("%d flows kept, %v rate-limited: want about 100 and a total of 1000", n, limited)
+	}, func(d *Dependencies) { d.Clock = clk }, nil)
+	limited := c.metrics.dropped.WithLabelValues("exporter", "rate-limited")
+	handled := func(n uint64) func() bool {
+		return func() bool {
+			exps := c.Exporters()
+			return len(exps) == 1 && exps[0].Flows+uint64(promtest.ToFloat64(limited)) == n
+		}
 	}
-	_ = s
+	// One socket: the limit applies per exporter address and port.
+	conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(c.ListenAddrs()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, p := range []string{"250:1", "250:1", "250:1", "250:1"} {
+		if _, err := conn.Write([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.WaitUntil(t, "the first 1000 flows", handled(1000))
+	clk.Advance(time.Second)
+	if _, err := conn.Write([]byte("250:2")); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitUntil(t, "the next 250 flows", handled(1250))
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := promtest.ToFloat64(limited); n != 1250-200 {
+		t.Errorf("%v flows rate-limited, want %d", n, 1250-200)
+	}
+	rates := map[uint64]map[uint64]int{} // port → sampling rate → flows
+	for _, m := range sink.msgs {
+		var port, rate uint64
+		err := s.DecodeMessage(m, func(col *schema.Column, v any) {
+			switch col.Key {
+			case schema.ColumnDstPort:
+				port = v.(uint64)
+			case schema.ColumnSamplingRate:
+				rate = v.(uint64)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rates[port] == nil {
+			rates[port] = map[uint64]int{}
+		}
+		rates[port][rate]++
+	}
+	if len(rates) != 2 || len(rates[1]) != 1 || rates[1][1] != 100 || len(rates[2]) != 1 || rates[2][10] != 100 {
+		t.Errorf("flows kept by port and sampling rate: %v, want 100 at rate 1 then 100 at rate 10", rates)
+	}
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -307,12 +384,12 @@ func newSocketlessWorker(t *testing.T, mutate func(*Configuration)) (*Collector,
 	}
 	logs := &lockedbuf.Buffer{}
 	c, err := New(cfg, Dependencies{Schema: s, Decoders: map[string]Decoder{}, Sinks: []output.Sink{&memSink{}},
-		Registry: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		Registry: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(logs, nil)), Clock: testutil.Clock()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := newWorker(c, 0, "netflow/test", "0", nil, fakeDecoder{}, "netflow")
-	w.now = time.Now()
+	w.now = testutil.Now()
 	return c, w, logs
 }
 
@@ -335,7 +412,7 @@ func TestCollectorRefusedSourcesLeaveNoState(t *testing.T) {
 	w.handle([]byte("3:53"), allowed)
 	w.handle([]byte("2:53"), allowed)
 
-	if got := testutil.ToFloat64(c.metrics.dropped.WithLabelValues("exporter", "not-allowed")); got != refused {
+	if got := promtest.ToFloat64(c.metrics.dropped.WithLabelValues("exporter", "not-allowed")); got != refused {
 		t.Errorf("not-allowed drops %v, want %d", got, refused)
 	}
 	if exps := c.Exporters(); len(exps) != 1 {
@@ -346,7 +423,7 @@ func TestCollectorRefusedSourcesLeaveNoState(t *testing.T) {
 	if n := c.exporterCount.Load(); n != 1 {
 		t.Errorf("exporter count %d, want 1", n)
 	}
-	if n := testutil.CollectAndCount(c.metrics.flows); n != 1 {
+	if n := promtest.CollectAndCount(c.metrics.flows); n != 1 {
 		t.Errorf("%d flowzero_collector_flows_total series, want 1", n)
 	}
 	if len(w.exporters) != 1 {
@@ -363,7 +440,7 @@ func TestCollectorRefusedSourcesLeaveNoState(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.handle([]byte("1:53"), allowed)
-	if got := testutil.ToFloat64(c.metrics.dropped.WithLabelValues("exporter", "not-allowed")); got != refused+1 {
+	if got := promtest.ToFloat64(c.metrics.dropped.WithLabelValues("exporter", "not-allowed")); got != refused+1 {
 		t.Errorf("not-allowed drops %v after the reload, want %d", got, refused+1)
 	}
 	if exps := c.Exporters(); len(exps) != 1 || exps[0].Datagrams != 2 || exps[0].Allowed {
@@ -393,7 +470,7 @@ func TestCollectorReadErrors(t *testing.T) {
 	for range 1000 {
 		w.readFailed(syscall.ENOBUFS)
 	}
-	if got := testutil.ToFloat64(c.metrics.readErrors.WithLabelValues("netflow/test", "0")); got != 1000 {
+	if got := promtest.ToFloat64(c.metrics.readErrors.WithLabelValues("netflow/test", "0")); got != 1000 {
 		t.Errorf("read errors %v, want 1000", got)
 	}
 	if n := strings.Count(logs.String(), `msg="UDP read error"`); n < 1 || n > 3 {
@@ -434,7 +511,7 @@ func TestCollectorReloadNeedsRequestHeader(t *testing.T) {
 	if resp.StatusCode != 200 || string(body) != "reloaded\n" || reloads != 1 {
 		t.Fatalf("reload with %s: %d %q, %d reloads", RequestHeader, resp.StatusCode, body, reloads)
 	}
-	if got := testutil.ToFloat64(c.metrics.httpRejected.WithLabelValues("no-request-header")); got != 2 {
+	if got := promtest.ToFloat64(c.metrics.httpRejected.WithLabelValues("no-request-header")); got != 2 {
 		t.Errorf("refused reloads counted %v, want 2", got)
 	}
 }
@@ -462,7 +539,7 @@ func TestCollectorHTTPGuards(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden || testutil.ToFloat64(c.metrics.httpRejected.WithLabelValues("host")) != 1 {
+	if resp.StatusCode != http.StatusForbidden || promtest.ToFloat64(c.metrics.httpRejected.WithLabelValues("host")) != 1 {
 		t.Errorf("Host attacker.example: status %d, want 403 and counted", resp.StatusCode)
 	}
 

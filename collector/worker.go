@@ -100,6 +100,7 @@ func (w *worker) run() {
 	buf := make([]byte, 65536)
 	oob := make([]byte, 64)
 	var deadline, drainUntil time.Time
+	rearm := false
 	for {
 		if w.c.stopping.Load() {
 			if drainUntil.IsZero() {
@@ -107,19 +108,20 @@ func (w *worker) run() {
 				drainUntil = time.Now().Add(100 * time.Millisecond)
 				w.conn.SetReadDeadline(drainUntil)
 			}
-		} else if next := w.nextFlush(); !next.Equal(deadline) {
-			deadline = next
-			w.conn.SetReadDeadline(deadline)
+		} else if next := w.nextFlush(); rearm || !next.Equal(deadline) {
+			deadline, rearm = next, false
+			w.setFlushDeadline(next)
 		}
 		n, oobn, _, from, err := w.conn.ReadMsgUDPAddrPort(buf, oob)
-		w.now = time.Now()
+		w.now = w.c.clock.Now()
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				if !drainUntil.IsZero() && !w.now.Before(drainUntil) {
+				if !drainUntil.IsZero() && !time.Now().Before(drainUntil) {
 					w.flushAll()
 					return
 				}
 				w.flushAged()
+				rearm = true // the socket's deadline has passed: set it again
 				continue
 			}
 			if errors.Is(err, net.ErrClosed) {
@@ -136,6 +138,16 @@ func (w *worker) run() {
 		w.bytes.Add(float64(n))
 		w.handle(buf[:n], netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
 	}
+}
+
+// setFlushDeadline wakes the worker when the batch due at next (on the collector's clock)
+// must go; the socket's deadline is on the machine's clock, so only the wait carries over.
+func (w *worker) setFlushDeadline(next time.Time) {
+	if next.IsZero() {
+		w.conn.SetReadDeadline(time.Time{})
+		return
+	}
+	w.conn.SetReadDeadline(time.Now().Add(next.Sub(w.now)))
 }
 
 // readFailed counts a failed socket read and logs it, rate-limited: an error that repeats
@@ -390,7 +402,7 @@ func (c *Collector) exporterInfo(a netip.Addr) *exporterInfo {
 			return v.(*exporterInfo)
 		}
 	}
-	info := &exporterInfo{addr: a, firstSeen: time.Now(), flowsMetric: c.metrics.flows.WithLabelValues(a.String())}
+	info := &exporterInfo{addr: a, firstSeen: c.clock.Now(), flowsMetric: c.metrics.flows.WithLabelValues(a.String())}
 	if v, loaded := c.exporters.LoadOrStore(a, info); loaded {
 		return v.(*exporterInfo)
 	}

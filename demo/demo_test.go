@@ -1,7 +1,9 @@
 package demo
 
 import (
+	"context"
 	"encoding/binary"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -9,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flowzero/decoder/netflow"
+	"flowzero/internal/clock"
+	"flowzero/internal/testutil"
 	"flowzero/schema"
 )
 
@@ -99,9 +103,74 @@ func TestNetFlowRoundTrip(t *testing.T) {
 	}
 }
 
+// TestRunClock: the exporters date their datagrams and flows by the configured clock, here
+// ten years ahead of the machine's.
+func TestRunClock(t *testing.T) {
+	s, err := schema.New(schema.Configuration{Enabled: []string{"TimeFlowStart", "TimeFlowEnd"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := netflow.New(prometheus.NewRegistry(), netflow.DefaultConfiguration(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const ahead = 10 * 365 * 24 * time.Hour
+	clk := clock.Offset(time.Until(testutil.Now().Add(ahead)))
+	cfg := DefaultConfiguration()
+	cfg.NetFlow, cfg.IPFIX, cfg.SFlow = conn.LocalAddr().(*net.UDPAddr).AddrPort(), netip.AddrPort{}, netip.AddrPort{}
+	cfg.FlowsPerSecond, cfg.Clock = 100, clk
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := Run(ctx, cfg); done <- err }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	before := clk.Now()
+	buf := make([]byte, 65536)
+	fm := s.NewFlowMessage()
+	var ends []uint64
+	for i := 0; len(ends) == 0; i++ {
+		if i == 100 {
+			t.Fatal("100 datagrams and no flow with an end time")
+		}
+		conn.SetReadDeadline(time.Now().Add(testutil.WaitTimeout))
+		n, from, err := conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = dec.Decode(netflow.Packet{Payload: buf[:n], Exporter: from, TimeReceived: clk.Now()}, fm, func(fm *schema.FlowMessage) {
+			msg := fm.Finalize()
+			_, k := binary.Uvarint(msg)
+			s.DecodeMessage(msg[k:], func(c *schema.Column, v any) {
+				if c.Key == schema.ColumnTimeFlowEnd {
+					ends = append(ends, v.(uint64))
+				}
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := clk.Now()
+	for _, end := range ends {
+		if end < uint64(before.Unix()) || end > uint64(after.Unix())+1 {
+			t.Fatalf("flow ending at %s, want between %s and %s (the demo's clock)",
+				time.Unix(int64(end), 0).UTC(), before.UTC(), after.UTC())
+		}
+	}
+}
+
 func TestGeneratorMix(t *testing.T) {
 	g := NewGenerator(1)
-	now := time.Now()
+	now := testutil.Now()
 	hosts := map[netip.Addr]bool{}
 	ases := map[uint32]int{}
 	v6 := 0

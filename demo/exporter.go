@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/netip"
 	"time"
+
+	"flowzero/internal/clock"
 )
 
 // Configuration of the demo exporters.
@@ -21,6 +23,9 @@ type Configuration struct {
 	Diurnal bool
 	// Seed makes the traffic reproducible.
 	Seed uint64
+	// Clock gives the time flows end at and the exporters' boot time (clock.System{} when
+	// nil); the sending pace follows the machine's clock.
+	Clock clock.Clock
 }
 
 // DefaultConfiguration sends to the collector's default ports on loopback.
@@ -48,7 +53,8 @@ type encoder interface {
 // Run sends traffic until ctx is done.
 func Run(ctx context.Context, cfg Configuration) (Stats, error) {
 	var st Stats
-	boot := time.Now().Add(-72 * time.Hour)
+	clk := clock.Or(cfg.Clock)
+	boot := clk.Now().Add(-72 * time.Hour)
 	type exporter struct {
 		conn *net.UDPConn
 		enc  encoder
@@ -92,7 +98,8 @@ func Run(ctx context.Context, cfg Configuration) (Stats, error) {
 		select {
 		case <-ctx.Done():
 			return st, nil
-		case now := <-t.C:
+		case <-t.C:
+			now := clk.Now()
 			for i, e := range exps {
 				want := float64(cfg.FlowsPerSecond)*tick.Seconds()*e.gen.Scale(now) + carry[i]
 				n := int(want)

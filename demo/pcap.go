@@ -13,11 +13,12 @@ import (
 )
 
 // WritePcap writes flows generated from seed as exporter datagrams into a pcap file (Ethernet,
-// IPv4, UDP from 192.0.2.1 to 192.0.2.10:dstPort), as if captured in front of a collector:
-// the input of `flowzero replay` for load tests. protocol is netflow-v9, ipfix or sflow.
-func WritePcap(w io.Writer, protocol string, flows int, seed uint64) (datagrams int, err error) {
+// IPv4, UDP from 192.0.2.1 to 192.0.2.10:dstPort), as if captured in front of a collector
+// from start on, one datagram per millisecond: the input of `flowzero replay` for load tests.
+// protocol is netflow-v9, ipfix or sflow.
+func WritePcap(w io.Writer, protocol string, flows int, seed uint64, start time.Time) (datagrams int, err error) {
 	var enc encoder
-	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	now := start
 	var dstPort uint16
 	switch protocol {
 	case "netflow-v9":

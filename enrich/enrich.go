@@ -1,15 +1,16 @@
-// Package enrich fills each flow's routing columns from the in-process RIB: SrcAS, DstAS,
-// SrcNetMask, DstNetMask, NextHop, DstASPath (from which ClickHouse materializes Dst1stAS,
-// Dst2ndAS and Dst3rdAS) and the source and destination standard and large communities.
+// Package enrich fills each flow's routing columns from the routing component's lookups
+// (flowzero/routing): SrcAS, DstAS, SrcNetMask, DstNetMask, NextHop, DstASPath (from which
+// ClickHouse materializes Dst1stAS, Dst2ndAS and Dst3rdAS) and the source and destination
+// standard and large communities.
 //
 // # Design
 //
-// The collector calls Enrich between decoding and Finalize. It costs at most two RIB lookups
-// (source and destination address), each a lock-free walk of the RIB's current trie, and then
-// plain field assignments: the AS path and community slices are not copied but pointed at the
-// RIB's interned, read-only attribute sets, which stay valid after the RIB changes. Nothing
-// allocates. Lookups that no enabled column needs are skipped, as is everything when no
-// provider uses the RIB.
+// The collector calls Enrich between decoding and Finalize. It costs at most two lookups
+// through routing.Lookup (source and destination address; the RIB answers each with a
+// lock-free walk of its current trie), and then plain field assignments: the AS path and
+// community slices are not copied but pointed at the RIB's interned, read-only attribute sets,
+// which stay valid after the RIB changes. Nothing allocates. Lookups that no enabled column
+// needs are skipped, as is everything when no provider uses routing.
 //
 // Precedence between the exporter's data and the RIB follows Akvorado's providers: an ordered
 // list per kind of value, the first provider that gives a value wins (flow, routing,
@@ -28,38 +29,32 @@ package enrich
 import (
 	"errors"
 	"net/netip"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"flowzero/rib"
 	"flowzero/rib/bgp"
+	"flowzero/routing"
 	"flowzero/schema"
 )
 
-// Enricher fills flows from a RIB.
+// Enricher fills flows from the routing component's lookups.
 type Enricher struct {
-	table   *rib.RIB
+	routes  routing.Lookup
 	cfg     Configuration
 	lookSrc bool // a source lookup can change an enabled column
 	lookDst bool
-	// peerAS is the AS of each RIB peer by ID, for routes with an empty AS path. A peer's AS
-	// never changes (it is part of its key), so the copy is only extended, when a route of
-	// a peer it does not know yet shows up.
-	peerAS   atomic.Pointer[[]uint32]
-	peerASMu sync.Mutex
 }
 
-// New returns an Enricher reading table for flows of schema s. The configuration is expected
+// New returns an Enricher reading routes for flows of schema s. The configuration is expected
 // to be validated (internal/config does it when decoding); New validates it again.
-func New(cfg Configuration, table *rib.RIB, s *schema.Schema) (*Enricher, error) {
+func New(cfg Configuration, routes routing.Lookup, s *schema.Schema) (*Enricher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if table == nil {
-		return nil, errors.New("enrich: nil RIB")
+	if routes == nil {
+		return nil, errors.New("enrich: no routing lookup")
 	}
-	e := &Enricher{table: table, cfg: cfg}
+	e := &Enricher{routes: routes, cfg: cfg}
 	usesRIB := false
 	for _, p := range cfg.ASNProviders {
 		usesRIB = usesRIB || (p >= ASNRouting && p <= ASNRoutingExceptDefaultRoute)
@@ -79,15 +74,15 @@ func New(cfg Configuration, table *rib.RIB, s *schema.Schema) (*Enricher, error)
 	return e, nil
 }
 
-// Enrich sets fm's routing fields from the RIB according to the providers.
+// Enrich sets fm's routing fields from the routes according to the providers.
 func (e *Enricher) Enrich(fm *schema.FlowMessage) {
 	var src, dst rib.Route
 	var srcOK, dstOK bool
 	if e.lookSrc && fm.SrcAddr.IsValid() {
-		src, srcOK = e.table.Lookup(unmap(fm.SrcAddr))
+		src, srcOK = e.routes.Lookup(unmap(fm.SrcAddr))
 	}
 	if e.lookDst && fm.DstAddr.IsValid() {
-		dst, dstOK = e.table.Lookup(unmap(fm.DstAddr))
+		dst, dstOK = e.routes.Lookup(unmap(fm.DstAddr))
 	}
 	flowSrcMask, flowDstMask := fm.SrcNetMask, fm.DstNetMask
 	fm.SrcNetMask = e.netMask(fm.SrcNetMask, src, srcOK)
@@ -170,34 +165,10 @@ func (e *Enricher) asn(flowAS uint32, flowMask uint8, r rib.Route, ok bool) uint
 // originAS is the last AS of the route's AS path or, when the path is empty (a route
 // originated in the peer's own AS, typically iBGP), the peer's AS, as Akvorado does.
 func (e *Enricher) originAS(r rib.Route) uint32 {
-	if as := r.Attrs.OriginAS(); as != 0 || len(r.Attrs.ASPath) != 0 {
-		return as
+	if r.OriginAS != 0 || len(r.Attrs.ASPath) != 0 {
+		return r.OriginAS
 	}
-	if p := e.peerAS.Load(); p != nil && int(r.Peer) < len(*p) {
-		return (*p)[r.Peer]
-	}
-	return e.refreshPeerAS(r.Peer)
-}
-
-// refreshPeerAS copies the peers' AS numbers from the RIB (rarely: once per new peer).
-func (e *Enricher) refreshPeerAS(id rib.PeerID) uint32 {
-	e.peerASMu.Lock()
-	defer e.peerASMu.Unlock()
-	if p := e.peerAS.Load(); p != nil && int(id) < len(*p) {
-		return (*p)[id]
-	}
-	peers := e.table.Peers()
-	as := make([]uint32, len(peers))
-	for _, p := range peers {
-		if int(p.ID) < len(as) {
-			as[p.ID] = p.AS
-		}
-	}
-	e.peerAS.Store(&as)
-	if int(id) < len(as) {
-		return as[id]
-	}
-	return 0
+	return e.routes.PeerAS(r.Peer)
 }
 
 // netMask returns the first non-zero prefix length of the providers.

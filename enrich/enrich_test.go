@@ -5,20 +5,19 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flowzero/internal/config"
 	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
 	"flowzero/rib"
 	"flowzero/rib/bgp"
 	"flowzero/rib/bmp"
+	"flowzero/routing"
 	"flowzero/schema"
 )
 
@@ -38,28 +37,25 @@ func routingSchema(tb testing.TB, disabled ...string) *schema.Schema {
 	return s
 }
 
-// startSources loads the real RIPE BGP4MP updates (MRT) and replays the Juniper vMX BMP
+// startRouting loads the real RIPE BGP4MP updates (MRT) and replays the Juniper vMX BMP
 // captures over TCP: the combined sources the collector runs.
-func startSources(t *testing.T, tweak func(*SourcesConfiguration)) *Sources {
+func startRouting(t *testing.T) *routing.Component {
 	t.Helper()
-	cfg := DefaultSourcesConfiguration()
+	cfg := routing.DefaultConfiguration()
 	cfg.RIB.Selection = "best"
 	cfg.MRT = []string{testdata.Path(t, "rib", "ripe-bgpdump-updates.20160811.1600.gz")}
 	cfg.BMP.Enabled = true
 	cfg.BMP.Listen = "127.0.0.1:0"
 	cfg.BMP.RDs = []bmp.RD{0} // the global table only: VPN routes stay out
-	if tweak != nil {
-		tweak(&cfg)
-	}
-	s, err := NewSources(prometheus.NewRegistry(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, err := routing.New(prometheus.NewRegistry(), cfg, routing.Dependencies{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Start(); err != nil {
+	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Stop() })
-	conn, err := net.Dial("tcp", s.BMP.Addr().String())
+	t.Cleanup(func() { c.Stop() })
+	conn, err := net.Dial("tcp", c.BMPAddr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,17 +72,11 @@ func startSources(t *testing.T, tweak func(*SourcesConfiguration)) *Sources {
 		}
 	}
 	// The last route of the captures is the Add-Path one.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, ok := s.RIB.Lookup(netip.MustParseAddr("192.0.2.4")); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("BMP routes not learned in 5 s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return s
+	testutil.WaitUntil(t, "the BMP routes", func() bool {
+		_, ok := c.Lookup(netip.MustParseAddr("192.0.2.4"))
+		return ok
+	})
+	return c
 }
 
 type flowIn struct {
@@ -128,10 +118,11 @@ func equal(a, b flowOut) bool {
 }
 
 func TestEnrich(t *testing.T) {
-	s := startSources(t, nil)
+	c := startRouting(t)
+	table := c.RIB()
 	// A default route, to exercise the *-except-default-route providers: the only route
 	// here that is not from the captures.
-	tx := s.RIB.Begin()
+	tx := table.Begin()
 	id := tx.Peer(rib.PeerKey{Address: netip.MustParseAddr("203.0.113.1"), AS: 64999}, netip.Addr{})
 	tx.Add(id, netip.MustParsePrefix("0.0.0.0/0"), 0, &bgp.Attributes{ASPath: []uint32{64999, 3356}, NextHop: netip.MustParseAddr("203.0.113.1"), Communities: []uint32{1}})
 	tx.Commit()
@@ -252,7 +243,7 @@ func TestEnrich(t *testing.T) {
 			if tc.cfg != nil {
 				tc.cfg(&cfg)
 			}
-			e, err := New(cfg, s.RIB, sch)
+			e, err := New(cfg, c, sch)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -264,15 +255,15 @@ func TestEnrich(t *testing.T) {
 
 	t.Run("large-communities", func(t *testing.T) {
 		// 2001:db8:1::/64 from 2001:db8::7 carries a large community; make it the only path.
-		paths := s.RIB.Paths(netip.MustParseAddr("2001:db8:1::1")) // before Begin: it locks too
-		tx := s.RIB.Begin()
+		paths := table.Paths(netip.MustParseAddr("2001:db8:1::1")) // before Begin: it locks too
+		tx := table.Begin()
 		for _, p := range paths {
 			if p.Attrs.NextHop != netip.MustParseAddr("2001:db8::7") {
 				tx.Withdraw(p.Peer, p.Prefix, p.PathID)
 			}
 		}
 		tx.Commit()
-		e, _ := New(DefaultConfiguration(), s.RIB, sch)
+		e, _ := New(DefaultConfiguration(), c, sch)
 		got := run(e, fm, flowIn{src: "2001:db8:1::2", dst: "2001:db8:1::1"})
 		want := []schema.LargeCommunity{{ASN: 65017, LocalData1: 300, LocalData2: 4}}
 		if !slices.Equal(got.DstLargeCommunities, want) || got.DstAS != 174 || got.SrcAS != 174 {
@@ -288,7 +279,7 @@ func TestEnrich(t *testing.T) {
 		sch := routingSchema(t, "SrcAS", "DstAS", "SrcNetMask", "DstNetMask", "NextHop", "DstASPath",
 			"SrcCommunities", "DstCommunities", "SrcLargeCommunities", "DstLargeCommunities", "Dst1stAS", "Dst2ndAS", "Dst3rdAS",
 			"SrcNetPrefix", "DstNetPrefix")
-		e, err := New(DefaultConfiguration(), s.RIB, sch)
+		e, err := New(DefaultConfiguration(), c, sch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -299,59 +290,6 @@ func TestEnrich(t *testing.T) {
 			t.Errorf("got %+v", got)
 		}
 	})
-}
-
-func TestMRTKeep(t *testing.T) {
-	s := startSources(t, func(c *SourcesConfiguration) { c.MRTKeep = 300 * time.Millisecond })
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, ok := s.RIB.Lookup(netip.MustParseAddr("12.231.178.10")); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("MRT routes still there after mrt-keep")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if _, ok := s.RIB.Lookup(netip.MustParseAddr("198.51.100.200")); !ok {
-		t.Error("BMP routes removed with the MRT ones")
-	}
-}
-
-// TestMRTCorruptCounted loads a dump whose only record, a BGP4MP message, has an unknown AFI:
-// the sources count it in Prometheus.
-func TestMRTCorruptCounted(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "corrupt.mrt")
-	// Header: timestamp, type 16 (BGP4MP), subtype 4 (MESSAGE_AS4), length 12; body: peer AS,
-	// local AS, interface index, AFI 9.
-	rec := []byte{0, 0, 0, 0, 0, 16, 0, 4, 0, 0, 0, 12, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 9}
-	if err := os.WriteFile(path, rec, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultSourcesConfiguration()
-	cfg.MRT = []string{path}
-	reg := prometheus.NewRegistry()
-	s, err := NewSources(reg, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == "flowzero_mrt_corrupt_records_total" {
-			if v := mf.GetMetric()[0].GetCounter().GetValue(); v != 1 {
-				t.Errorf("%s = %v, want 1", mf.GetName(), v)
-			}
-			return
-		}
-	}
-	t.Error("flowzero_mrt_corrupt_records_total not registered")
 }
 
 func TestConfiguration(t *testing.T) {
@@ -376,17 +314,6 @@ func TestConfiguration(t *testing.T) {
 	}
 	if err := config.Decode([]byte("asn-providers: [flow, geoip]\n"), &cfg); err != nil || !cfg.GeoIPASN() {
 		t.Errorf("asn-providers: [flow, geoip]: %v", err)
-	}
-	sc := DefaultSourcesConfiguration()
-	if err := config.Decode([]byte("mrt-keep: 1m\n"), &sc); err == nil {
-		t.Error("mrt-keep without BMP accepted")
-	}
-	sc = DefaultSourcesConfiguration()
-	if err := config.Decode([]byte("bmp:\n  enabled: true\n  listen: \"[::]:10179\"\n  rds: [\"0:0\", \"65017:101\"]\n  keep: 10m\nmrt: [a.mrt]\n"), &sc); err != nil {
-		t.Fatal(err)
-	}
-	if !sc.BMP.Enabled || sc.BMP.Listen != "[::]:10179" || len(sc.BMP.RDs) != 2 || sc.BMP.RDs[1].String() != "65017:101" || sc.BMP.Keep != 10*time.Minute {
-		t.Errorf("decoded %+v", sc)
 	}
 }
 

@@ -34,8 +34,10 @@ bench-store: chdb-fetch tools
 	  | tee $(VAR)/bench/store.txt
 	$(GO) test -tags chdb -run '^$$' -bench 'BenchmarkStoreInsert/table=sink-sustained$$' -benchtime 1x -count $(BENCH_COUNT) -timeout 60m ./store \
 	  | tee $(VAR)/bench/store-sustained.txt
-	$(GO) test -tags chdb -run '^$$' -bench 'BenchmarkStoreSinkWrite|BenchmarkStoreNativeEncode|BenchmarkStoreAggregate' -benchmem -count $(BENCH_COUNT) ./store \
+	$(GO) test -tags chdb -run '^$$' -bench 'BenchmarkStoreSinkWrite' -benchmem -count $(BENCH_COUNT) ./store \
 	  | tee $(VAR)/bench/store-write.txt
+	$(GO) test -run '^$$' -bench 'BenchmarkStoreNativeEncode|BenchmarkStoreAggregate' -benchmem -count $(BENCH_COUNT) ./store/native \
+	  | tee -a $(VAR)/bench/store-write.txt
 	benchstat -col /format -row /table $(VAR)/bench/store.txt
 	benchstat $(VAR)/bench/store-sustained.txt
 	benchstat -col /impl $(VAR)/bench/store-write.txt

@@ -3,6 +3,8 @@ package pbwire
 import (
 	"strings"
 	"testing"
+
+	"flowzero/internal/testutil"
 )
 
 // The benchmarks write Perfetto's ProtoZero benchmark event (see bench/protozero): a flat
@@ -61,41 +63,41 @@ func scatterNested(w *ScatteredWriter) {
 func BenchmarkWrite(b *testing.B) {
 	buf := make([]byte, 0, 512)
 	b.Run("Append", func(b *testing.B) {
-		c := startCPU(b)
+		c := testutil.StartCPU(b)
 		for range b.N {
 			benchNested(buf)
 		}
-		c.stop(b)
+		c.Stop(b)
 	})
 	b.Run("AppendCompact", func(b *testing.B) {
-		c := startCPU(b)
+		c := testutil.StartCPU(b)
 		for range b.N {
 			if _, err := Compact(benchNested(buf)); err != nil {
 				b.Fatal(err)
 			}
 		}
-		c.stop(b)
+		c.Stop(b)
 	})
 	b.Run("Compact", func(b *testing.B) {
 		msg := benchNested(nil)
 		out := make([]byte, 0, len(msg))
 		b.SetBytes(int64(len(msg)))
-		c := startCPU(b)
+		c := testutil.StartCPU(b)
 		for range b.N {
 			if _, err := AppendCompact(out, msg); err != nil {
 				b.Fatal(err)
 			}
 		}
-		c.stop(b)
+		c.Stop(b)
 	})
 	b.Run("Scattered", func(b *testing.B) {
 		w := NewScatteredWriter(NewPooledDelegate(128, 16))
-		c := startCPU(b)
+		c := testutil.StartCPU(b)
 		for range b.N {
 			w.Reset()
 			scatterNested(w)
 		}
-		c.stop(b)
+		c.Stop(b)
 	})
 }
 
@@ -106,7 +108,7 @@ func BenchmarkRead(b *testing.B) {
 	b.Run("Current", func(b *testing.B) {
 		b.SetBytes(int64(len(msg)))
 		var sum uint64
-		c := startCPU(b)
+		c := testutil.StartCPU(b)
 		for range b.N {
 			for m := msg; m != nil; {
 				r := NewReader(m)
@@ -127,7 +129,7 @@ func BenchmarkRead(b *testing.B) {
 				}
 			}
 		}
-		c.stop(b)
+		c.Stop(b)
 		if sum == 0 {
 			b.Fatal("nothing read")
 		}
@@ -135,7 +137,7 @@ func BenchmarkRead(b *testing.B) {
 	b.Run("Field", func(b *testing.B) {
 		b.SetBytes(int64(len(msg)))
 		var sum uint64
-		c := startCPU(b)
+		c := testutil.StartCPU(b)
 		for range b.N {
 			for m := msg; m != nil; {
 				r := NewReader(m)
@@ -156,7 +158,7 @@ func BenchmarkRead(b *testing.B) {
 				}
 			}
 		}
-		c.stop(b)
+		c.Stop(b)
 		if sum == 0 {
 			b.Fatal("nothing read")
 		}

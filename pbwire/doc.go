@@ -11,10 +11,19 @@
 // bytes and their count), so a field starts with one 8-byte store of the whole key instead of
 // re-encoding it. The scalar field writers check once that dst has 16 spare bytes (growing it
 // otherwise), then store without further capacity checks; they are small enough for the Go
-// compiler to inline, which removes the call, the frame and the argument shuffling per field:
-// that is what makes them about twice as fast as a call per field (see bench/protozero). The
-// price is that they may scribble over dst's spare capacity past the field. No schema, no
-// reflection, no intermediate struct: the caller writes fields in the order it likes.
+// compiler to inline, which removes the call, the frame and the argument shuffling per field
+// (docs/design/pbwire.md has the figures, bench/protozero the benchmark). The price is that
+// they may scribble over dst's spare capacity past the field. No schema, no reflection, no
+// intermediate struct: the caller writes fields in the order it likes.
+//
+// Buffer (buffer.go) is the writer for hot paths that write many small messages, one at a
+// time, into one reused array (flowzero's flows): the end of the message is an integer, so a
+// field costs one integer store rather than a slice header, with the room for the length
+// prefix kept in front (Delimited). Its fast paths are inlined or leaf functions, its slow
+// paths (growing, long or invalid strings) out of line. Two ways write without a check per
+// field: AppendVarintFieldReserved writes into a reserve kept past the array's length, for a
+// caller that knows how many such fields it writes; Room is the room checked once (Grow) for
+// a run of small fields written back to back, the message's end in a register.
 //
 // A nested message's size is not known when it begins. Rather than computing sizes in a first
 // pass (vtprotobuf, proto.Marshal) or buffering children (easyproto), BeginNested reserves 4

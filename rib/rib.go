@@ -8,24 +8,19 @@
 // with popcount-compressed ART nodes and a per-node child rank cache) maps each prefix to the
 // one Route selected for enrichment, stored inline in the node (24 bytes: attributes pointer,
 // origin AS, peer, prefix length), so a lookup is one atomic pointer load plus bart's walk: no
-// lock, no allocation, and the origin AS comes with the route without touching the attributes. The writer trie (bart's Table, the
-// memory-lean variant) maps each prefix to its paths, a slice of 12-byte (attribute set
-// index, path ID, peer) entries without pointers (not scanned by the garbage collector); only
-// writers read it.
+// lock, no allocation, and the origin AS comes with the route without touching the
+// attributes. The writer trie (bart's Table, the memory-lean variant) maps each prefix to its
+// paths, a slice of 12-byte (attribute set index, path ID, peer) entries without pointers
+// (not scanned by the garbage collector); only writers read it.
 //
 // Why bart and not a structure of our own: on a full table a lookup costs its cache and TLB
-// misses, not the trie's arithmetic. An 8-bit stride reaches a /24 in three node visits; a
-// DIR-24-8 array could save one of them for IPv4 only, at the price of a 64 MB table per
-// published copy and of an RCU scheme for ranges of 2^24 entries. bart also gives persistent
-// (path-copying) updates, which the concurrency below is built on. What flowzero adds is where
-// the data sits: the origin AS inline in the route (two misses fewer than reading it through
-// the attributes) and, after a bulk change such as a load, one copy of the trie so that its
-// nodes sit together in traversal order. In BenchmarkLookup (bench/rib: random addresses in
-// the 1,062,046 prefixes of a real full table, origin AS read) flowzero ran at 270 ns per
-// lookup against 327 ns for bart's Fast with attribute pointers, 431 ns for bart's Table and
-// 224 µs for gobgp's in-process ListPath (medians of 6 rounds, same run, on a 2-core VM whose
-// memory latency dominates). Fast rather than Table for its faster level traversal; its extra
-// 256 bytes per node are a few bytes per route of a full table.
+// misses, not the trie's arithmetic, and an 8-bit stride reaches a /24 in three node visits.
+// bart also gives persistent (path-copying) updates, which the concurrency below is built on.
+// What flowzero adds is where the data sits: the origin AS inline in the route (two cache
+// misses fewer than reading it through the attributes) and, after a bulk change such as a
+// load, one copy of the trie so that its nodes sit together in traversal order. Fast rather
+// than Table for its faster level traversal. docs/design/rib.md has the alternatives (a
+// DIR-24-8 array, bart's Table, gobgp) with their figures and the benchmarks that measure them.
 //
 // Concurrency is RCU-style: readers load the current lookup trie from an atomic pointer and
 // never block. Writers serialize on a mutex inside a Tx; a Tx modifies a private version of the
@@ -119,12 +114,16 @@ type peerState struct {
 // go through Begin/Tx (or the one-change helpers Add, Withdraw, RemovePeer).
 type RIB struct {
 	cur atomic.Pointer[bart.Fast[Route]]
+	// peerAS is the AS of each peer by ID, published with the trie so that PeerAS knows the
+	// peer of every route a lookup can return.
+	peerAS atomic.Pointer[[]uint32]
 
 	mu       sync.Mutex // serializes writers
 	paths    *bart.Table[[]path]
 	peers    []peerState
 	peerIdx  map[PeerKey]PeerID
 	interner interner
+	newPeers bool // peers registered since peerAS was published
 	sel      Selection
 	selPeer  netip.Addr
 	routes   int
@@ -161,6 +160,29 @@ func NewTable(cfg Configuration) *RIB {
 // address) are looked up as IPv4.
 func (r *RIB) Lookup(a netip.Addr) (Route, bool) {
 	return r.cur.Load().Lookup(a.Unmap())
+}
+
+// PeerAS returns the AS number of a peer (0 for an unknown ID). Like Lookup, it never blocks
+// and never allocates: enrichment takes the origin AS of a route with an empty AS path (a
+// route originated in the peer's own AS, typically iBGP) from it.
+func (r *RIB) PeerAS(id PeerID) uint32 {
+	if as := r.peerAS.Load(); as != nil && int(id) < len(*as) {
+		return (*as)[id]
+	}
+	return 0
+}
+
+// publishPeersLocked publishes the peers' AS numbers for PeerAS when peers were registered.
+func (r *RIB) publishPeersLocked() {
+	if !r.newPeers {
+		return
+	}
+	as := make([]uint32, len(r.peers))
+	for i := range r.peers {
+		as[i] = r.peers[i].info.AS
+	}
+	r.peerAS.Store(&as)
+	r.newPeers = false
 }
 
 // LookupPrefix returns the selected route of the longest prefix containing p.
@@ -239,6 +261,7 @@ func (r *RIB) Peer(k PeerKey, bgpID netip.Addr) PeerID {
 	defer r.mu.Unlock()
 	id := r.peerLocked(k, bgpID)
 	r.pubPeers.Store(int64(len(r.peers)))
+	r.publishPeersLocked()
 	return id
 }
 
@@ -255,6 +278,7 @@ func (r *RIB) peerLocked(k PeerKey, bgpID netip.Addr) PeerID {
 		named: r.selPeer.IsValid() && k.Address == r.selPeer,
 	})
 	r.peerIdx[k] = id
+	r.newPeers = true
 	return id
 }
 
@@ -322,6 +346,7 @@ func (tx *Tx) Commit() {
 	r.pubRoutes.Store(int64(r.routes))
 	r.pubSets.Store(int64(r.interner.len()))
 	r.pubPeers.Store(int64(len(r.peers)))
+	r.publishPeersLocked() // before the trie: a route is never seen before its peer's AS
 	if tx.owned && tx.changes >= compactThreshold {
 		// A bulk change (MRT load, snapshot, full BMP dump) built the trie among millions of
 		// other allocations; a copy lays its nodes out together, in traversal order, which

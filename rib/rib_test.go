@@ -149,6 +149,44 @@ func TestLookupZeroAllocs(t *testing.T) {
 	}
 }
 
+// TestPeerAS: a peer's AS is published with the commit that makes its first route visible,
+// so a reader that finds a route also finds its peer's AS, without a lock.
+func TestPeerAS(t *testing.T) {
+	r := rib.NewTable(rib.DefaultConfiguration())
+	if as := r.PeerAS(0); as != 0 {
+		t.Fatalf("PeerAS of an empty table = %d", as)
+	}
+	first := r.Peer(rib.PeerKey{Address: a("192.0.2.1"), AS: 64500}, netip.Addr{})
+	if as := r.PeerAS(first); as != 64500 {
+		t.Errorf("PeerAS after Peer = %d, want 64500", as)
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for !stop.Load() {
+			if rt, ok := r.Lookup(a("10.1.1.1")); ok && r.PeerAS(rt.Peer) != 64501 {
+				t.Errorf("route of peer %d found before its AS", rt.Peer)
+				return
+			}
+		}
+	})
+	tx := r.Begin()
+	second := tx.Peer(rib.PeerKey{Address: a("192.0.2.2"), AS: 64501}, netip.Addr{})
+	tx.Add(second, p("10.0.0.0/8"), 0, attrs("192.0.2.2", 0))
+	tx.Commit()
+	stop.Store(true)
+	wg.Wait()
+	if as := r.PeerAS(second); as != 64501 {
+		t.Errorf("PeerAS after the commit = %d, want 64501", as)
+	}
+	if as := r.PeerAS(second + 1); as != 0 {
+		t.Errorf("PeerAS of an unknown ID = %d, want 0", as)
+	}
+	if n := testing.AllocsPerRun(1000, func() { r.PeerAS(first) }); n != 0 {
+		t.Errorf("%v allocations per PeerAS", n)
+	}
+}
+
 // TestConcurrentLookups runs readers while a writer adds and withdraws (run with -race):
 // readers always see a consistent route (its prefix length matches its attributes).
 func TestConcurrentLookups(t *testing.T) {

@@ -3,32 +3,11 @@ package schema
 import (
 	"encoding/binary"
 	"net/netip"
-	"runtime"
 	"testing"
 
+	"flowzero/internal/testutil"
 	"flowzero/pbwire"
 )
-
-// The machine running the benchmarks is shared: wall-clock ns/op include the time other
-// processes hold the core. The benchmarks also report cpu-ns/op, the CPU time of the
-// benchmark's own thread per flow, which only counts the time the loop ran.
-
-// cpuTimer measures the thread CPU time of a benchmark loop.
-type cpuTimer struct{ start int64 }
-
-// startCPU pins the goroutine to its thread and starts measuring.
-func startCPU(b *testing.B) cpuTimer {
-	b.ReportAllocs()
-	runtime.LockOSThread()
-	return cpuTimer{threadCPUTime()}
-}
-
-// stop reports the thread CPU time per flow as cpu-ns/op.
-func (c cpuTimer) stop(b *testing.B) {
-	elapsed := threadCPUTime() - c.start
-	runtime.UnlockOSThread()
-	b.ReportMetric(float64(elapsed)/float64(b.N), "cpu-ns/op")
-}
 
 // typicalFlow fills m like a NetFlow decoder followed by enrichment: about 25 columns of a
 // real NetFlow v5 record, exporter and interface metadata, AS path. The metadata columns come
@@ -101,7 +80,7 @@ func BenchmarkFlowMessage(b *testing.B) {
 			m := s.NewFlowMessage()
 			size := 0
 			n := 0
-			cpu := startCPU(b)
+			cpu := testutil.StartCPU(b)
 			for b.Loop() {
 				m.Reset()
 				typicalFlow(m, pkt, exporter, n, path, md)
@@ -110,7 +89,7 @@ func BenchmarkFlowMessage(b *testing.B) {
 					n = 0
 				}
 			}
-			cpu.stop(b)
+			cpu.Stop(b)
 			b.ReportMetric(float64(size)/float64(b.N), "B/flow")
 		})
 	}
@@ -119,7 +98,7 @@ func BenchmarkFlowMessage(b *testing.B) {
 	b.Run("pbwire-only", func(b *testing.B) {
 		buf := make([]byte, 0, initialBufferSize)
 		size, n := 0, 0
-		cpu := startCPU(b)
+		cpu := testutil.StartCPU(b)
 		for b.Loop() {
 			buf = buf[:pbwire.ReserveDelimited]
 			size += len(baselineFlow(buf, pkt, exporter, n, path))
@@ -127,7 +106,7 @@ func BenchmarkFlowMessage(b *testing.B) {
 				n = 0
 			}
 		}
-		cpu.stop(b)
+		cpu.Stop(b)
 		b.ReportMetric(float64(size)/float64(b.N), "B/flow")
 	})
 	// The floor: the same fields stored as raw bytes (one-byte key, fixed-width value, no
@@ -136,14 +115,14 @@ func BenchmarkFlowMessage(b *testing.B) {
 	b.Run("speed-of-light", func(b *testing.B) {
 		buf := make([]byte, initialBufferSize)
 		size, n := 0, 0
-		cpu := startCPU(b)
+		cpu := testutil.StartCPU(b)
 		for b.Loop() {
 			size += len(speedOfLightFlow(buf, pkt, exporter, n, path))
 			if n++; n == 29 {
 				n = 0
 			}
 		}
-		cpu.stop(b)
+		cpu.Stop(b)
 		b.ReportMetric(float64(size)/float64(b.N), "B/flow")
 	})
 }

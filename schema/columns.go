@@ -254,7 +254,8 @@ type Column struct {
 	NoDisable bool
 	Group     ColumnGroup
 	// Hot columns are kept unencoded in FlowMessage fields until Finalize because later
-	// stages (enrichment, RIB, sinks keyed by exporter) read or overwrite them.
+	// stages (enrichment, RIB, sinks keyed by exporter) read or overwrite them. The flag is
+	// set for the fields of HotFields, which makes a column hot.
 	Hot bool
 	// Depends lists the columns whose data this one needs; enabling it without them is a
 	// configuration error.

@@ -32,9 +32,6 @@ type Fragment struct {
 	}
 }
 
-// fragmentStep is the size of AppendFragment's copy steps: one 16-byte load and store.
-const fragmentStep = 16
-
 // MaxFragmentColumns is the most columns a Fragment holds.
 const MaxFragmentColumns = 16
 
@@ -59,12 +56,13 @@ func (s *Schema) NewFragment(fill func(m *FlowMessage)) (*Fragment, error) {
 			return nil, fmt.Errorf("%w: %s", ErrFragmentHot, columns[k].Name)
 		}
 	}
-	data := m.buf[pbwire.ReserveDelimited:m.n]
+	data := m.w.Payload()
 	if len(data) > maxFragmentLen {
 		return nil, ErrFragmentSize
 	}
-	// The copy in AppendFragment reads 16-byte steps: keep room for one past the end.
-	f := &Fragment{schema: s, data: append(make([]byte, 0, len(data)+fragmentStep), data...)}
+	// pbwire.Buffer.AppendRaw copies 16-byte steps when the array has room for one past the
+	// end.
+	f := &Fragment{schema: s, data: append(make([]byte, 0, len(data)+16), data...)}
 	r := pbwire.NewReader(f.data)
 	for r.Next() {
 		k, ok := ColumnByField(int(r.Field().Num))
@@ -111,8 +109,8 @@ func (m *FlowMessage) AppendFragment(f *Fragment) {
 	if f == nil || f.schema != m.schema {
 		return
 	}
-	n, l := m.n, len(f.data)
-	if !f.oneWord || len(m.buf)-n < l+fragmentStep {
+	m.w.Grow(len(f.data) + 16) // pbwire.Room.AppendRaw's 16-byte steps
+	if !f.oneWord {
 		m.appendFragmentSlow(f)
 		return
 	}
@@ -125,26 +123,17 @@ func (m *FlowMessage) AppendFragment(f *Fragment) {
 		return
 	}
 	store64(p, st&^f.word.mask)
-	// 16-byte steps: f.data has room for one past its end and m.buf was checked for it.
-	dst, src := unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.buf)), n), unsafe.Pointer(unsafe.SliceData(f.data))
-	for i := 0; i < l; i += fragmentStep {
-		*(*[fragmentStep]byte)(unsafe.Add(dst, i)) = *(*[fragmentStep]byte)(unsafe.Add(src, i))
-	}
-	m.n = n + l
+	m.w.Commit(m.w.Room().AppendRaw(f.data))
 }
 
-// appendFragmentSlow appends, one by one, the columns of f not set yet, growing the buffer
-// if needed.
+// appendFragmentSlow appends, one by one, the columns of f not set yet.
 func (m *FlowMessage) appendFragmentSlow(f *Fragment) {
 	start := 0
 	for i, k := range f.keys[:f.n] {
 		end := int(f.ends[i])
 		if m.state[k&(encSize-1)] != opNone {
 			m.state[k&(encSize-1)] = opNone
-			if len(m.buf)-m.n < end-start {
-				m.grow(end - start)
-			}
-			m.n += copy(m.buf[m.n:], f.data[start:end])
+			m.w.AppendRaw(f.data[start:end])
 		}
 		start = end
 	}

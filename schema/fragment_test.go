@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -102,7 +103,7 @@ func TestFragmentMarksColumns(t *testing.T) {
 		}
 		m := s.NewFlowMessage()
 		m.AppendFragment(f)
-		n := m.n
+		n := m.w.Len()
 		for _, k := range f.Columns() {
 			if !m.IsSet(k) {
 				t.Errorf("%s: %s not set", name, Lookup(k).Name)
@@ -110,8 +111,8 @@ func TestFragmentMarksColumns(t *testing.T) {
 			m.AppendString(k, "again")
 		}
 		m.AppendFragment(f)
-		if m.n != n {
-			t.Errorf("%s: %d bytes added after the fragment", name, m.n-n)
+		if m.w.Len() != n {
+			t.Errorf("%s: %d bytes added after the fragment", name, m.w.Len()-n)
 		}
 	}
 }
@@ -211,18 +212,29 @@ func TestFragmentErrors(t *testing.T) {
 func TestFragmentGrowth(t *testing.T) {
 	s := mustNew(t, DefaultConfiguration())
 	f := mustFragment(t, s, inInterface)
-	want := s.NewFlowMessage()
-	want.AppendUint(ColumnSrcPort, 443)
-	inInterface(want)
 	for room := range 24 {
-		m := s.NewFlowMessage()
-		m.AppendUint(ColumnSrcPort, 443)
-		m.buf = m.buf[: m.n+room : m.n+room] // the writers keep len(buf) == cap(buf)
+		want, m := s.NewFlowMessage(), s.NewFlowMessage()
+		filler := fillTo(t, m, room)
+		want.AppendString(ColumnSrcGeoCity, filler)
+		inInterface(want)
 		m.AppendFragment(f)
 		if a, b := want.Finalize(), m.Finalize(); !bytes.Equal(a, b) {
 			t.Fatalf("room %d: bytes differ", room)
 		}
 	}
+}
+
+// fillTo appends a long SrcGeoCity to m so that its buffer has room bytes left before it
+// grows, and returns it.
+func fillTo(t testing.TB, m *FlowMessage, room int) string {
+	t.Helper()
+	// A 2-byte key and a 2-byte length.
+	filler := strings.Repeat("x", m.w.Available()-4-room)
+	m.AppendString(ColumnSrcGeoCity, filler)
+	if m.w.Available() != room {
+		t.Fatalf("%d bytes of room, want %d", m.w.Available(), room)
+	}
+	return filler
 }
 
 func TestFragmentAllocations(t *testing.T) {

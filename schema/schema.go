@@ -15,22 +15,25 @@
 // follow configuration changes.
 //
 // Encoding (FlowMessage) happens while decoding: a decoder appends each value as it reads it,
-// straight into one reusable buffer in protobuf wire format (pbwire's encoding, with writers
-// specialised for this buffer: see flow.go), so nothing is built twice and nothing is
-// allocated. A per-message byte per column both skips disabled columns and keeps a
-// non-repeated column from being written twice, in one byte test. Values later stages still need (addresses, AS
-// numbers, interfaces, ...) are kept as plain fields and encoded by Finalize, which also
-// writes the length prefix into room reserved at the front of the buffer. Columns many flows
-// share (an exporter's or an interface's names and classification) are encoded once into a
-// Fragment, which a flow then takes with one copy (AppendFragment).
+// straight into one reusable pbwire.Buffer in protobuf wire format, so nothing is built twice
+// and nothing is allocated; schema decides what to write (enabled columns, limits, fixes) and
+// pbwire how. A per-message byte per column both skips disabled columns and keeps a
+// non-repeated column from being written twice, in one byte test. Values later stages still
+// need (addresses, AS numbers, interfaces, ...) are kept as plain fields (HotFields) and
+// encoded by Finalize, which also writes the length prefix into room reserved at the front of
+// the buffer; the code that reads them is generated from their declaration (hot_gen.go).
+// Columns many flows share (an exporter's or an interface's names and classification) are
+// encoded once into a Fragment, which a flow then takes with one copy (AppendFragment).
+// docs/design/schema.md has the measurements behind these choices.
 //
 // Values ClickHouse would refuse (failing a whole Kafka batch) are fixed on the way in and
 // counted (FlowMessage.Sanitized). Tests check the generated .proto with protocompile and
 // dynamicpb, and, with the chdb build tag, the DDL and Protobuf input with the real ClickHouse.
 //
 // Files: columns.go (keys, kinds, groups), table.go (the column table: field numbers, types,
-// defaults), config.go, flow.go (FlowMessage), fragment.go (Fragment), proto.go (.proto),
-// clickhouse.go (DDL), decode.go (DecodeMessage, for tests and printing sinks).
+// defaults), config.go, flow.go (FlowMessage), hot.go (HotFields, the hot columns) and
+// hot_gen.go (generated from it by hot_gen_test.go), fragment.go (Fragment), proto.go
+// (.proto), clickhouse.go (DDL), decode.go (DecodeMessage, for tests and printing sinks).
 package schema
 
 import (
@@ -51,9 +54,9 @@ type Schema struct {
 	// enc is indexed by k&(encSize-1): a power-of-two size lets the compiler drop the
 	// bounds check on the Append paths.
 	enc     [encSize]encInfo
-	state   [encSize]op // enc's ops, the initial FlowMessage.state
-	hotKeys [hotLast]hotKey
-	columns []*Column // enabled columns, in table order
+	state   [encSize]op     // enc's ops, the initial FlowMessage.state
+	hotKeys [hotLast]hotKey // the hot columns' keys, for Finalize
+	columns []*Column       // enabled columns, in table order
 	proto   string
 	hash    string
 }
@@ -78,11 +81,6 @@ const (
 // encSize is the size of Schema.enc: the power of two above the last column key.
 const encSize = 128
 
-// maxFastField is the largest field number the FlowMessage writers handle: they store a key
-// and a one-byte length (strings, addresses) with one 8-byte write of the key's low 2 bytes,
-// which needs keys of at most 2 bytes (checked in init).
-const maxFastField = 2047
-
 func init() {
 	if ColumnLast > encSize {
 		panic("schema: encSize is smaller than ColumnLast")
@@ -101,89 +99,17 @@ type encInfo struct {
 	kind Kind
 }
 
-// hotKey is the pre-encoded key of a hot column for Finalize: key holds the key bytes (first
-// byte lowest; for addresses, followed by the length byte 16), len the key's length, and on
-// is all ones when the column is enabled, 0 otherwise, so that Finalize masks a disabled
-// column's value to zero (zero values are not written) instead of testing the column.
-type hotKey struct {
-	key uint64
-	len uint64
-	on  uint64
-	tag pbwire.Tag // 0 when disabled; for the slow paths
-}
-
-// Indexes of hot columns in Schema.hotKeys, in the order Finalize writes them: the scalars
-// (hotScalars of them) first, then the addresses (hotAddrs), then the arrays.
-const (
-	hotTimeReceived = iota
-	hotSamplingRate
-	hotSrcAS
-	hotDstAS
-	hotInIf
-	hotOutIf
-	hotSrcNetMask
-	hotDstNetMask
-	hotSrcVlan
-	hotDstVlan
-	hotIngressVRFID
-	hotEgressVRFID
-	hotExporterAddress
-	hotSrcAddr
-	hotDstAddr
-	hotNextHop
-	hotDstASPath
-	hotSrcCommunities
-	hotDstCommunities
-	hotSrcLargeCommunities
-	hotDstLargeCommunities
-	hotLast
-
-	hotScalars = hotExporterAddress
-	hotAddrs   = hotDstASPath - hotExporterAddress
-)
-
-var hotIndex = map[ColumnKey]int{
-	ColumnTimeReceived:        hotTimeReceived,
-	ColumnSamplingRate:        hotSamplingRate,
-	ColumnExporterAddress:     hotExporterAddress,
-	ColumnSrcAddr:             hotSrcAddr,
-	ColumnDstAddr:             hotDstAddr,
-	ColumnNextHop:             hotNextHop,
-	ColumnSrcAS:               hotSrcAS,
-	ColumnDstAS:               hotDstAS,
-	ColumnInIf:                hotInIf,
-	ColumnOutIf:               hotOutIf,
-	ColumnSrcNetMask:          hotSrcNetMask,
-	ColumnDstNetMask:          hotDstNetMask,
-	ColumnSrcVlan:             hotSrcVlan,
-	ColumnDstVlan:             hotDstVlan,
-	ColumnIngressVRFID:        hotIngressVRFID,
-	ColumnEgressVRFID:         hotEgressVRFID,
-	ColumnDstASPath:           hotDstASPath,
-	ColumnSrcCommunities:      hotSrcCommunities,
-	ColumnDstCommunities:      hotDstCommunities,
-	ColumnSrcLargeCommunities: hotSrcLargeCommunities,
-	ColumnDstLargeCommunities: hotDstLargeCommunities,
-}
-
-func init() {
-	varints := 0
+// varintColumns counts the columns AppendUint encodes as varints at once (not hot), each at
+// most once per message: FlowMessage's buffer keeps room for all of them.
+var varintColumns = func() int {
+	n := 0
 	for k := ColumnKey(1); k < ColumnLast; k++ {
 		if c := &columns[k]; c.OnWire() && !c.Hot && !c.Kind.Repeated() && c.Kind.wireType() == pbwire.Varint {
-			varints++
-		}
-		_, indexed := hotIndex[k]
-		if columns[k].Hot != indexed {
-			panic("schema: hot flag and hot field disagree for " + columns[k].Name)
-		}
-		if columns[k].Field > maxFastField {
-			panic("schema: field number of " + columns[k].Name + " needs a key longer than the fast paths handle")
+			n++
 		}
 	}
-	if varints > maxVarintColumns {
-		panic("schema: more varint columns than varintReserve holds")
-	}
-}
+	return n
+}()
 
 // wireType is the protobuf wire type of a kind's elements as written by FlowMessage.
 func (k Kind) wireType() pbwire.WireType {
@@ -248,12 +174,10 @@ func New(cfg Configuration) (*Schema, error) {
 		}
 		s.enc[k] = e
 		s.state[k] = e.op
-		if c.Hot {
-			h := hotKey{key: uint64(e.tag) & 0xffff, len: uint64(e.tag.Len()), on: ^uint64(0), tag: e.tag}
-			if e.op == opHotIP {
-				h.key |= 16 << (8 * h.len) // the length byte of the 16-byte address
-			}
-			s.hotKeys[hotIndex[k]] = h
+	}
+	for i, k := range hotColumns {
+		if s.state[k] != opNone {
+			s.hotKeys[i] = hotKey{tag: s.enc[k].tag, on: ^uint64(0)}
 		}
 	}
 	s.proto = s.protoDefinition()

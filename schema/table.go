@@ -13,26 +13,26 @@ import (
 // (on: without SNMP enrichment they are the only interface information), flow start/end times
 // and tunnel columns (off).
 var columnTable = []Column{
-	{Key: ColumnTimeReceived, Field: 1, Kind: KindUint64, ClickHouseType: "DateTime", ClickHouseCodec: "DoubleDelta, LZ4", Default: true, NoDisable: true, Hot: true},
-	{Key: ColumnSamplingRate, Field: 2, Kind: KindUint64, ClickHouseType: "UInt64", Default: true, NoDisable: true, Hot: true},
-	{Key: ColumnExporterAddress, Field: 3, Kind: KindIP, ClickHouseType: "IPv6", ClickHouseCodec: "ZSTD(1)", Default: true, Hot: true},
-	{Key: ColumnSrcAddr, Field: 4, Kind: KindIP, ClickHouseType: "IPv6", ClickHouseCodec: "ZSTD(1)", Default: true, Hot: true},
-	{Key: ColumnDstAddr, Field: 5, Kind: KindIP, ClickHouseType: "IPv6", ClickHouseCodec: "ZSTD(1)", Default: true, Hot: true},
-	{Key: ColumnSrcAS, Field: 6, Kind: KindUint32, ClickHouseType: "UInt32", Default: true, Hot: true, Group: GroupRouting},
-	{Key: ColumnDstAS, Field: 7, Kind: KindUint32, ClickHouseType: "UInt32", Default: true, Hot: true, Group: GroupRouting},
-	{Key: ColumnInIf, Field: 8, Kind: KindUint32, ClickHouseType: "UInt32", Default: true, Hot: true, Group: GroupInterface},
-	{Key: ColumnOutIf, Field: 9, Kind: KindUint32, ClickHouseType: "UInt32", Default: true, Hot: true, Group: GroupInterface},
+	{Key: ColumnTimeReceived, Field: 1, Kind: KindUint64, ClickHouseType: "DateTime", ClickHouseCodec: "DoubleDelta, LZ4", Default: true, NoDisable: true},
+	{Key: ColumnSamplingRate, Field: 2, Kind: KindUint64, ClickHouseType: "UInt64", Default: true, NoDisable: true},
+	{Key: ColumnExporterAddress, Field: 3, Kind: KindIP, ClickHouseType: "IPv6", ClickHouseCodec: "ZSTD(1)", Default: true},
+	{Key: ColumnSrcAddr, Field: 4, Kind: KindIP, ClickHouseType: "IPv6", ClickHouseCodec: "ZSTD(1)", Default: true},
+	{Key: ColumnDstAddr, Field: 5, Kind: KindIP, ClickHouseType: "IPv6", ClickHouseCodec: "ZSTD(1)", Default: true},
+	{Key: ColumnSrcAS, Field: 6, Kind: KindUint32, ClickHouseType: "UInt32", Default: true, Group: GroupRouting},
+	{Key: ColumnDstAS, Field: 7, Kind: KindUint32, ClickHouseType: "UInt32", Default: true, Group: GroupRouting},
+	{Key: ColumnInIf, Field: 8, Kind: KindUint32, ClickHouseType: "UInt32", Default: true, Group: GroupInterface},
+	{Key: ColumnOutIf, Field: 9, Kind: KindUint32, ClickHouseType: "UInt32", Default: true, Group: GroupInterface},
 	{Key: ColumnBytes, Field: 10, Kind: KindUint64, ClickHouseType: "UInt64", ClickHouseCodec: "T64, LZ4", Default: true, NoDisable: true},
 	{Key: ColumnPackets, Field: 11, Kind: KindUint64, ClickHouseType: "UInt64", ClickHouseCodec: "T64, LZ4", Default: true, NoDisable: true},
 	{Key: ColumnEType, Field: 12, Kind: KindUint32, ClickHouseType: "UInt32", Default: true},
 	{Key: ColumnProto, Field: 13, Kind: KindUint32, ClickHouseType: "UInt32", Default: true},
 	{Key: ColumnSrcPort, Field: 14, Kind: KindUint32, ClickHouseType: "UInt16", Default: true},
 	{Key: ColumnDstPort, Field: 15, Kind: KindUint32, ClickHouseType: "UInt16", Default: true},
-	{Key: ColumnSrcNetMask, Field: 16, Kind: KindUint32, ClickHouseType: "UInt8", Default: true, Hot: true, Group: GroupRouting},
-	{Key: ColumnDstNetMask, Field: 17, Kind: KindUint32, ClickHouseType: "UInt8", Default: true, Hot: true, Group: GroupRouting},
-	{Key: ColumnNextHop, Field: 18, Kind: KindIP, ClickHouseType: "IPv6", ClickHouseCodec: "ZSTD(1)", Hot: true, Group: GroupRouting},
-	{Key: ColumnSrcVlan, Field: 19, Kind: KindUint32, ClickHouseType: "UInt16", Hot: true, Group: GroupL2},
-	{Key: ColumnDstVlan, Field: 20, Kind: KindUint32, ClickHouseType: "UInt16", Hot: true, Group: GroupL2},
+	{Key: ColumnSrcNetMask, Field: 16, Kind: KindUint32, ClickHouseType: "UInt8", Default: true, Group: GroupRouting},
+	{Key: ColumnDstNetMask, Field: 17, Kind: KindUint32, ClickHouseType: "UInt8", Default: true, Group: GroupRouting},
+	{Key: ColumnNextHop, Field: 18, Kind: KindIP, ClickHouseType: "IPv6", ClickHouseCodec: "ZSTD(1)", Group: GroupRouting},
+	{Key: ColumnSrcVlan, Field: 19, Kind: KindUint32, ClickHouseType: "UInt16", Group: GroupL2},
+	{Key: ColumnDstVlan, Field: 20, Kind: KindUint32, ClickHouseType: "UInt16", Group: GroupL2},
 	{Key: ColumnForwardingStatus, Field: 21, Kind: KindUint32, ClickHouseType: "UInt32", Default: true},
 	{Key: ColumnFlowDirection, Field: 22, Kind: KindEnum, Enum: directionEnum, ClickHouseType: "Enum8('undefined' = 0, 'ingress' = 1, 'egress' = 2)", Default: true},
 
@@ -73,11 +73,11 @@ var columnTable = []Column{
 	{Key: ColumnSrcGeoCity, Field: 55, Kind: KindString, ClickHouseType: "LowCardinality(String)", Default: true, Group: GroupGeo},
 	{Key: ColumnDstGeoCity, Field: 56, Kind: KindString, ClickHouseType: "LowCardinality(String)", Default: true, Group: GroupGeo},
 
-	{Key: ColumnDstASPath, Field: 57, Kind: KindArrayUint32, ClickHouseType: "Array(UInt32)", Default: true, Hot: true, Group: GroupRouting},
-	{Key: ColumnSrcCommunities, Field: 58, Kind: KindArrayUint32, ClickHouseType: "Array(UInt32)", Hot: true, Group: GroupRouting},
-	{Key: ColumnDstCommunities, Field: 59, Kind: KindArrayUint32, ClickHouseType: "Array(UInt32)", Hot: true, Group: GroupRouting},
-	{Key: ColumnSrcLargeCommunities, Field: 60, Kind: KindArrayLargeCommunity, ClickHouseType: "Array(FixedString(12))", Hot: true, Group: GroupRouting},
-	{Key: ColumnDstLargeCommunities, Field: 61, Kind: KindArrayLargeCommunity, ClickHouseType: "Array(FixedString(12))", Hot: true, Group: GroupRouting},
+	{Key: ColumnDstASPath, Field: 57, Kind: KindArrayUint32, ClickHouseType: "Array(UInt32)", Default: true, Group: GroupRouting},
+	{Key: ColumnSrcCommunities, Field: 58, Kind: KindArrayUint32, ClickHouseType: "Array(UInt32)", Group: GroupRouting},
+	{Key: ColumnDstCommunities, Field: 59, Kind: KindArrayUint32, ClickHouseType: "Array(UInt32)", Group: GroupRouting},
+	{Key: ColumnSrcLargeCommunities, Field: 60, Kind: KindArrayLargeCommunity, ClickHouseType: "Array(FixedString(12))", Group: GroupRouting},
+	{Key: ColumnDstLargeCommunities, Field: 61, Kind: KindArrayLargeCommunity, ClickHouseType: "Array(FixedString(12))", Group: GroupRouting},
 
 	{Key: ColumnSrcAddrNAT, Field: 62, Kind: KindIP, ClickHouseType: "IPv6", Group: GroupNAT},
 	{Key: ColumnDstAddrNAT, Field: 63, Kind: KindIP, ClickHouseType: "IPv6", Group: GroupNAT},
@@ -160,13 +160,17 @@ func packetSizeBucketExpr() string {
 	return b.String()
 }
 
-// columns is columnTable indexed by key, with names filled in; columnsByName maps a name
-// to its key. Both are built (and the table checked) during package variable initialization,
-// before any init function.
+// columns is columnTable indexed by key, with names and hot flags (HotFields) filled in;
+// columnsByName maps a name to its key. Both are built (and the table checked) during package
+// variable initialization, before any init function.
 var columns, columnsByName = buildColumns()
 
 func buildColumns() (columns [ColumnLast]Column, columnsByName map[string]ColumnKey) {
 	columnsByName = map[string]ColumnKey{}
+	hot := map[ColumnKey]bool{}
+	for _, k := range hotColumns {
+		hot[k] = true
+	}
 	fields := map[int]ColumnKey{}
 	for _, c := range columnTable {
 		if c.Key == 0 || c.Key >= ColumnLast || columns[c.Key].Key != 0 {
@@ -176,6 +180,7 @@ func buildColumns() (columns [ColumnLast]Column, columnsByName map[string]Column
 		if c.Name == "" {
 			panic(fmt.Sprintf("schema: no name for column key %d", c.Key))
 		}
+		c.Hot = hot[c.Key]
 		if c.OnWire() {
 			if c.Field <= 0 || (c.Field >= 19000 && c.Field <= 19999) {
 				panic(fmt.Sprintf("schema: bad field number %d for %s", c.Field, c.Name))

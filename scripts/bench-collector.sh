@@ -62,7 +62,14 @@ YAML
     start=$(date +%s.%N)
     "$BIN" replay --quiet --to "127.0.0.1:$PORT" --rate "$dgram_rate" --loop "$loops" "$PCAP" >/dev/null
     end=$(date +%s.%N)
-    sleep 1
+    sent_dgrams=$(( loops * DGRAMS_PER_PCAP ))
+    # Wait (at most 10 s) until every datagram sent is received or counted as a kernel drop:
+    # the collector may still be working through its socket buffers.
+    for _ in $(seq 100); do
+      [ $(( $(metric flowzero_collector_datagrams_total) + $(metric flowzero_collector_kernel_drops_total) )) -ge "$sent_dgrams" ] && break
+      sleep 0.1
+    done
+    drained=$(date +%s.%N)
     t1=$(cpu_ticks $CPID)
     rss=$(awk '/VmHWM/ {printf "%.0f", $2/1024}' /proc/$CPID/status)
     received=$(metric flowzero_collector_flows_total)
@@ -70,9 +77,8 @@ YAML
     kdrops=$(metric flowzero_collector_kernel_drops_total)
     kill -TERM $CPID; wait $CPID || true; CPID=
     sent=$(( loops * PCAP_FLOWS ))
-    sent_dgrams=$(( loops * DGRAMS_PER_PCAP ))
     wall=$(echo "$end - $start" | bc -l)
-    cores=$(echo "($t1 - $t0) / $(getconf CLK_TCK) / ($wall + 1)" | bc -l)
+    cores=$(echo "($t1 - $t0) / $(getconf CLK_TCK) / ($drained - $start)" | bc -l)
     loss=$(echo "100 * ($sent - $received) / $sent" | bc -l)
     printf '%-6s %9d %10d %10d %8d %7.3f %6.2f %8d' "$sink" "$((sent * 10 / $(printf '%.0f' "$(echo "$wall*10" | bc -l)") ))" "$sent" "$received" "$kdrops" "$loss" "$cores" "$rss"
     if [ $((dgrams + kdrops)) -ne "$sent_dgrams" ]; then

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of the main module (func FuzzXxx in *_test.go, outside bench/) for a
 # short time, starting from its seed corpus (f.Add seeds and testdata/fuzz). A crash fails the
-# run and leaves the crasher in the package's testdata/fuzz folder.
-#   FUZZTIME  how long each target runs (default 5s)
+# run and leaves the crasher in the package's testdata/fuzz folder, as go test -fuzz does.
+#   FUZZTIME  how long each target runs (default 4s)
 #   FUZZTAGS  extra build tags
+# Each package's instrumented test binary is built once (go test -c -fuzz), in the background
+# while the previous package fuzzes, and runs each of its targets from the package's folder
+# with go test's corpus cache (GOCACHE/fuzz/<package>): a go test -fuzz per target would build
+# and link the instrumented binary again each time, one after the other.
 # New inputs are minimized for at most 100 runs: with the default (up to 60 s each) a short
 # run spends its time minimizing large seeds instead of fuzzing.
 # Go before 1.27 can fail a run with a bare "context deadline exceeded" when -fuzztime ends
@@ -11,17 +15,54 @@
 # a run is retried once, and counted as a flake, not a failure, if it happens again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FUZZTIME=${FUZZTIME:-5s}
+root=$PWD
+FUZZTIME=${FUZZTIME:-4s}
+GO=${GO:-go}
+module=$($GO list -m)
+fuzzcache="$($GO env GOCACHE)/fuzz"
+bindir=$(mktemp -d "${TMPDIR:-/tmp}/fuzz-bin.XXXXXX")
+
+# The packages holding fuzz targets, then each package's targets.
+dirs=$(git ls-files --cached --others --exclude-standard -- '*_test.go' | grep -v '^bench/' \
+  | xargs grep -l '^func Fuzz' 2>/dev/null | xargs -n1 dirname | sort -u)
+binary() { echo "$bindir/$(echo "$1" | tr / _).test"; }
+# The builder leaves BIN.ok or BIN.failed (with the compiler's output) for each package in turn.
+(
+  for dir in $dirs; do
+    bin=$(binary "$dir")
+    if $GO test -c -fuzz . ${FUZZTAGS:+-tags "$FUZZTAGS"} -o "$bin" "./$dir" >"$bin.log" 2>&1; then
+      touch "$bin.ok"
+    else
+      mv "$bin.log" "$bin.failed"
+    fi
+  done
+) &
+builder=$!
+trap 'kill $builder 2>/dev/null || true; wait; rm -rf "$bindir"' EXIT
+
 fail=0
 count=0
-while IFS= read -r file; do
-  dir=$(dirname "$file")
-  for name in $(grep -oE '^func (Fuzz[A-Za-z0-9_]*)\(' "$file" | sed -E 's/^func (Fuzz[A-Za-z0-9_]*)\(/\1/'); do
+start=$SECONDS
+for dir in $dirs; do
+  names=$(cat "$dir"/*_test.go | grep -oE '^func (Fuzz[A-Za-z0-9_]*)\(' | sed -E 's/^func (Fuzz[A-Za-z0-9_]*)\(/\1/' | sort)
+  bin=$(binary "$dir")
+  while [ ! -e "$bin.ok" ] && [ ! -e "$bin.failed" ]; do
+    kill -0 $builder 2>/dev/null || [ -e "$bin.ok" ] || [ -e "$bin.failed" ] || { echo "FAIL: fuzz: the builder stopped before ./$dir"; exit 1; }
+    sleep 0.1
+  done
+  if [ -e "$bin.failed" ]; then
+    echo "FAIL: fuzz ./$dir: the fuzz test binary does not build:"; cat "$bin.failed"
+    fail=1
+    continue
+  fi
+  for name in $names; do
     count=$((count + 1))
     echo "fuzz: ./$dir $name ($FUZZTIME)"
     log=$(mktemp "${TMPDIR:-/tmp}/fuzz-$name.XXXXXX.log")
     for attempt in 1 2; do
-      if go test ${FUZZTAGS:+-tags "$FUZZTAGS"} -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime 100x -parallel 2 "./$dir" >"$log" 2>&1; then
+      if (cd "$root/$dir" && "$bin" -test.run '^$' -test.fuzz "^${name}\$" -test.fuzztime "$FUZZTIME" \
+          -test.fuzzminimizetime 100x -test.parallel 2 -test.timeout 10m \
+          -test.fuzzcachedir "$fuzzcache/$module/$dir") >"$log" 2>&1; then
         break
       fi
       if grep -q 'context deadline exceeded' "$log" && ! grep -qE 'Failing input written|panic:|_test.go:[0-9]+:' "$log"; then
@@ -39,6 +80,6 @@ while IFS= read -r file; do
     done
     [ -z "$log" ] || rm -f "$log"
   done
-done < <(git ls-files --cached --others --exclude-standard -- '*_test.go' | grep -v '^bench/' | xargs grep -l '^func Fuzz' 2>/dev/null | sort)
-echo "fuzz: $count targets run"
+done
+echo "fuzz: $count targets run in $((SECONDS - start))s"
 exit $fail

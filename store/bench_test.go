@@ -6,8 +6,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"flowzero/output"
+	"flowzero/schema"
+	"flowzero/store/chdb"
+	"flowzero/store/ddl"
+	"flowzero/store/engine"
+	"flowzero/store/internal/storetest"
+	"flowzero/store/native"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,107 +23,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-
-	"flowzero/demo"
-	"flowzero/output"
-	"flowzero/pbwire"
-	"flowzero/schema"
-	"flowzero/store/chdb"
 )
-
-// benchFlows is the number of flows inserted per benchmark iteration.
-const benchFlows = 1 << 20
-
-// demoBatches encodes benchFlows demo flows (flowzero demo's traffic generator: a few hundred
-// hosts, the AS/port/protocol mix of an eyeball network) as the collector would, arriving at
-// 20k flows/s from three exporters, cut into batches of length-delimited messages of the
-// sink's default size (embedded.batch-bytes).
-func demoBatches(s *schema.Schema) (batches [][]byte, size int) {
-	batches, size, _ = demoBatchesTimed(s)
-	return batches, size
-}
-
-// fillDemoFlow sets fm (reset) to demo flow f as the collector would have it from exporter:
-// the decoder's columns and the exporter's name.
-func fillDemoFlow(fm *schema.FlowMessage, f *demo.Flow, now time.Time, exporter netip.Addr, name string) {
-	fm.Reset()
-	fm.TimeReceived = uint64(now.Unix())
-	fm.SamplingRate = 1000
-	fm.ExporterAddress = exporter
-	fm.SrcAddr, fm.DstAddr, fm.NextHop = f.Src, f.Dst, f.NextHop
-	fm.SrcAS, fm.DstAS = f.SrcAS, f.DstAS
-	fm.SrcNetMask, fm.DstNetMask = f.SrcMask, f.DstMask
-	fm.InIf, fm.OutIf = f.InIf, f.OutIf
-	fm.DstASPath = f.ASPath
-	fm.AppendUint(schema.ColumnBytes, f.Bytes)
-	fm.AppendUint(schema.ColumnPackets, f.Packets)
-	fm.AppendUint(schema.ColumnSrcPort, uint64(f.SrcPort))
-	fm.AppendUint(schema.ColumnDstPort, uint64(f.DstPort))
-	fm.AppendUint(schema.ColumnProto, uint64(f.Proto))
-	etype := uint64(0x800)
-	if f.Src.Is6() {
-		etype = 0x86dd
-	}
-	fm.AppendUint(schema.ColumnEType, etype)
-	fm.AppendUint(schema.ColumnFlowDirection, uint64(f.Direction)+1)
-	fm.AppendUint(schema.ColumnForwardingStatus, 64)
-	fm.AppendString(schema.ColumnExporterName, name)
-}
-
-// demoEvery is the time between two demo flows: 20k flows/s.
-const demoEvery = 50 * time.Microsecond
-
-// demoSpan is the time the demo batches span: benchFlows flows at 20k flows/s.
-const demoSpan = benchFlows * demoEvery
-
-// timeField is where a demo flow's TimeReceived varint is: batch index and byte offset.
-type timeField struct{ batch, off int32 }
-
-// demoBatchesTimed is demoBatches, also returning where each flow's TimeReceived is, so that
-// the batches can be sent again later in time (shiftTimes).
-func demoBatchesTimed(s *schema.Schema) (batches [][]byte, size int, times []timeField) {
-	g := demo.NewGenerator(1)
-	fm := s.NewFlowMessage()
-	exporters := []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2"), netip.MustParseAddr("192.0.2.3")}
-	names := []string{"edge1.par", "edge2.par", "core1.fra"}
-	start := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
-	var cur []byte
-	for i := 0; i < benchFlows; i++ {
-		now := start.Add(time.Duration(i) * demoEvery)
-		f := g.Next(now)
-		e := i % len(exporters)
-		fillDemoFlow(fm, &f, now, exporters[e], names[e])
-		msg := fm.Finalize()
-		size += len(msg)
-		if len(cur)+len(msg) > DefaultConfiguration().Embedded.BatchBytes {
-			batches = append(batches, cur)
-			cur = nil
-		}
-		// The value's varint (5 bytes for today's Unix times) appears once in the message.
-		v := binary.AppendUvarint(nil, fm.TimeReceived)
-		at := bytes.Index(msg, v)
-		if len(v) != 5 || at < 0 {
-			panic("demo flow without a 5-byte TimeReceived")
-		}
-		times = append(times, timeField{int32(len(batches)), int32(len(cur) + at)})
-		cur = append(cur, msg...)
-	}
-	return append(batches, cur), size, times
-}
-
-// shiftTimes moves every demo flow's TimeReceived by d (in place, keeping 5-byte varints).
-func shiftTimes(batches [][]byte, times []timeField, d time.Duration) {
-	for _, t := range times {
-		p := batches[t.batch][t.off : t.off+5]
-		v, _ := binary.Uvarint(p)
-		v = uint64(int64(v) + int64(d/time.Second))
-		for i := range 4 {
-			p[i] = byte(v) | 0x80
-			v >>= 7
-		}
-		p[4] = byte(v)
-	}
-}
 
 // threadCPU returns the CPU seconds of this process's live threads, summed by thread name:
 // the engine names its threads by pool (ThreadPool and QueryPipelineEx run inserts,
@@ -178,10 +84,10 @@ func cpuSeconds() float64 {
 //   - sink: the same through Sink.Send/Flush, as the collector feeds it (its 64 KiB
 //     batches): flows_1m pre-aggregated by the sink (embedded.pre-aggregate, the default);
 //   - sink-view: the same with flows_1m fed by its view (pre-aggregate off);
-//   - sink-5s, sink-5s-unsummed and sink-2s: the sink with the batches of a collector at
-//     the demo's 20k flows/s flushing every 5 s (the default flush-interval: 100k flows) or
-//     2 s (40k flows), their groups summed for 30 s (the default pre-aggregate-interval)
-//     or, unsummed, inserted with each batch;
+//   - sink-10s, sink-5s, sink-5s-unsummed and sink-2s: the sink with the batches of a
+//     collector at the demo's 20k flows/s flushing every 10 s, 5 s (the default
+//     flush-interval: 100k flows) or 2 s (40k flows), their groups summed for 30 s (the
+//     default pre-aggregate-interval) or, unsummed, inserted with each batch;
 //   - sink-sustained: the sink fed 8M flows per iteration, until the engine's background
 //     merges have settled (benchSustained): the steady-state cost, merges included, which
 //     the other variants hardly see (run it with -benchtime 1x);
@@ -205,10 +111,10 @@ func BenchmarkStoreInsert(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	batches, encoded := demoBatches(s)
-	b.Logf("%d flows, %.1f bytes/flow encoded, %d batches", benchFlows, float64(encoded)/benchFlows, len(batches))
+	batches, encoded := storetest.DemoBatches(s)
+	b.Logf("%d flows, %.1f bytes/flow encoded, %d batches", storetest.BenchFlows, float64(encoded)/storetest.BenchFlows, len(batches))
 	dir := b.TempDir()
-	for _, variant := range []string{"null", "flows", "flows+aggregates", "sink", "sink-view", "sink-5s", "sink-5s-unsummed", "sink-2s", "sink-sustained"} {
+	for _, variant := range []string{"null", "flows", "flows+aggregates", "sink", "sink-view", "sink-10s", "sink-5s", "sink-5s-unsummed", "sink-2s", "sink-sustained"} {
 		for _, format := range []string{"protobuf", "native"} {
 			name := "table=" + variant + "/format=" + format
 			if strings.HasPrefix(variant, "sink") {
@@ -226,11 +132,11 @@ func BenchmarkStoreInsert(b *testing.B) {
 				// Only the sink pre-aggregates: the variants inserting straight into the
 				// flows table need the view to feed flows_1m.
 				cfg.Embedded.PreAggregate = variant != "sink-view" && strings.HasPrefix(variant, "sink")
-				if every := map[string]time.Duration{"sink-5s": 5 * time.Second, "sink-5s-unsummed": 5 * time.Second, "sink-2s": 2 * time.Second}[variant]; every > 0 {
+				if every := map[string]time.Duration{"sink-10s": 10 * time.Second, "sink-5s": 5 * time.Second, "sink-5s-unsummed": 5 * time.Second, "sink-2s": 2 * time.Second}[variant]; every > 0 {
 					// The batches of a collector at the demo's 20k flows/s, cut every
 					// flush-interval. Summed for 30 s, six of 5 s (fifteen of 2 s) make one
 					// insert of groups; unsummed, each one does.
-					cfg.Embedded.BatchBytes = int(every / demoEvery * time.Duration(encoded) / benchFlows)
+					cfg.Embedded.BatchBytes = int(every / storetest.DemoEvery * time.Duration(encoded) / storetest.BenchFlows)
 					if variant == "sink-5s-unsummed" {
 						cfg.Embedded.PreAggregateInterval = 0
 					}
@@ -243,9 +149,9 @@ func BenchmarkStoreInsert(b *testing.B) {
 					benchSink(b, cfg, s, batches)
 					return
 				}
-				conn, ddl := benchOpen(b, cfg, s)
+				conn, d := benchOpen(b, cfg, s)
 				defer conn.Close()
-				table := ddl.FlowsTable()
+				table := d.FlowsTable()
 				if variant == "null" {
 					if err := conn.Exec("CREATE TABLE IF NOT EXISTS flowzero.null AS flowzero.flows ENGINE = Null"); err != nil {
 						b.Fatal(err)
@@ -253,15 +159,15 @@ func BenchmarkStoreInsert(b *testing.B) {
 					table = "flowzero.null"
 				}
 				insert := func(batch []byte) error {
-					_, err := conn.Insert(strings.Replace(ddl.InsertStatement(), ddl.FlowsTable(), table, 1), "Protobuf", batch)
+					_, err := conn.Insert(strings.Replace(d.InsertStatement(), d.FlowsTable(), table, 1), "Protobuf", batch)
 					return err
 				}
 				if format == "native" {
-					enc, err := NewNativeEncoder(s)
+					enc, err := native.NewEncoder(s)
 					if err != nil {
 						b.Fatal(err)
 					}
-					stmt := strings.Replace(ddl.NativeInsertStatement(enc), ddl.FlowsTable(), table, 1)
+					stmt := strings.Replace(d.NativeInsertStatement(enc.Columns()), d.FlowsTable(), table, 1)
 					insert = func(batch []byte) error {
 						enc.Reset()
 						if _, err := enc.AppendDelimited(batch); err != nil {
@@ -290,148 +196,31 @@ func BenchmarkStoreInsert(b *testing.B) {
 	}
 }
 
-// BenchmarkStoreNativeEncode measures NativeEncoder alone on the demo batches: the Go side
-// of the sink's insert, against splitting the same batches into messages (the pass over the
-// bytes that any conversion needs). All must be 0 allocs/op once warm.
-func BenchmarkStoreNativeEncode(b *testing.B) {
-	s, err := schema.New(schema.DefaultConfiguration())
-	if err != nil {
-		b.Fatal(err)
-	}
-	batches, encoded := demoBatches(s)
-	b.Run("impl=split", func(b *testing.B) {
-		b.SetBytes(int64(encoded))
-		b.ReportAllocs()
-		n := 0
-		for b.Loop() {
-			for _, batch := range batches {
-				for len(batch) > 0 {
-					msg, rest, err := pbwire.SplitDelimited(batch)
-					if err != nil {
-						b.Fatal(err)
-					}
-					n += len(msg)
-					batch = rest
-				}
-			}
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchFlows, "ns/flow")
-	})
-	// impl=native-unsorted leaves the rows in arrival order, in blocks of nativeBlockRows, as
-	// the encoder did before batchSorter: the difference is the sort's cost in Go.
-	for _, impl := range []string{"native", "native-unsorted"} {
-		b.Run("impl="+impl, func(b *testing.B) {
-			enc, err := NewNativeEncoder(s)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if impl == "native-unsorted" {
-				enc.sorter, enc.blockRows = nil, nativeBlockRows
-			}
-			for _, batch := range batches { // warm: buffers and dictionaries at their size
-				enc.Reset()
-				enc.AppendDelimited(batch)
-				enc.Block()
-			}
-			b.SetBytes(int64(encoded))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				for _, batch := range batches {
-					enc.Reset()
-					if _, err := enc.AppendDelimited(batch); err != nil {
-						b.Fatal(err)
-					}
-					enc.Block()
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchFlows, "ns/flow")
-		})
-	}
-}
-
-// BenchmarkStoreAggregate measures the sink's pre-aggregation in Go (nativeAggregator: the
-// finest resolution's GROUP BY over every dimension, and the Native block of the groups) on
-// the demo batches, against the encoder alone in the same run: ns/flow of impl=aggregate
-// less impl=native is the grouping's cost. Both must be 0 allocs/op once warm.
-func BenchmarkStoreAggregate(b *testing.B) {
-	s, err := schema.New(schema.DefaultConfiguration())
-	if err != nil {
-		b.Fatal(err)
-	}
-	batches, encoded := demoBatches(s)
-	ddl := NewDDL(DefaultConfiguration(), s, "")
-	for _, impl := range []string{"native", "aggregate"} {
-		b.Run("impl="+impl, func(b *testing.B) {
-			enc, err := NewNativeEncoder(s)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var agg *nativeAggregator
-			if impl == "aggregate" {
-				if agg, err = newNativeAggregator(enc, ddl.aggregatedKeyDims(), time.Minute); err != nil {
-					b.Fatal(err)
-				}
-				enc.agg = agg
-			}
-			groups := 0
-			run := func() {
-				for _, batch := range batches {
-					enc.Reset()
-					if _, err := enc.AppendDelimited(batch); err != nil {
-						b.Fatal(err)
-					}
-					enc.Block()
-					if agg != nil {
-						agg.Block(enc)
-						groups += agg.Groups()
-					}
-				}
-			}
-			run() // warm: buffers, dictionaries and the group table at their size
-			groups = 0
-			b.SetBytes(int64(encoded))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				run()
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchFlows, "ns/flow")
-			if agg != nil {
-				b.ReportMetric(float64(groups)/float64(b.N)/benchFlows, "groups/flow")
-			}
-		})
-	}
-}
-
-func benchOpen(b *testing.B, cfg Configuration, s *schema.Schema) (*chdb.Conn, *DDL) {
+func benchOpen(b *testing.B, cfg Configuration, s *schema.Schema) (*chdb.Conn, *ddl.DDL) {
 	dir, err := cfg.ProtoDir()
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := WriteProto(dir, s); err != nil {
+	if _, err := ddl.WriteProto(dir, s); err != nil {
 		b.Fatal(err)
 	}
-	conn, err := chdb.Open(cfg.Embedded.Path, EngineArgs()...)
+	conn, err := chdb.Open(cfg.Embedded.Path, engine.Args()...)
 	if err != nil {
 		b.Fatal(err)
 	}
-	ddl := NewDDL(cfg, s, dir)
-	m := &Migrator{DDL: ddl, Exec: Embedded{Conn: conn}, Logger: quietLogger()}
+	d := NewDDL(cfg, s, dir)
+	m := &ddl.Migrator{DDL: d, Exec: engine.Embedded{Conn: conn}, Logger: storetest.QuietLogger()}
 	if _, err := m.Migrate(context.Background(), false); err != nil {
 		b.Fatal(err)
 	}
-	return conn, ddl
+	return conn, d
 }
 
 // startBenchSink starts a sink whose queue holds queued batches: the benchmarks measure the
 // engine, not the drop policy (checkNotDropped).
 func startBenchSink(b *testing.B, cfg Configuration, s *schema.Schema, queued int) *Sink {
 	cfg.Embedded.QueueLength = queued
-	sink, err := NewSink(nil, cfg, s, quietLogger())
-	if err != nil {
-		b.Fatal(err)
-	}
+	sink := newTestSink(b, nil, cfg, s)
 	if err := sink.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -510,7 +299,7 @@ func benchSink(b *testing.B, cfg Configuration, s *schema.Schema, batches [][]by
 		var sb strings.Builder
 		for k, v := range ev1 {
 			if d := v - ev0[k]; d != 0 {
-				fmt.Fprintf(&sb, "%s\t%.4g\n", k, d/float64(b.N)/benchFlows)
+				fmt.Fprintf(&sb, "%s\t%.4g\n", k, d/float64(b.N)/storetest.BenchFlows)
 			}
 		}
 		if err := os.WriteFile(os.Getenv("FLOWZERO_BENCH_EVENTS"), []byte(sb.String()), 0o644); err != nil {
@@ -522,18 +311,18 @@ func benchSink(b *testing.B, cfg Configuration, s *schema.Schema, batches [][]by
 }
 
 // sustainedRounds is how many times the sustained variant sends the demo batches per
-// iteration, each time later by demoSpan: 8M flows, enough for the engine's background
+// iteration, each time later by storetest.DemoSpan: 8M flows, enough for the engine's background
 // merges to run at their steady-state pace.
 const sustainedRounds = 8
 
-// benchSustained feeds the sink sustainedRounds × benchFlows flows per iteration, with
+// benchSustained feeds the sink sustainedRounds × storetest.BenchFlows flows per iteration, with
 // advancing times (as a collector would over ~7 minutes at 20k flows/s, only faster), then
 // waits until the engine has settled: no merge running and the tables' parts unchanged for
 // a while. flows/s and flows/cpu-s cover inserts and merges (the engine's merge threads are
 // threads of this process, counted by getrusage); disk-B/flow is the flows table's size as
 // the merges left it (no OPTIMIZE), parts the active parts of every table left by them.
 func benchSustained(b *testing.B, cfg Configuration, s *schema.Schema) {
-	batches, _, times := demoBatchesTimed(s)
+	batches, _, times := storetest.DemoBatchesTimed(s)
 	sink := startBenchSink(b, cfg, s, 2*sustainedRounds*len(batches))
 	defer sink.Stop()
 	obs := collectorBatches(batches) // views: shiftTimes moves their times too
@@ -546,7 +335,7 @@ func benchSustained(b *testing.B, cfg Configuration, s *schema.Schema) {
 		c, t := cpuSeconds(), time.Now()
 		for range sustainedRounds {
 			if rounds > 0 {
-				shiftTimes(batches, times, demoSpan+time.Second)
+				storetest.ShiftTimes(batches, times, storetest.DemoSpan+time.Second)
 			}
 			rounds++
 			sendAll(sink, obs)
@@ -564,7 +353,7 @@ func benchSustained(b *testing.B, cfg Configuration, s *schema.Schema) {
 	}
 	b.StopTimer()
 	checkNotDropped(b, sink)
-	flows := float64(b.N) * sustainedRounds * benchFlows
+	flows := float64(b.N) * sustainedRounds * storetest.BenchFlows
 	b.ReportMetric(flows/wall, "flows/s")
 	b.ReportMetric(flows/cpu, "flows/cpu-s")
 	b.ReportMetric(0, "ns/op")
@@ -649,7 +438,7 @@ func engineEvents(b *testing.B, conn *chdb.Conn) map[string]float64 {
 func report(b *testing.B, cpu0 float64, t0 time.Time, threads0 map[string]float64) {
 	wall, cpu := time.Since(t0).Seconds(), cpuSeconds()-cpu0
 	merges := logThreadCPU(b, threads0, cpu)
-	flows := float64(b.N) * benchFlows
+	flows := float64(b.N) * storetest.BenchFlows
 	b.ReportMetric(flows/wall, "flows/s")
 	b.ReportMetric(flows/cpu, "flows/cpu-s")
 	b.ReportMetric(flows/(cpu-merges), "flows/insert-cpu-s")
@@ -693,7 +482,7 @@ func BenchmarkStoreSinkWrite(b *testing.B) {
 		b.Fatal(err)
 	}
 	fm := s.NewFlowMessage()
-	msg := slicesClone(testFlows[0].encode(fm))
+	msg := slicesClone(storetest.Flows[0].Encode(fm))
 	b.Run("impl=append", func(b *testing.B) {
 		buf := make([]byte, 0, 16<<20)
 		b.SetBytes(int64(len(msg)))
@@ -713,10 +502,7 @@ func BenchmarkStoreSinkWrite(b *testing.B) {
 		// dropped (and counted) while the engine inserts one; Stop then waits for two at most.
 		cfg.Embedded.BatchBytes = 1 << 20
 		cfg.Embedded.QueueLength = 1
-		sink, err := NewSink(nil, cfg, s, quietLogger())
-		if err != nil {
-			b.Fatal(err)
-		}
+		sink := newTestSink(b, nil, cfg, s)
 		if err := sink.Start(); err != nil {
 			b.Fatal(err)
 		}

@@ -1,14 +1,12 @@
 package store
 
 import (
-	"context"
-	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"flowzero/schema"
+	"flowzero/store/internal/storetest"
 )
 
 // TestSinkRefusesServer checks that a sink is not made for a ClickHouse server, which it
@@ -23,7 +21,7 @@ func TestSinkRefusesServer(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	if _, err := NewSink(nil, cfg, s, nil); err == nil || !strings.Contains(err.Error(), "clickhouse.url: ") {
+	if _, err := NewSink(nil, cfg, Dependencies{Schema: s}); err == nil || !strings.Contains(err.Error(), "clickhouse.url: ") {
 		t.Errorf("NewSink with a server: %v", err)
 	}
 }
@@ -31,7 +29,7 @@ func TestSinkRefusesServer(t *testing.T) {
 // TestURLErrorsHideSecrets checks that the errors about a URL name the key and never quote
 // the password it holds, whether the URL does not parse, has the wrong scheme or holds
 // credentials where none are allowed (user:password@ or the query parameters ClickHouse's
-// HTTP interface takes), and that a failed request does not quote the URL's query.
+// HTTP interface takes). The HTTP client's own errors are engine's (TestHTTPErrorsHideSecrets).
 func TestURLErrorsHideSecrets(t *testing.T) {
 	const secret = "s3cret"
 	urls := []string{
@@ -57,35 +55,40 @@ func TestURLErrorsHideSecrets(t *testing.T) {
 				t.Errorf("%s %s: %v", key, u, err)
 			}
 		}
-		_, err := NewHTTPClient(ClickHouseConfiguration{URL: u})
-		if err == nil || strings.Contains(err.Error(), secret) {
-			t.Errorf("NewHTTPClient(%s): %v", u, err)
-		}
 	}
+}
 
-	// The query parameter holding credentials is named, so that it can be found.
-	cfg := DefaultConfiguration()
-	cfg.ClickHouse.URL = "http://ch.example:8123/?database=flowzero&password=" + secret
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `"password" query parameter`) ||
-		!strings.Contains(err.Error(), "clickhouse.password") {
-		t.Errorf("password in the query: %v", err)
-	}
-
-	// A request that fails quotes no query, whatever clickhouse.url holds (a client made
-	// before the parameters were refused, or another parameter that is a secret).
-	base, err := url.Parse("http://127.0.0.1:1/?password=" + secret + "&user=flowzero&quota_key=" + secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &HTTPClient{base: base, client: &http.Client{Timeout: 5 * time.Second}}
-	ctx := context.Background()
-	for name, err := range map[string]error{
-		"Exec":   c.Exec(ctx, "SELECT 1"),
-		"Insert": c.Insert(ctx, "INSERT INTO t FORMAT Native", strings.NewReader("")),
+// TestConfigurationValidate checks that each bad key of outputs.store is named, those of the
+// tables (ddl) as those of the server and the embedded engine.
+func TestConfigurationValidate(t *testing.T) {
+	for _, tc := range []struct {
+		mod func(*Configuration)
+		key string
+	}{
+		{func(c *Configuration) { c.Database = "flow-zero" }, "database"},
+		{func(c *Configuration) { c.Resolutions[1].Interval = 0 }, "resolutions[1].interval"},
+		{func(c *Configuration) { c.ClickHouse.URL = "tcp://x:9000" }, "clickhouse.url"},
+		{func(c *Configuration) { c.ClickHouse.Timeout = 0 }, "clickhouse.timeout"},
+		{func(c *Configuration) { c.ClickHouse.MaxResponseBytes = 10 }, "clickhouse.max-response-bytes"},
+		{func(c *Configuration) { c.Embedded.Path = "" }, "embedded.path"},
+		{func(c *Configuration) { c.Embedded.BatchBytes = 10 }, "embedded.batch-bytes"},
+		{func(c *Configuration) { c.Embedded.QueueLength = 0 }, "embedded.queue-length"},
+		{func(c *Configuration) { c.Embedded.QueryConnections = 0 }, "embedded.query-connections"},
+		{func(c *Configuration) { c.Embedded.MaxResultBytes = 100 }, "embedded.max-result-bytes"},
+		{func(c *Configuration) { c.Embedded.PreAggregateInterval = -time.Second }, "embedded.pre-aggregate-interval"},
+		{func(c *Configuration) { c.ASNames.URL = "file:///x" }, "as-names.url"},
 	} {
-		if err == nil || strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "?") ||
-			!strings.Contains(err.Error(), "http://127.0.0.1:1/") {
-			t.Errorf("%s against a closed port: %v", name, err)
+		cfg := DefaultConfiguration()
+		tc.mod(&cfg)
+		err := cfg.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), tc.key+":") {
+			t.Errorf("want an error on %s, got %v", tc.key, err)
 		}
+	}
+	if err := DefaultConfiguration().Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+	if got := DefaultConfiguration().Embedded.BatchBytes; got != storetest.SinkBatchBytes {
+		t.Errorf("default batch-bytes %d, storetest.SinkBatchBytes %d: the benchmarks' batches are not the sink's", got, storetest.SinkBatchBytes)
 	}
 }

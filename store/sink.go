@@ -10,22 +10,26 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"flowzero/internal/clock"
 	"flowzero/output"
 	"flowzero/schema"
 	"flowzero/store/chdb"
+	"flowzero/store/ddl"
+	"flowzero/store/engine"
+	"flowzero/store/native"
 )
 
 // Sink stores encoded flows in the embedded engine, in batches cut by size
 // (embedded.batch-bytes) and age (embedded.flush-interval), into a persistent data directory.
 //
 // Write copies each message into the current batch. The inserter converts a full batch to
-// the Native format (NativeEncoder: the engine reads it several times faster than its
+// the Native format (native.Encoder: the engine reads it several times more cheaply than its
 // Protobuf input) and streams it to `INSERT INTO flows (columns) FORMAT Native` (chDB's
 // streaming insert: binary data never goes through the SQL parser); a message that does not
 // convert is dropped and counted, the rest of its batch is stored. Should the schema have a
 // column type the encoder cannot write, the batch goes as it is to `FORMAT Protobuf` with
-// the schema's .proto. With pre-aggregation (DDL.PreAggregated) the encoder also groups the
-// batch by the finest resolution's dimensions (nativeAggregator), summing successive
+// the schema's .proto. With pre-aggregation (ddl.DDL.PreAggregated) the encoder also groups
+// the batch by the finest resolution's dimensions (native.Aggregator), summing successive
 // batches for embedded.pre-aggregate-interval, and the sums go to that table in their own
 // INSERT, after the flows (see insertBatch for when, and what a failure leaves).
 // No allocation per flow: batch buffers, the encoder and its group table are recycled.
@@ -36,16 +40,18 @@ type Sink struct {
 	cfg    Configuration
 	schema *schema.Schema
 	log    *slog.Logger
+	clock  clock.Clock
 	m      *metrics
 
 	conn   *chdb.Conn
-	ddl    *DDL
+	ro     *engine.ReadOnly // read-only statements of other components (Engine)
+	ddl    *ddl.DDL
 	insert string // the INSERT statement of every batch
-	format string // its input format: Native (native set) or Protobuf
-	native *NativeEncoder
+	format string // its input format: Native (enc set) or Protobuf
+	enc    *native.Encoder
 	// agg groups each batch for the pre-aggregated resolution (nil without
 	// pre-aggregation); aggInsert is its INSERT.
-	agg       *nativeAggregator
+	agg       *native.Aggregator
 	aggInsert string
 	// aggFlows is the number of flows summed in agg's groups, not inserted yet, and aggSince
 	// when the first of them was added (inserter only).
@@ -81,11 +87,25 @@ type batch struct {
 	ack   chan struct{}
 }
 
+// Dependencies are what a Sink needs besides its configuration.
+type Dependencies struct {
+	// Schema of the flows written to the sink (required).
+	Schema *schema.Schema
+	// Logger; nil is slog.Default().
+	Logger *slog.Logger
+	// Clock cuts batches by age and pre-aggregation windows; nil is the machine's clock.
+	Clock clock.Clock
+}
+
 // NewSink returns a sink for the schema's flows. Nothing is opened before Start.
-func NewSink(r prometheus.Registerer, cfg Configuration, s *schema.Schema, log *slog.Logger) (*Sink, error) {
+func NewSink(r prometheus.Registerer, cfg Configuration, deps Dependencies) (*Sink, error) {
 	if err := cfg.ValidateSink(); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	if deps.Schema == nil {
+		return nil, errors.New("store: no schema")
+	}
+	log := deps.Logger
 	if log == nil {
 		log = slog.Default()
 	}
@@ -94,7 +114,7 @@ func NewSink(r prometheus.Registerer, cfg Configuration, s *schema.Schema, log *
 		return nil, fmt.Errorf("store: metrics: %w", err)
 	}
 	return &Sink{
-		cfg: cfg, schema: s, log: log, m: m,
+		cfg: cfg, schema: deps.Schema, log: log, clock: clock.Or(deps.Clock), m: m,
 		queue: make(chan *batch, cfg.Embedded.QueueLength),
 		free:  make(chan *batch, cfg.Embedded.QueueLength+2),
 		done:  make(chan struct{}),
@@ -117,42 +137,42 @@ func (s *Sink) Start() error {
 	if !chdb.Built {
 		return chdb.ErrNotBuilt
 	}
-	conn, ddl, err := OpenEmbedded(context.Background(), s.cfg, s.schema, s.log)
+	conn, d, err := OpenEmbedded(context.Background(), s.cfg, s.schema, s.log)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	s.conn, s.ddl = conn, ddl
-	if enc, err := NewNativeEncoder(s.schema); err == nil {
-		s.native, s.insert, s.format = enc, ddl.NativeInsertStatement(enc), "Native"
+	s.conn, s.ddl = conn, d
+	if enc, err := native.NewEncoder(s.schema); err == nil {
+		s.enc, s.insert, s.format = enc, d.NativeInsertStatement(enc.Columns()), "Native"
 	} else {
 		s.log.Warn("store: inserting Protobuf", "error", err)
-		s.native, s.insert, s.format = nil, ddl.InsertStatement(), "Protobuf"
+		s.enc, s.insert, s.format = nil, d.InsertStatement(), "Protobuf"
 	}
 	s.agg, s.aggInsert = nil, ""
-	if r, ok := ddl.PreAggregated(); ok {
+	if r, ok := d.PreAggregated(); ok {
 		// The DDL made the same checks on the same schema: the view is gone, so failing here
 		// would lose the resolution's rows; it cannot happen short of a bug.
-		var agg *nativeAggregator
-		err := errNotAggregable
-		if s.native != nil {
+		var agg *native.Aggregator
+		err := native.ErrNotAggregable
+		if s.enc != nil {
 			// The groups go sorted by the table's key as it is (a table created by an
 			// earlier version keeps its order), so that the engine need not sort them.
-			dims, kerr := ddl.preAggregatedKeyDims(context.Background(), Embedded{Conn: conn}, r)
+			dims, kerr := d.PreAggregatedKeyDims(context.Background(), engine.Embedded{Conn: conn}, r)
 			if kerr != nil {
 				s.log.Warn("store: reading the sorting key of the pre-aggregated table", "error", kerr)
 			}
-			agg, err = newNativeAggregator(s.native, dims, r.Interval)
+			agg, err = native.NewAggregator(s.enc, dims, r.Interval)
 		}
 		if err != nil {
 			s.mu.Unlock()
 			conn.Close()
 			return fmt.Errorf("store: pre-aggregation: %w", err)
 		}
-		s.agg, s.aggInsert = agg, ddl.AggregatedInsertStatement(r, agg)
-		s.native.agg = agg
-		s.log.Info("store: pre-aggregating", "table", AggregatedTableName(r))
+		s.agg, s.aggInsert = agg, d.AggregatedInsertStatement(r, agg.Columns())
+		s.log.Info("store: pre-aggregating", "table", ddl.AggregatedTableName(r))
 	}
+	s.ro = engine.NewReadOnly(s.cfg.Embedded.Path, s.cfg.Embedded.QueryConnections, s.cfg.Embedded.MaxResultBytes, embeddedArgs(s.cfg)...)
 	s.cur = s.newBatch()
 	s.started = true
 	s.mu.Unlock()
@@ -163,12 +183,28 @@ func (s *Sink) Start() error {
 	return nil
 }
 
-// Conn returns the engine connection, for queries in the same process (the engine holds one
-// data directory per process). Valid between Start and Stop.
+// Conn returns the sink's own connection to the engine, for tests and tools: a statement on
+// it waits for the sink's inserts and they wait for it. Other components query through
+// Engine. Valid between Start and Stop.
 func (s *Sink) Conn() *chdb.Conn { return s.conn }
 
+// Engine returns the executor of read-only statements on the sink's engine (the engine holds
+// one data directory per process), for other components of the process such as the query
+// API: safe for concurrent use, its statements run on connections of their own, beside the
+// sink's inserts, within embedded.query-connections and embedded.max-result-bytes, and stop
+// when their context ends (engine.ReadOnly). Nil before Start; after Stop its statements
+// return engine.ErrClosed.
+func (s *Sink) Engine() engine.Executor {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ro == nil {
+		return nil
+	}
+	return s.ro
+}
+
 // DDL returns the DDL the sink created its tables with. Valid after Start.
-func (s *Sink) DDL() *DDL { return s.ddl }
+func (s *Sink) DDL() *ddl.DDL { return s.ddl }
 
 func (s *Sink) newBatch() *batch {
 	select {
@@ -190,7 +226,7 @@ func (s *Sink) Write(msg []byte) {
 	}
 	b := s.cur
 	if b.flows == 0 {
-		s.first = time.Now()
+		s.first = s.clock.Now()
 	}
 	b.buf = append(b.buf, msg...)
 	b.flows++
@@ -215,7 +251,7 @@ func (s *Sink) Send(ob *output.Batch) bool {
 	}
 	b := s.cur
 	if b.flows == 0 {
-		s.first = time.Now()
+		s.first = s.clock.Now()
 	}
 	b.buf = append(b.buf, ob.Data...)
 	b.flows += ob.Flows
@@ -258,9 +294,9 @@ func (s *Sink) tickLoop() {
 		select {
 		case <-s.done:
 			return
-		case now := <-t.C:
+		case <-t.C:
 			s.mu.Lock()
-			if !s.stopped && s.cur.flows > 0 && now.Sub(s.first) >= s.cfg.Embedded.FlushInterval {
+			if !s.stopped && s.cur.flows > 0 && s.clock.Now().Sub(s.first) >= s.cfg.Embedded.FlushInterval {
 				s.rotateLocked()
 			}
 			s.mu.Unlock()
@@ -300,9 +336,9 @@ func (s *Sink) insertLoop() {
 			continue
 		}
 		s.m.queued.Dec()
-		start := time.Now()
+		start := s.clock.Now()
 		flows, err := s.insertBatch(b)
-		s.m.insertSeconds.Observe(time.Since(start).Seconds())
+		s.m.insertSeconds.Observe(s.clock.Now().Sub(start).Seconds())
 		if err != nil {
 			s.m.insertErrors.Inc()
 			s.m.droppedError.Add(float64(flows))
@@ -326,12 +362,12 @@ func (s *Sink) insertLoop() {
 // holding more than the interval's traffic), or they take aggMaxBytes of memory.
 func (s *Sink) groupsDue() bool {
 	iv := s.cfg.Embedded.PreAggregateInterval
-	return time.Since(s.aggSince) >= iv || s.agg.Span() >= iv || s.agg.Bytes() >= s.aggMaxBytes
+	return s.clock.Now().Sub(s.aggSince) >= iv || s.agg.Span() >= iv || s.agg.Bytes() >= s.aggMaxBytes
 }
 
 // aggMaxBytes is how much memory the pending groups may take before they are inserted
 // whatever the interval: at up to ~250 bytes per group with the default columns (~100 when
-// only the demo's dimensions are set, see nativeAggregator.activate), 250k groups or more,
+// only the demo's dimensions are set, see native.Aggregator), 250k groups or more,
 // as much memory as a default batch. Traffic with more distinct dimensions than that in an
 // interval (many exporters, interfaces and ASes at a high rate) would otherwise grow the
 // sink without bound; its groups then go in more often, as they would in smaller batches.
@@ -354,7 +390,7 @@ func (s *Sink) insertGroups() {
 		return
 	}
 	if flows := s.aggFlows; flows > 0 && s.agg.Groups() > 0 {
-		if _, err := s.conn.Insert(s.aggInsert, "Native", s.agg.Block(s.native)); err != nil {
+		if _, err := s.conn.Insert(s.aggInsert, "Native", s.agg.Block()); err != nil {
 			s.m.insertErrors.Inc()
 			s.m.notAggregated.Add(float64(flows))
 			s.log.Error("store: insert of the pre-aggregated rows failed", "flows", flows, "error", err)
@@ -369,7 +405,7 @@ func (s *Sink) insertGroups() {
 // dropGroups forgets the pending groups (Reset also forgets the interned values they were
 // keyed by, when there are too many).
 func (s *Sink) dropGroups() {
-	s.native.Reset()
+	s.enc.Reset()
 	s.aggFlows = 0
 	s.m.pendingFlows.Set(0)
 	s.m.pendingGroups.Set(0)
@@ -396,24 +432,24 @@ func (e *aggregateInsertError) Unwrap() error { return e.err }
 // are dropped and counted as not aggregated: the aggregated tables may lack flows that the
 // flows table has, never the reverse, and INSERT ... SELECT ... GROUP BY rebuilds them.
 func (s *Sink) insertBatch(b *batch) (int, error) {
-	if s.native == nil {
+	if s.enc == nil {
 		_, err := s.conn.Insert(s.insert, s.format, b.buf)
 		return b.flows, err
 	}
 	switch {
 	case s.agg == nil:
-		s.native.Reset()
-	case s.aggFlows > 0 && !s.groupsDue() && s.native.ResetBlocks():
+		s.enc.Reset()
+	case s.aggFlows > 0 && !s.groupsDue() && s.enc.ResetBlocks():
 		// The groups keep summing.
 	default:
 		s.insertGroups()
 	}
-	ok, first := s.native.AppendDelimited(b.buf)
+	ok, first := s.enc.AppendDelimited(b.buf)
 	// Every flow of the batch not appended is dropped, those after a length prefix that
 	// frames no message included.
 	if dropped := b.flows - ok; dropped > 0 {
 		s.m.droppedInvalid.Add(float64(dropped))
-		if now := time.Now(); now.Sub(s.invalidLogged) >= time.Minute {
+		if now := s.clock.Now(); now.Sub(s.invalidLogged) >= time.Minute {
 			s.invalidLogged = now
 			s.log.Warn("store: malformed flows dropped", "flows", dropped, "error", first)
 		}
@@ -421,7 +457,7 @@ func (s *Sink) insertBatch(b *batch) (int, error) {
 	if ok == 0 {
 		return 0, nil
 	}
-	if _, err := s.conn.Insert(s.insert, s.format, s.native.Block()); err != nil {
+	if _, err := s.conn.Insert(s.insert, s.format, s.enc.Block()); err != nil {
 		if s.aggFlows > 0 {
 			// The failed batch is summed in the groups with the earlier ones: drop them all
 			// rather than let the aggregated tables count flows the flows table lacks.
@@ -435,7 +471,7 @@ func (s *Sink) insertBatch(b *batch) (int, error) {
 	}
 	if s.agg != nil {
 		if s.aggFlows == 0 {
-			s.aggSince = time.Now()
+			s.aggSince = s.clock.Now()
 		}
 		s.aggFlows += ok
 		s.m.pendingFlows.Set(float64(s.aggFlows))
@@ -512,8 +548,10 @@ func (s *Sink) Stop() error {
 	err := s.err
 	s.err = nil
 	s.mu.Unlock()
+	// The read-only statements end before the connection holding the engine closes.
+	s.ro.Close()
 	if s.cfg.Kafka.Enabled {
-		m := &Migrator{DDL: s.ddl, Exec: Embedded{Conn: s.conn}, Logger: s.log}
+		m := &ddl.Migrator{DDL: s.ddl, Exec: engine.Embedded{Conn: s.conn}, Logger: s.log}
 		if derr := m.DropKafka(context.Background()); derr != nil && err == nil {
 			err = derr
 		}

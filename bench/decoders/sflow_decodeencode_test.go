@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"net/netip"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	gfsflow "github.com/netsampler/goflow2/v2/decoders/sflow"
 	"github.com/netsampler/goflow2/v2/producer"
@@ -16,6 +14,7 @@ import (
 	"flowzero/decoder/sflow"
 	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
 	"flowzero/schema"
 )
 
@@ -33,27 +32,6 @@ func init() {
 			{"goflow2", sflowGoFlow2},
 		},
 	})
-}
-
-// The machine is shared and noisy: wall-clock ns/flow include the time other processes hold
-// the core. Both implementations also report cpu-ns/flow, the CPU time of the benchmark's own
-// thread (CLOCK_THREAD_CPUTIME_ID) per flow, which only counts the time the loop ran (and so
-// leaves out GoFlow2's garbage collection on other threads: it favours GoFlow2).
-const sflowClockThreadCPUTime = 3
-
-func sflowThreadCPUTime() int64 {
-	var ts syscall.Timespec
-	syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, sflowClockThreadCPUTime, uintptr(unsafe.Pointer(&ts)), 0)
-	return ts.Nano()
-}
-
-// sflowReport reports ns/flow (wall clock) and cpu-ns/flow.
-func sflowReport(b *testing.B, flows int, cpu int64) {
-	if flows == 0 {
-		b.Fatal("no flow decoded")
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(flows), "ns/flow")
-	b.ReportMetric(float64(cpu)/float64(flows), "cpu-ns/flow")
 }
 
 func sflowPayload(b *testing.B) []byte {
@@ -90,18 +68,18 @@ func sflowFlowzero(b *testing.B) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b.ResetTimer()
-	cpu := sflowThreadCPUTime()
+	cpu := testutil.ThreadCPUTime()
 	for b.Loop() {
 		if err := d.Decode(pkt, fm, emit); err != nil {
 			b.Fatal(err)
 		}
 	}
-	cpu = sflowThreadCPUTime() - cpu
+	cpu = testutil.ThreadCPUTime() - cpu
 	b.StopTimer()
 	if size == 0 {
 		b.Fatal("nothing encoded")
 	}
-	sflowReport(b, flows, cpu)
+	reportPerFlow(b, flows, cpu)
 }
 
 // sflowGoFlow2 decodes with GoFlow2 v2 the way its sFlow pipe does (decoders/sflow, then the
@@ -123,7 +101,7 @@ func sflowGoFlow2(b *testing.B) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b.ResetTimer()
-	cpu := sflowThreadCPUTime()
+	cpu := testutil.ThreadCPUTime()
 	for b.Loop() {
 		var pkt gfsflow.Packet
 		if err := gfsflow.DecodeMessageVersion(bytes.NewBuffer(payload), &pkt); err != nil {
@@ -144,10 +122,10 @@ func sflowGoFlow2(b *testing.B) {
 		}
 		prod.Commit(set)
 	}
-	cpu = sflowThreadCPUTime() - cpu
+	cpu = testutil.ThreadCPUTime() - cpu
 	b.StopTimer()
 	if size == 0 {
 		b.Fatal("nothing encoded")
 	}
-	sflowReport(b, flows, cpu)
+	reportPerFlow(b, flows, cpu)
 }

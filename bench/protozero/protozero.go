@@ -46,8 +46,7 @@ const (
 )
 
 // outBuffer is the 64 MiB working set, its pages touched once so that no benchmark pays the
-// first page faults; slot is the offset of the current 512-byte slot; sink receives the last
-// word of each clobbered slot.
+// first page faults; slot is the offset of the current 512-byte slot.
 var (
 	outBuffer = func() []byte {
 		b := make([]byte, workingSet)
@@ -57,7 +56,6 @@ var (
 		return b
 	}()
 	slot int
-	sink uint64
 )
 
 // input holds Perfetto's g_fake_input_simple. Package variables keep the compiler from
@@ -98,7 +96,6 @@ func clobber(i int) {
 		prev ^= buf[j]
 		buf[j] = prev
 	}
-	sink += prev
 	slot = (i % slots) * slotSize
 }
 

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"flowzero/bench/protozero/testpb"
+	"flowzero/internal/testutil"
 )
 
 type variant struct {
@@ -98,99 +99,99 @@ func TestSpeedOfLight(t *testing.T) {
 // PERFETTO_ALWAYS_INLINE does.
 func BenchmarkProtoZero(b *testing.B) {
 	b.Run("Simple/SpeedOfLight", func(b *testing.B) {
-		c := startCPU(b)
+		c := testutil.StartCPU(b)
 		for i := 0; i < b.N; i++ {
 			writeSimpleSOL()
 			clobber(i)
 		}
-		c.stop(b)
+		c.Stop(b)
 	})
 	b.Run("Simple/pbwire", func(b *testing.B) {
-		c := startCPU(b)
+		c := testutil.StartCPU(b)
 		for i := 0; i < b.N; i++ {
 			writeSimplePbwire(currentSlot())
 			clobber(i)
 		}
-		c.stop(b)
+		c.Stop(b)
 	})
 	b.Run("Simple/protowire", func(b *testing.B) {
-		c := startCPU(b)
+		c := testutil.StartCPU(b)
 		for i := 0; i < b.N; i++ {
 			writeSimpleProtowire(currentSlot())
 			clobber(i)
 		}
-		c.stop(b)
+		c.Stop(b)
 	})
 	b.Run("Simple/vtproto", func(b *testing.B) {
-		c := startCPU(b)
+		c := testutil.StartCPU(b)
 		for i := 0; i < b.N; i++ {
 			writeSimpleVT(currentSlot())
 			clobber(i)
 		}
-		c.stop(b)
+		c.Stop(b)
 	})
 	b.Run("Simple/easyproto", func(b *testing.B) {
-		c := startCPU(b)
+		c := testutil.StartCPU(b)
 		for i := 0; i < b.N; i++ {
 			writeSimpleEasyproto(currentSlot())
 			clobber(i)
 		}
-		c.stop(b)
+		c.Stop(b)
 	})
 	b.Run("Simple/goproto", func(b *testing.B) {
-		c := startCPU(b)
+		c := testutil.StartCPU(b)
 		for i := 0; i < b.N; i++ {
 			writeSimpleGoproto(currentSlot())
 			clobber(i)
 		}
-		c.stop(b)
+		c.Stop(b)
 	})
 	b.Run("Nested/SpeedOfLight", func(b *testing.B) {
-		c := startCPU(b)
+		c := testutil.StartCPU(b)
 		for i := 0; i < b.N; i++ {
 			writeNestedSOL()
 			clobber(i)
 		}
-		c.stop(b)
+		c.Stop(b)
 	})
 	b.Run("Nested/pbwire", func(b *testing.B) {
-		c := startCPU(b)
+		c := testutil.StartCPU(b)
 		for i := 0; i < b.N; i++ {
 			writeNestedPbwire(currentSlot())
 			clobber(i)
 		}
-		c.stop(b)
+		c.Stop(b)
 	})
 	b.Run("Nested/protowire", func(b *testing.B) {
-		c := startCPU(b)
+		c := testutil.StartCPU(b)
 		for i := 0; i < b.N; i++ {
 			writeNestedProtowire(currentSlot())
 			clobber(i)
 		}
-		c.stop(b)
+		c.Stop(b)
 	})
 	b.Run("Nested/vtproto", func(b *testing.B) {
-		c := startCPU(b)
+		c := testutil.StartCPU(b)
 		for i := 0; i < b.N; i++ {
 			writeNestedVT(currentSlot())
 			clobber(i)
 		}
-		c.stop(b)
+		c.Stop(b)
 	})
 	b.Run("Nested/easyproto", func(b *testing.B) {
-		c := startCPU(b)
+		c := testutil.StartCPU(b)
 		for i := 0; i < b.N; i++ {
 			writeNestedEasyproto(currentSlot())
 			clobber(i)
 		}
-		c.stop(b)
+		c.Stop(b)
 	})
 	b.Run("Nested/goproto", func(b *testing.B) {
-		c := startCPU(b)
+		c := testutil.StartCPU(b)
 		for i := 0; i < b.N; i++ {
 			writeNestedGoproto(currentSlot())
 			clobber(i)
 		}
-		c.stop(b)
+		c.Stop(b)
 	})
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/gaissmai/bart"
 
 	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
 	"flowzero/rib"
 	"flowzero/rib/bgp"
 	"flowzero/rib/mrt"
@@ -125,7 +126,7 @@ func BenchmarkLookup(b *testing.B) {
 	b.Logf("%d prefixes, %d random addresses", len(f.prefixes), len(f.addrs))
 
 	b.Run("flowzero", func(b *testing.B) {
-		b.ReportAllocs()
+		cpu := testutil.StartCPU(b)
 		var s uint32
 		i := 0
 		for b.Loop() {
@@ -135,6 +136,7 @@ func BenchmarkLookup(b *testing.B) {
 			}
 			i++
 		}
+		cpu.Stop(b)
 		sink = s
 	})
 
@@ -143,8 +145,7 @@ func BenchmarkLookup(b *testing.B) {
 		for i, p := range f.prefixes {
 			t.Insert(p, f.attrs[i])
 		}
-		b.ReportAllocs()
-		b.ResetTimer()
+		cpu := testutil.StartCPU(b)
 		var s uint32
 		i := 0
 		for b.Loop() {
@@ -154,6 +155,7 @@ func BenchmarkLookup(b *testing.B) {
 			}
 			i++
 		}
+		cpu.Stop(b)
 		sink = s
 	})
 
@@ -162,8 +164,7 @@ func BenchmarkLookup(b *testing.B) {
 		for i, p := range f.prefixes {
 			t.Insert(p, f.attrs[i])
 		}
-		b.ReportAllocs()
-		b.ResetTimer()
+		cpu := testutil.StartCPU(b)
 		var s uint32
 		i := 0
 		for b.Loop() {
@@ -173,6 +174,7 @@ func BenchmarkLookup(b *testing.B) {
 			}
 			i++
 		}
+		cpu.Stop(b)
 		sink = s
 	})
 

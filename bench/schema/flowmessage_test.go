@@ -6,7 +6,6 @@ package schema
 import (
 	"encoding/binary"
 	"net/netip"
-	"runtime"
 	"testing"
 
 	flowpb "github.com/netsampler/goflow2/v2/pb"
@@ -15,24 +14,9 @@ import (
 
 	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
 	"flowzero/schema"
 )
-
-// cpuTimer measures the thread CPU time of a benchmark loop: on the shared, noisy machine
-// wall-clock ns/op include the time other processes hold the core, cpu-ns/op does not.
-type cpuTimer struct{ start int64 }
-
-func startCPU(b *testing.B) cpuTimer {
-	b.ReportAllocs()
-	runtime.LockOSThread()
-	return cpuTimer{threadCPUTime()}
-}
-
-func (c cpuTimer) stop(b *testing.B) {
-	elapsed := threadCPUTime() - c.start
-	runtime.UnlockOSThread()
-	b.ReportMetric(float64(elapsed)/float64(b.N), "cpu-ns/op")
-}
 
 func readNFv5(b *testing.B) (pkt []byte, exporter netip.Addr) {
 	d, err := pcapfile.ReadUDP(testdata.Path(b, "netflow", "nfv5.pcap"))
@@ -57,7 +41,7 @@ func BenchmarkFlowEncode(b *testing.B) {
 		}
 		m := s.NewFlowMessage()
 		n := 0
-		cpu := startCPU(b)
+		cpu := testutil.StartCPU(b)
 		for b.Loop() {
 			r := pkt[24+48*n:]
 			m.Reset()
@@ -98,14 +82,14 @@ func BenchmarkFlowEncode(b *testing.B) {
 				n = 0
 			}
 		}
-		cpu.stop(b)
+		cpu.Stop(b)
 	})
 	b.Run("goflow2", func(b *testing.B) {
 		var fm flowpb.FlowMessage
 		buf := make([]byte, 0, 1024)
 		addrs := make([]byte, 0, 64) // backing store for the address fields, reused
 		n := 0
-		cpu := startCPU(b)
+		cpu := testutil.StartCPU(b)
 		for b.Loop() {
 			r := pkt[24+48*n:]
 			fm.Reset()
@@ -149,6 +133,6 @@ func BenchmarkFlowEncode(b *testing.B) {
 				n = 0
 			}
 		}
-		cpu.stop(b)
+		cpu.Stop(b)
 	})
 }

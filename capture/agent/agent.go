@@ -15,12 +15,14 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flowzero/capture/wire"
 	"flowzero/internal/clock"
+	"flowzero/internal/lograte"
 )
 
 // Agent captures or replays packets and streams them to a server.
@@ -49,8 +51,13 @@ type Agent struct {
 	kernelDrops atomic.Uint64
 	connects    atomic.Uint64
 	lastErr     atomic.Pointer[error]
+	// fatal is the error the agent gave up on (the server refused its token).
+	fatal atomic.Pointer[error]
 
-	cancelSources context.CancelFunc
+	// connLog and streamLog limit the lines about failed connections and ended streams.
+	connLog, streamLog *lograte.Limiter
+
+	cancelSources context.CancelCauseFunc
 	sourcesDone   chan struct{} // closed when the sources end
 	sourcesErr    error
 	stopOnce      sync.Once
@@ -75,6 +82,14 @@ type Dependencies struct {
 	Clock clock.Clock
 }
 
+// Connection log lines are limited to logBurst per logWindow for each kind (failed
+// connections, ended streams), the first burst included; the next line allowed says how many
+// were suppressed, and connection_errors_total counts them all.
+const (
+	logBurst  = 3
+	logWindow = 30 * time.Second
+)
+
 // New validates the configuration and returns an agent; Start runs it.
 func New(r prometheus.Registerer, cfg Configuration, deps Dependencies) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
@@ -96,6 +111,7 @@ func New(r prometheus.Registerer, cfg Configuration, deps Dependencies) (*Agent,
 	a := &Agent{
 		cfg: cfg, log: logger.With("component", "capture-agent", "agent", cfg.Name),
 		metrics: newMetrics(r), tls: tlsConf, clock: clk, id: binary.LittleEndian.Uint64(id[:]) | 1,
+		connLog: lograte.New(logBurst, logWindow), streamLog: lograte.New(logBurst, logWindow),
 		stopSender: make(chan struct{}), senderDone: make(chan struct{}), sourcesDone: make(chan struct{}),
 	}
 	a.q = newFrameQueue(cfg.BufferSize, cfg.FrameSize)
@@ -105,7 +121,7 @@ func New(r prometheus.Registerer, cfg Configuration, deps Dependencies) (*Agent,
 
 // Start starts the sources and the sender.
 func (a *Agent) Start() error {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	a.cancelSources = cancel
 	var run func(ctx context.Context) error
 	if len(a.cfg.Replay.Files) > 0 {
@@ -113,7 +129,7 @@ func (a *Agent) Start() error {
 	} else {
 		live, err := a.openLive()
 		if err != nil {
-			cancel()
+			cancel(err)
 			return err
 		}
 		run = live
@@ -126,21 +142,34 @@ func (a *Agent) Start() error {
 	return nil
 }
 
-// Done returns a channel closed once the sources end (replay finished, or a capture error
-// that Err returns).
+// Done returns a channel closed once the sources end: replay finished, a capture error, or
+// the agent gave up because the server refused its token (see Err).
 func (a *Agent) Done() <-chan struct{} { return a.sourcesDone }
 
-// Err returns the error that ended the sources, once Done is closed.
+// Err returns, once Done is closed, the error the agent gave up on, or the one that ended the
+// sources.
 func (a *Agent) Err() error {
 	select {
 	case <-a.sourcesDone:
-		if errors.Is(a.sourcesErr, context.Canceled) {
-			return nil
-		}
-		return a.sourcesErr
 	default:
 		return nil
 	}
+	if p := a.fatal.Load(); p != nil {
+		return *p
+	}
+	if errors.Is(a.sourcesErr, context.Canceled) {
+		return nil
+	}
+	return a.sourcesErr
+}
+
+// giveUp stops the agent's sending for good: its sources stop, Done is closed and Err (and
+// Stop) return err.
+func (a *Agent) giveUp(err error) {
+	a.fatal.Store(&err)
+	a.log.Error("capture agent stops", "server", a.cfg.Server, "error", err)
+	a.q.senderGone()
+	a.cancelSources(err)
 }
 
 // Stop stops the sources, waits up to DrainTimeout for the server to acknowledge the
@@ -152,7 +181,7 @@ func (a *Agent) Stop() error {
 }
 
 func (a *Agent) stop() error {
-	a.cancelSources()
+	a.cancelSources(nil)
 	var err error
 	select {
 	case <-a.sourcesDone:
@@ -174,6 +203,9 @@ func (a *Agent) stop() error {
 	<-a.senderDone
 	a.q.dropAll()
 	a.publishQueueStats()
+	if p := a.fatal.Load(); p != nil {
+		err = *p
+	}
 	return err
 }
 
@@ -281,15 +313,20 @@ func (e *emitter) flush() {
 	e.fb.Reset(0)
 }
 
-// sendLoop connects, streams and reconnects with exponential backoff until Stop.
+// sendLoop connects, streams and reconnects with exponential backoff until Stop, or until
+// the server refuses the agent's token (unless retry-unauthorized).
 func (a *Agent) sendLoop() {
 	defer close(a.senderDone)
 	tick := time.NewTicker(a.cfg.Heartbeat)
 	defer tick.Stop()
+	ended := make(chan struct{})
+	defer close(ended)
 	go func() {
 		for {
 			select {
 			case <-a.stopSender:
+				return
+			case <-ended:
 				return
 			case <-tick.C:
 				a.q.heartbeat()
@@ -304,10 +341,20 @@ func (a *Agent) sendLoop() {
 			return
 		default:
 		}
-		conn, wel, err := a.connect()
+		conn, wel, reason, err := a.connect()
 		if err != nil {
+			if a.senderCtx.Err() != nil {
+				return // Stop interrupted the attempt
+			}
 			a.lastErr.Store(&err)
-			a.log.Warn("connecting to capture server", "server", a.cfg.Server, "error", err, "retry", backoff)
+			a.metrics.connectErrors[reason].Inc()
+			if reason == connUnauthorized && !a.cfg.RetryUnauthorized {
+				a.giveUp(fmt.Errorf("%w; the agent stops (set retry-unauthorized: true, or the flag -retry-unauthorized, to keep trying)", err))
+				return
+			}
+			if ok, suppressed := a.connLog.Allow(a.clock.Now()); ok {
+				a.logSuppressed(slog.LevelWarn, suppressed, "connecting to capture server", "server", a.cfg.Server, "error", err, "retry", backoff)
+			}
 			select {
 			case <-a.stopSender:
 				return
@@ -326,9 +373,21 @@ func (a *Agent) sendLoop() {
 		a.metrics.connected.Set(0)
 		if err != nil && !errors.Is(err, net.ErrClosed) {
 			a.lastErr.Store(&err)
-			a.log.Info("capture stream ended", "error", err)
+			a.metrics.connectErrors[connStream].Inc()
+			if ok, suppressed := a.streamLog.Allow(a.clock.Now()); ok {
+				a.logSuppressed(slog.LevelInfo, suppressed, "capture stream ended", "server", a.cfg.Server, "error", err)
+			}
 		}
 	}
+}
+
+// logSuppressed logs a rate-limited line, saying how many lines of its kind were suppressed
+// before it.
+func (a *Agent) logSuppressed(level slog.Level, suppressed int, msg string, args ...any) {
+	if suppressed > 0 {
+		args = append(args, "suppressed", suppressed)
+	}
+	a.log.Log(context.Background(), level, msg, args...)
 }
 
 // jitter spreads reconnections of many agents by ±25 %.
@@ -341,9 +400,29 @@ func jitter(d time.Duration) time.Duration {
 // RefusedError is a refusal by the server (LastError returns it).
 type RefusedError struct{ Status wire.Status }
 
-func (e RefusedError) Error() string { return "server refused the agent: " + e.Status.String() }
+func (e RefusedError) Error() string {
+	msg := "server refused the agent: " + e.Status.String()
+	switch e.Status {
+	case wire.StatusUnauthorized:
+		return msg + ": the agent's token is not one of the server's tokens (agent key token, flag -token-file)"
+	case wire.StatusTLSRequired:
+		return msg + ": the server requires TLS; set tls.enable: true and tls.ca on the agent"
+	case wire.StatusUnsupportedVersion:
+		return msg + ": the agent and the server speak different versions of the capture protocol"
+	case wire.StatusBusy:
+		return msg + ": max-agents agents are connected to the server"
+	}
+	return msg
+}
 
-func (a *Agent) connect() (net.Conn, wire.Welcome, error) {
+// Errors of a connection whose two ends disagree about TLS.
+var (
+	errServerNotTLS = errors.New("the server answered without TLS: it does not serve TLS; set tls.enable: false on the agent, or tls.enable, tls.cert and tls.key on the server")
+	errServerTLS    = errors.New("the server answered with TLS: it requires TLS; set tls.enable: true and tls.ca on the agent")
+)
+
+// connect connects and handshakes; on error it says why, as connection_errors_total's reason.
+func (a *Agent) connect() (net.Conn, wire.Welcome, connReason, error) {
 	var wel wire.Welcome
 	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	var conn net.Conn
@@ -351,11 +430,22 @@ func (a *Agent) connect() (net.Conn, wire.Welcome, error) {
 	ctx := a.senderCtx
 	if a.tls != nil {
 		conn, err = (&tls.Dialer{NetDialer: &d, Config: a.tls}).DialContext(ctx, "tcp", a.cfg.Server)
+		if err != nil {
+			var rec tls.RecordHeaderError
+			var op *net.OpError
+			switch {
+			case errors.As(err, &rec) && wire.StartsWelcome(rec.RecordHeader[:]):
+				return nil, wel, connServerNotTLS, errServerNotTLS
+			case errors.As(err, &op) && op.Op == "dial":
+				return nil, wel, connDial, err
+			}
+			return nil, wel, connTLS, fmt.Errorf("TLS handshake with the server: %w", err)
+		}
 	} else {
 		conn, err = d.DialContext(ctx, "tcp", a.cfg.Server)
-	}
-	if err != nil {
-		return nil, wel, err
+		if err != nil {
+			return nil, wel, connDial, err
+		}
 	}
 	// Stop interrupts the handshake at once.
 	stopHandshake := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
@@ -367,32 +457,59 @@ func (a *Agent) connect() (net.Conn, wire.Welcome, error) {
 	hello, err := wire.AppendHello(nil, &wire.Hello{Version: wire.Version, Capabilities: caps, AgentID: a.id, AgentName: a.cfg.Name, Token: a.cfg.Token})
 	if err != nil {
 		conn.Close()
-		return nil, wel, err
+		return nil, wel, connRefused, err
 	}
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := conn.Write(hello); err != nil {
 		conn.Close()
-		return nil, wel, err
+		return nil, wel, connDial, err
 	}
 	var b [wire.WelcomeLen]byte
-	if _, err := io.ReadFull(conn, b[:]); err != nil {
+	n, err := io.ReadFull(conn, b[:])
+	if err != nil || !wire.StartsWelcome(b[:]) {
 		conn.Close()
-		return nil, wel, fmt.Errorf("reading welcome: %w", err)
+		reason, err := a.noWelcome(b[:n], err)
+		return nil, wel, reason, err
 	}
 	if wel, err = wire.ParseWelcome(b[:]); err != nil {
 		conn.Close()
-		return nil, wel, err
+		return nil, wel, connNoWelcome, err
 	}
 	if wel.Status != wire.StatusOK {
 		conn.Close()
-		return nil, wel, RefusedError{wel.Status}
+		reason := connRefused
+		switch wel.Status {
+		case wire.StatusUnauthorized:
+			reason = connUnauthorized
+		case wire.StatusTLSRequired:
+			reason = connTLSRequired
+		case wire.StatusBusy:
+			reason = connBusy
+		}
+		return nil, wel, reason, RefusedError{wel.Status}
 	}
 	if a.cfg.Compress && wel.Capabilities&wire.CapZstd == 0 {
 		conn.Close()
-		return nil, wel, errors.New("server does not accept zstd frames")
+		return nil, wel, connRefused, errors.New("server does not accept zstd frames")
 	}
 	_ = conn.SetDeadline(time.Time{})
-	return conn, wel, nil
+	return conn, wel, 0, nil
+}
+
+// noWelcome says why got, what the server answered to the hello, is no welcome: a TLS
+// server's answer to an agent without TLS, an end of connection (a TLS server that is not
+// flowzero's, which answers status "TLS required"), or not a capture server.
+func (a *Agent) noWelcome(got []byte, err error) (connReason, error) {
+	switch {
+	case a.tls == nil && wire.StartsTLS(got):
+		return connTLSRequired, errServerTLS
+	case a.tls == nil && len(got) == 0 && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)):
+		return connNoWelcome, fmt.Errorf("reading welcome: %w: the server closed the connection without answering the hello; "+
+			"if it requires TLS, set tls.enable: true and tls.ca on the agent", err)
+	case err != nil:
+		return connNoWelcome, fmt.Errorf("reading welcome: %w", err)
+	}
+	return connNoWelcome, fmt.Errorf("the server's answer starts with %q, not a capture welcome: is %s a capture server?", got[:4], a.cfg.Server)
 }
 
 // stream sends frames on one connection until it fails or Stop.

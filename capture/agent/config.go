@@ -25,23 +25,30 @@ type Configuration struct {
 	// Compress asks for zstd compression of every frame (off by default: on a LAN the CPU,
 	// not the bandwidth, is the limit).
 	Compress bool `yaml:"compress"`
-	// Live captures on network interfaces; Replay reads capture files. Exactly one is used.
-	Live   LiveConfiguration   `yaml:"live"`
+	// Live captures on network interfaces (exactly one of live.interfaces and replay.files
+	// is set).
+	Live LiveConfiguration `yaml:"live"`
+	// Replay reads capture files instead of capturing.
 	Replay ReplayConfiguration `yaml:"replay"`
-	// FrameSize is the payload size at which a frame is sent; FlushInterval the longest a
-	// packet waits in a partial frame.
-	FrameSize     int           `yaml:"frame-size"`
+	// FrameSize is the payload size at which a frame is sent.
+	FrameSize int `yaml:"frame-size"`
+	// FlushInterval is the longest a packet waits in a partial frame.
 	FlushInterval time.Duration `yaml:"flush-interval"`
 	// BufferSize bounds the bytes of frames held while disconnected or not yet acknowledged;
 	// packets that do not fit are dropped and counted.
 	BufferSize int `yaml:"buffer-size"`
 	// Heartbeat is the interval of heartbeats and drop reports.
 	Heartbeat time.Duration `yaml:"heartbeat"`
-	// ReconnectMin and ReconnectMax bound the exponential reconnection backoff.
+	// ReconnectMin is the first wait of the exponential reconnection backoff.
 	ReconnectMin time.Duration `yaml:"reconnect-min"`
+	// ReconnectMax is the longest wait of the reconnection backoff.
 	ReconnectMax time.Duration `yaml:"reconnect-max"`
 	// DrainTimeout is how long Stop waits for the server to acknowledge what is buffered.
 	DrainTimeout time.Duration `yaml:"drain-timeout"`
+	// RetryUnauthorized keeps trying when the server refuses the token, with the reconnection
+	// backoff. By default the agent stops with an error instead, since a wrong token does not
+	// fix itself; set it while the server's tokens are being changed.
+	RetryUnauthorized bool `yaml:"retry-unauthorized"`
 }
 
 // LiveConfiguration configures live capture with AF_PACKET.
@@ -78,10 +85,11 @@ type TLSConfiguration struct {
 	Enable bool `yaml:"enable"`
 	// CA is the certificate authority (PEM file) that signed the server's certificate.
 	CA string `yaml:"ca"`
-	// Cert and Key are the agent's certificate and private key (PEM files), for a server that
-	// requires client certificates.
+	// Cert is the agent's certificate (PEM file), for a server that requires client
+	// certificates.
 	Cert string `yaml:"cert"`
-	Key  string `yaml:"key"`
+	// Key is the private key of Cert (PEM file).
+	Key string `yaml:"key"`
 	// ServerName is the name the server's certificate must hold (default: the host of server).
 	ServerName string `yaml:"server-name"`
 }

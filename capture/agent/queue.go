@@ -26,6 +26,7 @@ type frameQueue struct {
 	// everConnected: replay waits for the first connection instead of dropping at start.
 	everConnected bool
 	aborted       bool // Stop gave up waiting: blocked pushes drop
+	senderDone    bool // nothing will be sent any more: waitEmpty returns
 	broken        bool // the current connection failed
 	tick          bool // a heartbeat is due
 	acked         uint64
@@ -148,6 +149,15 @@ func (q *frameQueue) abort() {
 	q.mu.Unlock()
 }
 
+// senderGone says that nothing will be sent any more (the agent gave up on the server):
+// blocked pushes drop and waitEmpty returns.
+func (q *frameQueue) senderGone() {
+	q.mu.Lock()
+	q.aborted, q.senderDone = true, true
+	q.cond.Broadcast()
+	q.mu.Unlock()
+}
+
 func (q *frameQueue) connectionBroken() {
 	q.mu.Lock()
 	q.broken = true
@@ -201,14 +211,14 @@ func (q *frameQueue) nextBatch(stop <-chan struct{}, iov net.Buffers) (frames ne
 	return iov, heartbeat, false
 }
 
-// waitEmpty waits until every frame is acknowledged or the timeout.
+// waitEmpty waits until every frame is acknowledged, the timeout, or senderGone.
 func (q *frameQueue) waitEmpty(timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	t := time.AfterFunc(timeout, q.wake)
 	defer t.Stop()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.n > 0 && time.Now().Before(deadline) {
+	for q.n > 0 && !q.senderDone && time.Now().Before(deadline) {
 		q.cond.Wait()
 	}
 }

@@ -2,14 +2,18 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/subtle"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"flowzero/capture/pcapng"
@@ -17,20 +21,47 @@ import (
 )
 
 type serverConn struct {
-	c      net.Conn
+	c net.Conn
+	// raw is the TCP connection under c: eviction closes it without a TLS close_notify,
+	// whose write could wait on the peer.
+	raw    net.Conn
+	remote string
+	seq    uint64     // accept order
 	mu     sync.Mutex // orders deadline changes between the reader and Stop
 	closed bool
 	done   chan struct{}
 	// takenOver is closed when a new connection of the same agent replaces this one.
 	takenOver chan struct{}
+	// state is connHandshake until the connection sends an authorized hello (connAgent: it is
+	// never evicted) or is closed to make room for a newer connection (connEvicted).
+	state atomic.Int32
 }
+
+// serverConn states.
+const (
+	connHandshake int32 = iota
+	connAgent
+	connEvicted
+)
+
+func (sc *serverConn) evicted() bool { return sc.state.Load() == connEvicted }
 
 // errTakenOver ends a connection replaced by a newer one of the same agent.
 var errTakenOver = errors.New("a new connection of the agent took over")
 
+// errAckWrite wraps the error of an acknowledgement that could not be written.
+var errAckWrite = errors.New("writing an acknowledgement")
+
 // maxExtraHandshakes bounds the connections beyond max-agents that may be in their handshake
-// (to be answered busy, or to replace an agent's connection); more are closed at once.
+// (to be answered busy, or to replace an agent's connection). At the bound, a new connection
+// takes the place of the oldest one that has not sent an authorized hello, so that clients
+// that connect and say nothing cannot keep agents out; it is refused only when every
+// connection is an agent's.
 const maxExtraHandshakes = 64
+
+// handshakeTimeout bounds the TLS handshake and the hello, so that a client sending nothing
+// (or a byte at a time) holds a connection only that long.
+const handshakeTimeout = 10 * time.Second
 
 func (s *Server) acceptLoop() {
 	defer s.wg.Done()
@@ -42,27 +73,56 @@ func (s *Server) acceptLoop() {
 				return
 			}
 			// Out of file descriptors and the like: wait a little, as net/http does.
-			s.log.Warn("accepting agent", "error", err)
+			s.connError(reasonAccept, slog.LevelWarn, "accepting agent", "error", err)
 			time.Sleep(backoff)
 			backoff = min(2*backoff, time.Second)
 			continue
 		}
 		backoff = 5 * time.Millisecond
-		if s.tls != nil {
-			c = tls.Server(c, s.tls) // the TLS handshake runs on the first read, in serve
-		}
-		sc := &serverConn{c: c, done: make(chan struct{}), takenOver: make(chan struct{})}
+		// With TLS, serve puts a tls.Server in c once it has seen the client's first bytes.
+		sc := &serverConn{c: c, raw: c, remote: c.RemoteAddr().String(), done: make(chan struct{}), takenOver: make(chan struct{})}
 		s.mu.Lock()
-		if len(s.conns) >= s.cfg.MaxAgents+maxExtraHandshakes || s.stopping.Load() {
+		if s.stopping.Load() {
 			s.mu.Unlock()
-			s.metrics.errors.WithLabelValues("too-many-connections").Inc()
 			_ = c.Close()
 			continue
 		}
+		if len(s.conns) >= s.cfg.MaxAgents+maxExtraHandshakes {
+			old := s.evictOldestLocked()
+			if old == nil {
+				s.mu.Unlock()
+				s.connError(reasonTooManyConnections, slog.LevelWarn,
+					"connection refused: max-agents agents and 64 more connections are open, all of them agents'",
+					"remote", sc.remote, "max-agents", s.cfg.MaxAgents)
+				_ = c.Close()
+				continue
+			}
+			// Counted and logged by its own goroutine when its read fails.
+			_ = old.raw.Close()
+		}
+		s.nconn++
+		sc.seq = s.nconn
 		s.conns[sc] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go s.serve(sc)
+	}
+}
+
+// evictOldestLocked marks evicted the oldest connection that has not sent an authorized hello
+// and returns it, or nil; called with s.mu held.
+func (s *Server) evictOldestLocked() *serverConn {
+	for {
+		var old *serverConn
+		for sc := range s.conns {
+			if sc.state.Load() == connHandshake && (old == nil || sc.seq < old.seq) {
+				old = sc
+			}
+		}
+		if old == nil || old.state.CompareAndSwap(connHandshake, connEvicted) {
+			return old
+		}
+		// It sent its hello meanwhile: look again.
 	}
 }
 
@@ -87,56 +147,87 @@ func (s *Server) serve(sc *serverConn) {
 		s.mu.Unlock()
 		close(sc.done)
 	}()
-	st, hello, err := s.handshake(sc)
-	if err != nil {
-		s.log.Info("agent refused", "remote", sc.c.RemoteAddr().String(), "error", err)
+	st, hello, ok := s.handshake(sc)
+	if !ok {
 		return
 	}
 	s.metrics.connections.Inc()
 	defer s.metrics.connections.Dec()
 	defer s.release(st, sc)
-	err = s.readFrames(sc, st, hello)
+	s.streamEnded(sc, st, s.readFrames(sc, st, hello))
+}
+
+// streamEnded counts and logs why an agent's stream ended.
+func (s *Server) streamEnded(sc *serverConn, st *agentState, err error) {
+	var nerr net.Error
 	switch {
-	case err == nil, errors.Is(err, io.EOF):
+	case err == nil, errors.Is(err, io.EOF), errors.Is(err, errTakenOver):
+	case errors.Is(err, errAckWrite):
+		s.connError(reasonConnection, slog.LevelWarn,
+			"agent connection closed: an acknowledgement could not be written (the agent stopped reading for idle-timeout, or went away)",
+			"agent", st.name, "remote", sc.remote, "error", err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		s.connError(reasonTruncatedFrame, slog.LevelWarn,
+			"agent disconnected in the middle of a frame: the frame is lost unless the agent sends it again",
+			"agent", st.name, "remote", sc.remote)
+	case errors.As(err, &nerr) && nerr.Timeout():
+		s.connError(reasonIdleTimeout, slog.LevelWarn,
+			"agent connection closed: no frame, or no whole frame, received for idle-timeout",
+			"agent", st.name, "remote", sc.remote, "idle-timeout", s.cfg.IdleTimeout)
+	case errors.Is(err, wire.ErrFrameTooLong):
+		s.connError(reasonFrameTooLong, slog.LevelWarn,
+			"agent connection closed: a frame header announces more than the frame size limit",
+			"agent", st.name, "remote", sc.remote, "limit", wire.MaxFramePayload, "error", err)
+	case errors.Is(err, wire.ErrFrameHeader):
+		s.connError(reasonBadFrame, slog.LevelWarn, "agent connection closed: malformed frame header",
+			"agent", st.name, "remote", sc.remote, "error", err)
 	default:
-		s.log.Info("agent stream ended", "agent", st.name, "error", err)
+		s.connError(reasonConnection, slog.LevelWarn, "agent connection failed",
+			"agent", st.name, "remote", sc.remote, "error", err)
 	}
 }
 
-// handshake reads the Hello, authenticates the agent and answers. An agent name already
-// connected is taken over by the new connection (the old one is usually a dead peer whose
-// disconnection the server has not noticed yet), even with max-agents connected; any other
-// agent is then answered busy and tries again later.
-func (s *Server) handshake(sc *serverConn) (*agentState, wire.Hello, error) {
-	_ = sc.c.SetDeadline(time.Now().Add(10 * time.Second))
-	h, err := wire.ReadHello(sc.c)
-	if err != nil {
-		s.metrics.errors.WithLabelValues("bad-hello").Inc()
-		s.refuse(sc, wire.StatusMalformedHello)
-		return nil, h, fmt.Errorf("reading hello: %w", err)
+// handshake runs the TLS handshake, reads the Hello, authenticates the agent and answers;
+// every refusal is counted and logged. An agent name already connected is taken over by the
+// new connection (the old one is usually a dead peer whose disconnection the server has not
+// noticed yet), even with max-agents connected; any other agent is then answered busy and
+// tries again later.
+func (s *Server) handshake(sc *serverConn) (*agentState, wire.Hello, bool) {
+	sc.setDeadline(time.Now().Add(s.handshakeTimeout))
+	h, ok := s.readHello(sc)
+	if !ok {
+		return nil, h, false
 	}
 	if h.Version != wire.Version {
-		s.metrics.errors.WithLabelValues("version").Inc()
 		s.refuse(sc, wire.StatusUnsupportedVersion)
-		return nil, h, fmt.Errorf("agent %q: version %d", h.AgentName, h.Version)
+		s.connError(reasonVersion, slog.LevelWarn, "agent refused: it speaks another version of the capture protocol: upgrade the older side",
+			"agent", h.AgentName, "remote", sc.remote, "version", h.Version, "server-version", wire.Version)
+		return nil, h, false
 	}
 	if !s.authorized(h.Token) {
-		s.metrics.errors.WithLabelValues("unauthorized").Inc()
 		s.refuse(sc, wire.StatusUnauthorized)
-		return nil, h, fmt.Errorf("agent %q: bad token", h.AgentName)
+		s.connError(reasonUnauthorized, slog.LevelWarn, "agent refused: its token is not one of tokens",
+			"agent", h.AgentName, "remote", sc.remote)
+		return nil, h, false
 	}
 	if err := wire.CheckAgentName(h.AgentName); err != nil {
-		s.metrics.errors.WithLabelValues("bad-hello").Inc()
 		s.refuse(sc, wire.StatusMalformedHello)
-		return nil, h, fmt.Errorf("agent name %w", err)
+		s.connError(reasonBadHello, slog.LevelWarn, "agent refused: bad agent name",
+			"remote", sc.remote, "error", err)
+		return nil, h, false
+	}
+	if !sc.state.CompareAndSwap(connHandshake, connAgent) {
+		s.readFailed(sc, "hello", net.ErrClosed) // evicted just before
+		return nil, h, false
 	}
 	s.mu.Lock()
 	st := s.agents[h.AgentName]
 	if (st == nil || st.conn == nil) && s.active >= s.cfg.MaxAgents {
 		s.mu.Unlock()
-		s.metrics.errors.WithLabelValues("too-many-agents").Inc()
 		s.refuse(sc, wire.StatusBusy)
-		return nil, h, fmt.Errorf("agent %q: busy, max-agents (%d) connected", h.AgentName, s.cfg.MaxAgents)
+		s.connError(reasonTooManyAgents, slog.LevelInfo, "agent answered busy: max-agents agents are connected; it tries again later",
+			"agent", h.AgentName, "remote", sc.remote, "max-agents", s.cfg.MaxAgents)
+		return nil, h, false
 	}
 	if st == nil {
 		st = &agentState{name: h.AgentName, m: s.metrics.forAgent(h.AgentName), out: s.shared}
@@ -165,7 +256,7 @@ func (s *Server) handshake(sc *serverConn) (*agentState, wire.Hello, error) {
 		if st.consumer == nil {
 			st.consumer = s.deps.Packets.ForAgent(h.AgentName)
 		}
-		if tcp, ok := sc.c.RemoteAddr().(*net.TCPAddr); ok {
+		if tcp, ok := sc.raw.RemoteAddr().(*net.TCPAddr); ok {
 			addr, _ := netip.AddrFromSlice(tcp.IP)
 			st.consumer.Connected(addr.Unmap())
 		}
@@ -178,10 +269,140 @@ func (s *Server) handshake(sc *serverConn) (*agentState, wire.Hello, error) {
 	if _, err := sc.c.Write(wire.AppendWelcome(nil, &wel)); err != nil {
 		// The agent holds its max-agents slot since st.conn was set: give it back.
 		s.release(st, sc)
-		return nil, h, err
+		s.connError(reasonConnection, slog.LevelWarn, "agent disconnected during its handshake",
+			"agent", h.AgentName, "remote", sc.remote, "error", err)
+		return nil, h, false
 	}
-	_ = sc.c.SetDeadline(time.Time{})
-	return st, h, nil
+	sc.setDeadline(time.Time{})
+	return st, h, true
+}
+
+// readFailed counts and logs a handshake whose read failed: timed out, closed by the peer, or
+// evicted for a newer connection.
+func (s *Server) readFailed(sc *serverConn, what string, err error) {
+	var nerr net.Error
+	switch {
+	case sc.evicted():
+		s.connError(reasonEvicted, slog.LevelWarn,
+			"connection closed before its hello: max-agents agents and 64 more connections were open, and a newer connection took its place",
+			"remote", sc.remote, "max-agents", s.cfg.MaxAgents)
+	case s.stopping.Load():
+	case errors.As(err, &nerr) && nerr.Timeout():
+		s.connError(reasonHandshakeTimeout, slog.LevelWarn, "connection closed: no complete "+what+" within the handshake timeout",
+			"remote", sc.remote, "timeout", s.handshakeTimeout)
+	default:
+		s.connError(reasonBadHello, slog.LevelWarn, "connection closed during its "+what,
+			"remote", sc.remote, "error", err)
+	}
+}
+
+// setDeadline sets the connection's deadline, or ends it now when Stop has closed it.
+func (sc *serverConn) setDeadline(t time.Time) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.closed {
+		t = time.Now()
+	}
+	_ = sc.c.SetDeadline(t)
+}
+
+// readHello reads an agent's Hello, after the TLS handshake on a TLS listener. The client's
+// first bytes tell a Hello from a TLS ClientHello: each one sent to the other kind of listener
+// is answered in plain text (status "TLS required" to a Hello; a Welcome, which the agent's
+// TLS client finds where it expected a TLS record, to a ClientHello), so that both ends can
+// say which side expects TLS. It reports whether the Hello can be answered; it counts and logs
+// every refusal.
+func (s *Server) readHello(sc *serverConn) (wire.Hello, bool) {
+	var start [5]byte
+	if _, err := io.ReadFull(sc.raw, start[:]); err != nil {
+		s.readFailed(sc, "hello", err)
+		return wire.Hello{}, false
+	}
+	var r io.Reader = io.MultiReader(bytes.NewReader(start[:]), sc.raw)
+	switch {
+	case s.tls == nil && wire.StartsTLS(start[:]):
+		// The record's length follows its type and version (RFC 8446 section 5.1): read the
+		// rest, so that closing leaves nothing unread, which would reset the connection before
+		// the agent reads the answer.
+		if _, err := io.CopyN(io.Discard, sc.raw, int64(binary.BigEndian.Uint16(start[3:]))); err == nil {
+			s.refuse(sc, wire.StatusMalformedHello)
+		}
+		s.connError(reasonUnexpectedTLS, slog.LevelWarn,
+			"connection refused: the agent speaks TLS but this listener does not: set tls.enable, tls.cert and tls.key on the server, or tls.enable: false on the agent",
+			"remote", sc.remote)
+		return wire.Hello{}, false
+	case s.tls != nil && wire.StartsHello(start[:]):
+		name := ""
+		if h, err := wire.ReadHello(r); err == nil {
+			name = h.AgentName
+			s.refuse(sc, wire.StatusTLSRequired)
+		}
+		s.connError(reasonNotTLS, slog.LevelWarn,
+			"agent refused: it connected without TLS but this listener requires TLS: set tls.enable: true and tls.ca on the agent",
+			"agent", name, "remote", sc.remote)
+		return wire.Hello{}, false
+	case s.tls != nil && !wire.StartsTLS(start[:]):
+		s.connError(reasonNotTLS, slog.LevelWarn, "connection refused: neither TLS nor a capture agent on the TLS listener",
+			"remote", sc.remote, "start", fmt.Sprintf("%q", start[:]))
+		return wire.Hello{}, false
+	case s.tls != nil:
+		tc := tls.Server(&prefixConn{Conn: sc.raw, prefix: bytes.Clone(start[:])}, s.tls)
+		sc.mu.Lock()
+		sc.c = tc
+		sc.mu.Unlock()
+		if err := tc.Handshake(); err != nil {
+			s.tlsFailed(sc, err)
+			return wire.Hello{}, false
+		}
+		if _, err := io.ReadFull(tc, start[:]); err != nil {
+			s.readFailed(sc, "hello", err)
+			return wire.Hello{}, false
+		}
+		r = io.MultiReader(bytes.NewReader(start[:]), tc)
+	}
+	if !wire.StartsHello(start[:]) {
+		s.refuse(sc, wire.StatusMalformedHello)
+		s.connError(reasonBadHello, slog.LevelWarn, "connection refused: not a capture agent (its first bytes are not a hello)",
+			"remote", sc.remote, "start", fmt.Sprintf("%q", start[:]))
+		return wire.Hello{}, false
+	}
+	h, err := wire.ReadHello(r)
+	if err != nil {
+		if errors.Is(err, wire.ErrBadRecord) {
+			s.refuse(sc, wire.StatusMalformedHello)
+			s.connError(reasonBadHello, slog.LevelWarn, "agent refused: malformed hello", "remote", sc.remote, "error", err)
+		} else {
+			s.readFailed(sc, "hello", err)
+		}
+		return h, false
+	}
+	return h, true
+}
+
+// prefixConn is a connection whose first bytes were already read: Read returns them first.
+type prefixConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (c *prefixConn) Read(b []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(b, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.Conn.Read(b)
+}
+
+// tlsFailed counts and logs a failed TLS handshake.
+func (s *Server) tlsFailed(sc *serverConn, err error) {
+	var nerr net.Error
+	if sc.evicted() || s.stopping.Load() || (errors.As(err, &nerr) && nerr.Timeout()) {
+		s.readFailed(sc, "TLS handshake", err)
+		return
+	}
+	s.connError(reasonTLSHandshake, slog.LevelWarn, "TLS handshake with an agent failed",
+		"remote", sc.remote, "error", err)
 }
 
 func (s *Server) refuse(sc *serverConn, status wire.Status) {
@@ -214,10 +435,11 @@ func (s *Server) readFrames(sc *serverConn, st *agentState, h wire.Hello) error 
 	// Frames larger than the buffer are read straight into the frame reader's buffer.
 	br := bufio.NewReaderSize(sc.c, 64<<10)
 	fr := wire.NewFrameReader(br, dec)
-	conn := connInterfaces{}
+	conn := connInterfaces{refusedLog: s.reasons[reasonTooManyInterfaces].limit.Local()}
+	badFrameLog := s.reasons[reasonBadFrame].limit.Local()
 	var recs frameRecords
 	ack := make([]byte, 0, wire.AckLen)
-	var unacked, badFrames int
+	var unacked int
 	for {
 		sc.mu.Lock()
 		if sc.closed {
@@ -245,11 +467,6 @@ func (s *Server) readFrames(sc *serverConn, st *agentState, h wire.Hello) error 
 				return errTakenOver
 			default:
 			}
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				s.metrics.errors.WithLabelValues("truncated-frame").Inc()
-			} else if !errors.Is(err, io.EOF) {
-				s.metrics.errors.WithLabelValues("bad-frame").Inc()
-			}
 			return err
 		}
 		if refused == nil {
@@ -270,11 +487,8 @@ func (s *Server) readFrames(sc *serverConn, st *agentState, h wire.Hello) error 
 		st.out.mu.Unlock()
 		if refused != nil {
 			// The frame's length was right, so the stream is still in step: go on.
-			s.metrics.errors.WithLabelValues("bad-frame").Inc()
-			if badFrames++; badFrames == 1 {
-				s.log.Warn("agent sent a malformed frame: its packets are dropped (logged once per connection)",
-					"agent", st.name, "seq", fh.Seq, "error", refused)
-			}
+			s.connErrorLocal(&badFrameLog, reasonBadFrame, slog.LevelWarn, "agent sent a malformed frame: its packets are dropped",
+				"agent", st.name, "seq", fh.Seq, "error", refused)
 		}
 		if fh.Seq != 0 {
 			unacked++
@@ -286,7 +500,7 @@ func (s *Server) readFrames(sc *serverConn, st *agentState, h wire.Hello) error 
 			ack = wire.AppendAck(ack[:0], seq)
 			_ = sc.c.SetWriteDeadline(time.Now().Add(s.cfg.IdleTimeout))
 			if _, err := sc.c.Write(ack); err != nil {
-				return err
+				return fmt.Errorf("%w: %w", errAckWrite, err)
 			}
 			unacked = 0
 		}

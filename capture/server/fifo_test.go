@@ -168,14 +168,33 @@ func startStuckAgent(t *testing.T, s *Server, files []string) *agent.Agent {
 	return startAgent(t, acfg)
 }
 
-// stopStalled waits until the pipe whose write end is fd is full, so that the server's next
-// write waits for a reader that never reads, then checks that Stop returns and that the
-// packets it could not write count as server drops.
+// stopStalled waits until the pipe whose write end is fd is full and the server holds packets
+// it cannot write (a reader that never reads), then checks that Stop returns and that those
+// packets count as server drops.
 func stopStalled(t *testing.T, s *Server, a *agent.Agent, fd int) {
 	t.Helper()
 	testutil.WaitUntil(t, "a full pipe", func() bool {
 		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}, 0)
 		return err == nil && n == 0
+	})
+	// The pipe stays full: packets buffered from now on are never written. Either frames keep
+	// coming into the output's buffer, or a write already waits on the pipe, holding the
+	// output's lock (a frame being written holds it only for a moment).
+	frames := s.metrics.frames.WithLabelValues("stuck")
+	full := promtest.ToFloat64(frames)
+	s.mu.Lock()
+	out := s.agents["stuck"].out
+	s.mu.Unlock()
+	busy := 0
+	testutil.WaitUntil(t, "packets the server cannot write", func() bool {
+		if out.mu.TryLock() {
+			out.mu.Unlock()
+			busy = 0
+		} else {
+			busy++
+		}
+		// Heartbeat frames come every 100 ms, packet frames many times as often.
+		return promtest.ToFloat64(frames) >= full+3 || busy >= 3
 	})
 	stopWithin(t, s)
 	_ = a.Stop()

@@ -1,8 +1,11 @@
 package server
 
 import (
+	"log/slog"
+
 	"flowzero/capture/pcapng"
 	"flowzero/capture/wire"
+	"flowzero/internal/lograte"
 )
 
 // connInterfaces maps an agent's interface indexes to pcapng interface ids for one
@@ -11,8 +14,8 @@ type connInterfaces struct {
 	small [64]int32 // index+1 → id+1 for the common small indexes
 	large map[uint32]int
 	n     int // indexes mapped
-	// refusedLogged is set once an interface beyond max-interfaces-per-agent was logged.
-	refusedLogged bool
+	// refusedLog limits the lines about interfaces beyond max-interfaces-per-agent.
+	refusedLog lograte.Local
 }
 
 func (c *connInterfaces) set(index uint32, id int) {
@@ -179,12 +182,9 @@ func (s *Server) addInterface(st *agentState, conn *connInterfaces, in wire.Inte
 	// Interfaces new to the output, and indexes new to the connection (they could all name
 	// one interface), are bounded alike.
 	if (!known && st.interfaces >= s.cfg.MaxInterfacesPerAgent) || (!mapped && conn.n >= s.cfg.MaxInterfacesPerAgent) {
-		s.metrics.tooManyInterfaces.Inc()
-		if !conn.refusedLogged {
-			conn.refusedLogged = true
-			s.log.Warn("agent announced more interfaces than max-interfaces-per-agent: the others are refused and their packets dropped",
-				"agent", st.name, "max-interfaces-per-agent", s.cfg.MaxInterfacesPerAgent, "interface", in.Name)
-		}
+		s.connErrorLocal(&conn.refusedLog, reasonTooManyInterfaces, slog.LevelWarn,
+			"agent announced more interfaces than max-interfaces-per-agent: the others are refused and their packets dropped",
+			"agent", st.name, "max-interfaces-per-agent", s.cfg.MaxInterfacesPerAgent, "interface", in.Name)
 		return
 	}
 	if !known {

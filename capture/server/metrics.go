@@ -14,10 +14,8 @@ type serverMetrics struct {
 	reconnects  *prometheus.CounterVec
 	frames      *prometheus.CounterVec
 	connections prometheus.Gauge
-	errors      *prometheus.CounterVec
-	// tooManyInterfaces counts interface announcements refused by max-interfaces-per-agent
-	// (errors_total's handle, held: they come within frames).
-	tooManyInterfaces prometheus.Counter
+	// errors counts per reason (see connlog.go); the server holds a handle per reason.
+	errors *prometheus.CounterVec
 	// outputsWaiting counts FIFO outputs without a reader, whose agents' frames wait.
 	outputsWaiting prometheus.Gauge
 }
@@ -38,11 +36,10 @@ func newServerMetrics(r prometheus.Registerer) *serverMetrics {
 		connections: f.NewGauge(prometheus.GaugeOpts{Name: "flowzero_capture_server_connections",
 			Help: "Agent connections open."}),
 		errors: f.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_capture_server_errors_total",
-			Help: "Refused connections and stream errors, per reason."}, []string{"reason"}),
+			Help: "Refused connections, stream errors and dropped parts of streams, per reason (docs/design/capture.md lists them)."}, []string{"reason"}),
 		outputsWaiting: f.NewGauge(prometheus.GaugeOpts{Name: "flowzero_capture_server_outputs_waiting",
 			Help: "FIFO outputs that no reader has opened; their agents' frames wait."}),
 	}
-	m.tooManyInterfaces = m.errors.WithLabelValues("too-many-interfaces")
 	return m
 }
 

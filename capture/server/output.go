@@ -35,7 +35,7 @@ func (s *Server) newOutputFile(agent string) *outputFile {
 		delete(s.series, agent)
 	}
 	opts.Failed = func(err error) {
-		s.metrics.errors.WithLabelValues("output").Inc()
+		s.reasons[reasonOutput].count.Inc()
 		if s.cfg.Output.Path == "-" && errors.Is(err, syscall.EPIPE) {
 			// The tool reading stdout is gone: like tcpdump -w -, whose SIGPIPE ends it.
 			select {

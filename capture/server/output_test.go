@@ -115,6 +115,7 @@ func TestStdoutAndFIFO(t *testing.T) {
 		capturetest.Compare(t, capturetest.ReadPcapngFrom(t, bytes.NewReader(out.Bytes())), want)
 	})
 	t.Run("fifo", func(t *testing.T) {
+		capturetest.Captures(t) // before the reader's goroutine: the test may skip here
 		cfg := testServerConfig(t)
 		if err := syscall.Mkfifo(cfg.Output.Path, 0o600); err != nil {
 			t.Skipf("mkfifo: %v", err)

@@ -42,8 +42,11 @@ type Server struct {
 	deps    Dependencies
 	log     *slog.Logger
 	metrics *serverMetrics
+	reasons [numReasons]reasonLog
 	tls     *tls.Config
 	clock   clock.Clock
+	// handshakeTimeout bounds the TLS handshake and the hello together.
+	handshakeTimeout time.Duration
 
 	// stdoutDup is the pollable duplicate of stdout that output "-" writes to, if any; Stop
 	// closes it.
@@ -59,6 +62,7 @@ type Server struct {
 	mu     sync.Mutex
 	agents map[string]*agentState
 	conns  map[*serverConn]struct{}
+	nconn  uint64 // connections accepted: their order, for eviction
 	// series are the file series of the agents whose output closed at idle-close, for their
 	// next output (per-agent output only): one small entry per agent name forgotten.
 	series map[string]pcapng.Series
@@ -115,7 +119,8 @@ func New(r prometheus.Registerer, cfg Configuration, deps Dependencies) (*Server
 	s := &Server{
 		cfg: cfg, deps: deps, log: deps.Logger.With("component", "capture-server"),
 		metrics: newServerMetrics(r), tls: tlsConf, clock: clk, done: make(chan struct{}),
-		agents: map[string]*agentState{}, conns: map[*serverConn]struct{}{},
+		handshakeTimeout: handshakeTimeout,
+		agents:           map[string]*agentState{}, conns: map[*serverConn]struct{}{},
 		series: map[string]pcapng.Series{}, fatal: make(chan error, 1),
 	}
 	if f, ok := deps.Stdout.(*os.File); ok && cfg.Output.Path == "-" {
@@ -123,6 +128,7 @@ func New(r prometheus.Registerer, cfg Configuration, deps Dependencies) (*Server
 			s.deps.Stdout, s.stdoutDup = p, p
 		}
 	}
+	s.reasons = newReasonLogs(s.metrics.errors)
 	if !cfg.Output.PerAgent {
 		s.shared = s.newOutputFile("")
 	}

@@ -308,7 +308,7 @@ func TestWelcomeWriteFailedFreesSlot(t *testing.T) {
 	// net.Pipe is synchronous: the hello is written once the server has read it all, and the
 	// welcome's write then fails on the closed pipe.
 	client, server := net.Pipe()
-	sc := &serverConn{c: server, done: make(chan struct{}), takenOver: make(chan struct{})}
+	sc := &serverConn{c: server, raw: server, done: make(chan struct{}), takenOver: make(chan struct{})}
 	s.mu.Lock()
 	s.conns[sc] = struct{}{}
 	s.wg.Add(1)

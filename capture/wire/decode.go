@@ -72,6 +72,20 @@ func ReadHello(r io.Reader) (Hello, error) {
 	return ParseHello(b)
 }
 
+// StartsHello reports whether b, the first bytes a server reads (at least 4), are a Hello's.
+func StartsHello(b []byte) bool { return len(b) >= 4 && [4]byte(b[:4]) == helloMagic }
+
+// StartsWelcome reports whether b, the first bytes an agent reads (at least 4), are a
+// Welcome's.
+func StartsWelcome(b []byte) bool { return len(b) >= 4 && [4]byte(b[:4]) == welcomeMagic }
+
+// StartsTLS reports whether b (at least 3 bytes) starts like a TLS record of the handshake
+// (22) or alert (21) type, version 3.x (RFC 8446 section 5.1): a TLS peer on the other end of
+// a connection that expected a Hello or a Welcome.
+func StartsTLS(b []byte) bool {
+	return len(b) >= 3 && (b[0] == 22 || b[0] == 21) && b[1] == 3 && b[2] <= 4
+}
+
 // ParseWelcome parses the server's answer to a Hello.
 func ParseWelcome(b []byte) (Welcome, error) {
 	var w Welcome
@@ -246,6 +260,10 @@ func NewFrameReader(r io.Reader, dec *Decompressor) *FrameReader {
 // cannot be decompressed. The stream is still in step: the next frame can be read.
 var ErrPayload = errors.New("wire: frame payload cannot be decompressed")
 
+// ErrFrameHeader is wrapped by ReadFrame's error when a frame header is malformed (too long,
+// inconsistent lengths or record count): the stream is out of step and cannot go on.
+var ErrFrameHeader = errors.New("wire: malformed frame header")
+
 // ErrCompressed is returned for a compressed frame when no decompressor was given. It wraps
 // ErrPayload.
 var ErrCompressed = fmt.Errorf("%w: compressed frame without negotiated compression", ErrPayload)
@@ -258,7 +276,7 @@ func (fr *FrameReader) ReadFrame() (FrameHeader, []byte, error) {
 	}
 	h, err := ParseFrameHeader(fr.hdr[:])
 	if err != nil {
-		return h, nil, err
+		return h, nil, fmt.Errorf("%w: %w", ErrFrameHeader, err)
 	}
 	fr.Last = h
 	if err := fr.readPayload(int(h.Length)); err != nil {

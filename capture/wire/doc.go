@@ -21,13 +21,17 @@
 //
 //	0   4    magic "FZCS"
 //	4   2    version (1)
-//	6   2    status (0 ok, 1 unsupported version, 2 unauthorized, 3 malformed hello, 4 busy)
+//	6   2    status (0 ok, 1 unsupported version, 2 unauthorized, 3 malformed hello, 4 busy,
+//	         5 TLS required: a TLS listener answers a Hello sent without TLS in plain text)
 //	8   2    capabilities accepted (subset of the agent's)
 //	10  2    reserved (0)
 //	12  8    sequence number of the last frame the server wrote for this agent instance
 //	         (0: none); the agent resends only later frames after a reconnect
 //
-// The server closes the connection after a non-zero status. Busy (the server has as many
+// The server closes the connection after a non-zero status. A TLS listener answers a Hello
+// sent without TLS with status 5 in plain text; a plain listener answers a TLS ClientHello with
+// a Welcome in plain text, which the agent's TLS client finds where it expected a TLS record:
+// both ends can tell which side expects TLS. Busy (the server has as many
 // agents as it accepts) is temporary: the agent tries again with its reconnection backoff.
 // After status ok, the agent sends frames:
 //

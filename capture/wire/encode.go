@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"strconv"
 )
 
 // Format constants (see the package documentation).
@@ -67,6 +68,8 @@ const (
 	StatusUnauthorized       Status = 2
 	StatusMalformedHello     Status = 3
 	StatusBusy               Status = 4
+	// StatusTLSRequired answers, in plain text, a Hello sent without TLS to a TLS listener.
+	StatusTLSRequired Status = 5
 )
 
 // String names the status for logs and errors.
@@ -82,8 +85,10 @@ func (s Status) String() string {
 		return "malformed hello"
 	case StatusBusy:
 		return "busy"
+	case StatusTLSRequired:
+		return "TLS required"
 	}
-	return "unknown status"
+	return "status " + strconv.Itoa(int(s))
 }
 
 // Hello opens a connection from an agent.

@@ -2,9 +2,11 @@ package wire
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"io"
+	"net"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -388,6 +390,74 @@ func TestCheckAgentName(t *testing.T) {
 	for _, bad := range []string{"", "a:b", "a/b", `a\b`, "a b", "{agent}", ".hidden", strings.Repeat("x", MaxNameLen+1)} {
 		if err := CheckAgentName(bad); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestStarts tells a Hello, a Welcome and TLS apart by their first bytes, on what crypto/tls
+// sends (a ClientHello, and the alert a client sends to a server whose certificate it refuses).
+func TestStarts(t *testing.T) {
+	hello, err := AppendHello(nil, &Hello{Version: Version, AgentID: 1, AgentName: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	welcome := AppendWelcome(nil, &Welcome{Version: Version, Status: StatusTLSRequired})
+	clientHello := func() []byte {
+		c, s := net.Pipe()
+		defer s.Close()
+		go func() {
+			_ = tls.Client(c, &tls.Config{ServerName: "capture"}).Handshake()
+			c.Close()
+		}()
+		b := make([]byte, 5)
+		if _, err := io.ReadFull(s, b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}()
+	alert := []byte{21, 3, 3, 0, 2, 2, 42}
+	for _, tc := range []struct {
+		name                  string
+		b                     []byte
+		isHello, isWel, isTLS bool
+	}{
+		{"hello", hello, true, false, false},
+		{"welcome", welcome, false, true, false},
+		{"client-hello", clientHello, false, false, true},
+		{"alert", alert, false, false, true},
+		{"http", []byte("GET / HTTP/1.1\r\n"), false, false, false},
+		{"short", []byte{22, 3}, false, false, false},
+	} {
+		if StartsHello(tc.b) != tc.isHello || StartsWelcome(tc.b) != tc.isWel || StartsTLS(tc.b) != tc.isTLS {
+			t.Errorf("%s (% x): hello %v, welcome %v, TLS %v; want %v %v %v", tc.name, tc.b[:min(5, len(tc.b))],
+				StartsHello(tc.b), StartsWelcome(tc.b), StartsTLS(tc.b), tc.isHello, tc.isWel, tc.isTLS)
+		}
+	}
+	if got := StatusTLSRequired.String(); got != "TLS required" {
+		t.Errorf("status 5: %q", got)
+	}
+	if got := Status(77).String(); got != "status 77" {
+		t.Errorf("status 77: %q", got)
+	}
+}
+
+// TestReadFrameHeaderErrors checks that ReadFrame's header errors wrap ErrFrameHeader, and
+// ErrFrameTooLong for an oversized frame.
+func TestReadFrameHeaderErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    FrameHeader
+		too  bool
+	}{
+		{"too-long", FrameHeader{Length: MaxFramePayload + 1, RawLength: MaxFramePayload + 1}, true},
+		{"raw-length", FrameHeader{Length: 100, RawLength: 50}, false},
+		{"record-count", FrameHeader{Length: 8, RawLength: 8, Records: 2}, false},
+	} {
+		var b [FrameHeaderLen]byte
+		PutFrameHeader(b[:], &tc.h)
+		_, _, err := NewFrameReader(bytes.NewReader(b[:]), nil).ReadFrame()
+		if !errors.Is(err, ErrFrameHeader) || errors.Is(err, ErrFrameTooLong) != tc.too {
+			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
 }

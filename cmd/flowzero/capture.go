@@ -160,6 +160,7 @@ func runCaptureAgent(args []string, stdout, stderr io.Writer) error {
 	speed := fs.String("speed", "", "replay speed: max or recorded")
 	loop := fs.Int("loop", 0, "replay the files this many times")
 	compress := fs.Bool("compress", false, "zstd-compress frames")
+	retryUnauthorized := fs.Bool("retry-unauthorized", false, "keep trying when the server refuses the token (default: stop with an error)")
 	metrics := fs.String("metrics", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9101)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -194,6 +195,8 @@ func runCaptureAgent(args []string, stdout, stderr io.Writer) error {
 			cfg.Replay.Loop = *loop
 		case "compress":
 			cfg.Compress = *compress
+		case "retry-unauthorized":
+			cfg.RetryUnauthorized = *retryUnauthorized
 		}
 	})
 	if *tokenFile != "" {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,10 +18,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"flowzero/capture/server"
 	"flowzero/internal/httpserver"
 	"flowzero/internal/httpserver/httpservertest"
 	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
 )
 
 // TestRotateIntervalFlag checks -G: whole seconds as tcpdump takes them, or a Go duration.
@@ -205,4 +208,80 @@ func TestServeMetricsGuards(t *testing.T) {
 		close(closed)
 	}()
 	httpservertest.DribbleBody(t, conn, "/metrics", closed)
+}
+
+// TestCaptureAgentUnauthorized runs the agent command with a token the server refuses: it
+// exits with an error that says so and names the flag that keeps it trying; with that flag it
+// keeps trying until stopped.
+func TestCaptureAgentUnauthorized(t *testing.T) {
+	capFile := testdata.Path(t, "bmp", "bmp-reach.pcap")
+	scfg := server.DefaultConfiguration()
+	scfg.Listen = "127.0.0.1:0"
+	scfg.Output.Path = filepath.Join(t.TempDir(), "out.pcapng")
+	scfg.Tokens = []string{"right"}
+	reg := prometheus.NewRegistry()
+	srv, err := server.New(reg, scfg, server.Dependencies{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	refusals := func() float64 {
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() != "flowzero_capture_server_errors_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "reason" && l.GetValue() == "unauthorized" {
+						return m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return 0
+	}
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("wrong\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(dir, "agent.yaml")
+	if err := os.WriteFile(cfgFile, []byte("reconnect-min: 10ms\nreconnect-max: 50ms\ndrain-timeout: 100ms\nframe-size: 4096\nbuffer-size: 1048576\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"capture", "agent", "-config", cfgFile, "-name", "t1", "-server", srv.Addr().String(), "-token-file", tokenFile, "-replay", capFile}
+
+	var out, errb bytes.Buffer
+	if code := run(args, &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), "server refused the agent: unauthorized") || !strings.Contains(errb.String(), "-retry-unauthorized") {
+		t.Fatalf("agent with a wrong token: code %d, stderr %q; want 1 and the refusal", code, errb.String())
+	}
+	if n := refusals(); n != 1 {
+		t.Fatalf("the server refused %v connections, want 1", n)
+	}
+
+	stop, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	saved := stopContext
+	stopContext = func() (context.Context, context.CancelFunc) { return context.WithCancel(stop) }
+	t.Cleanup(func() { stopContext = saved })
+	code := make(chan int, 1)
+	// Replayed in a loop, so that the agent does not end by itself.
+	go func() {
+		code <- run(append(args, "-retry-unauthorized", "-loop", "1000000000"), io.Discard, io.Discard)
+	}()
+	testutil.WaitUntil(t, "the agent to try again", func() bool { return refusals() >= 4 })
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Fatalf("agent stopped with %d", c)
+		}
+	case <-time.After(testutil.WaitTimeout):
+		t.Fatal("the agent did not stop")
+	}
 }

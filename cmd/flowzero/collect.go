@@ -45,7 +45,7 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	log := cfg.Log.NewLogger(stderr)
-	a, err := app.New(cfg, log)
+	a, err := app.New(cfg, app.Dependencies{Logger: log})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"flowzero/app"
+	"flowzero/replay"
 )
 
 func init() {
@@ -33,13 +34,13 @@ func runDecode(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var opts app.DecodeOptions
+	var opts replay.DecodeOptions
 	if *columns != "" {
 		opts.Columns = strings.Split(*columns, ",")
 	}
 	opts.TimesAsMillis = *millis
 	w := bufio.NewWriter(stdout)
-	sum, err := app.DecodeFiles(cfg, fs.Args(), opts, w)
+	sum, err := replay.Decode(replay.Decoders{Schema: cfg.Schema, NetFlow: cfg.NetFlow, SFlow: cfg.SFlow}, fs.Args(), opts, w)
 	w.Flush()
 	sum.WriteSummary(stderr)
 	return err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"flowzero/demo"
 )
@@ -38,7 +39,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		n, err := demo.WritePcap(f, *pcapProto, *pcapFlows, cfg.Seed)
+		n, err := demo.WritePcap(f, *pcapProto, *pcapFlows, cfg.Seed, time.Now())
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

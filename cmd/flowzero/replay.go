@@ -8,7 +8,7 @@ import (
 	"os"
 	"os/signal"
 
-	"flowzero/app"
+	"flowzero/replay"
 )
 
 func init() {
@@ -36,13 +36,13 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--to: %w", err)
 	}
-	opts := app.ReplayOptions{To: addr, Rate: *rate, Loops: *loops}
+	opts := replay.SendOptions{To: addr, Rate: *rate, Loops: *loops}
 	if !*quiet {
 		opts.Progress = stderr
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
-	st, err := app.Replay(ctx, fs.Args(), opts)
+	st, err := replay.Send(ctx, fs.Args(), opts)
 	fmt.Fprintf(stdout, "sent %d datagrams (%d bytes) from %d exporters in %s\n", st.Datagrams, st.Bytes, st.Exporters, st.Elapsed.Round(1e6))
 	return err
 }

@@ -15,6 +15,8 @@ import (
 	"flowzero/schema"
 	"flowzero/store"
 	"flowzero/store/chdb"
+	"flowzero/store/ddl"
+	"flowzero/store/engine"
 )
 
 func init() {
@@ -81,7 +83,7 @@ func runStore(args []string, stdout, stderr io.Writer) error {
 		if !chdb.Built {
 			return chdb.ErrNotBuilt
 		}
-		conn, err := chdb.Open(cfg.Embedded.Path, store.EngineArgs()...)
+		conn, err := chdb.Open(cfg.Embedded.Path, engine.Args()...)
 		if err != nil {
 			return err
 		}
@@ -98,7 +100,7 @@ func runStore(args []string, stdout, stderr io.Writer) error {
 	}
 }
 
-func printSteps(w io.Writer, steps []store.Step, dryRun bool) {
+func printSteps(w io.Writer, steps []ddl.Step, dryRun bool) {
 	verb := "applied"
 	if dryRun {
 		verb = "to apply"
@@ -117,23 +119,23 @@ func printSteps(w io.Writer, steps []store.Step, dryRun bool) {
 // .proto from the server's format_schema_path: the file is written there when
 // outputs.store.format-schema-path names it, else the user is told where to put it.
 func migrateServer(ctx context.Context, cfg store.Configuration, s *schema.Schema, dryRun bool, log *slog.Logger, stdout io.Writer) error {
-	client, err := store.NewHTTPClient(cfg.ClickHouse)
+	client, err := engine.NewHTTPClient(cfg.ClickHouse)
 	if err != nil {
 		return err
 	}
 	if cfg.Kafka.Enabled {
 		if cfg.FormatSchemaPath != "" && !dryRun {
-			path, err := store.WriteProto(cfg.FormatSchemaPath, s)
+			path, err := ddl.WriteProto(cfg.FormatSchemaPath, s)
 			if err != nil {
 				return err
 			}
 			log.Info("store: .proto written for the Kafka table", "path", path)
 		} else {
 			fmt.Fprintf(stdout, "-- the Kafka table reads %s from the server's format_schema_path:\n"+
-				"--   flowzero schema proto > /var/lib/clickhouse/format_schemas/%s\n", store.ProtoFileName(s), store.ProtoFileName(s))
+				"--   flowzero schema proto > /var/lib/clickhouse/format_schemas/%s\n", ddl.ProtoFileName(s), ddl.ProtoFileName(s))
 		}
 	}
-	m := &store.Migrator{DDL: store.NewDDL(cfg, s, ""), Exec: client, Logger: log}
+	m := &ddl.Migrator{DDL: store.NewDDL(cfg, s, ""), Exec: client, Logger: log}
 	steps, err := m.Migrate(ctx, dryRun)
 	if err == nil || len(steps) > 0 {
 		printSteps(stdout, steps, dryRun)
@@ -157,10 +159,10 @@ func migrateEmbedded(ctx context.Context, cfg store.Configuration, s *schema.Sch
 	if err != nil {
 		return err
 	}
-	var exec store.Executor
+	var exec engine.Executor
 	if _, err := os.Stat(cfg.Embedded.Path); dryRun && errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintf(stdout, "-- %s does not exist yet: everything is to be created\n", cfg.Embedded.Path)
-		exec = store.EmptyEngine{}
+		exec = engine.EmptyEngine{}
 	} else {
 		if !chdb.Built {
 			return fmt.Errorf("%w; or give --clickhouse URL", chdb.ErrNotBuilt)
@@ -169,18 +171,18 @@ func migrateEmbedded(ctx context.Context, cfg store.Configuration, s *schema.Sch
 			if err := os.MkdirAll(cfg.Embedded.Path, 0o755); err != nil {
 				return err
 			}
-			if _, err := store.WriteProto(dir, s); err != nil {
+			if _, err := ddl.WriteProto(dir, s); err != nil {
 				return err
 			}
 		}
-		conn, err := chdb.Open(cfg.Embedded.Path, store.EngineArgs()...)
+		conn, err := chdb.Open(cfg.Embedded.Path, engine.Args()...)
 		if err != nil {
 			return err
 		}
 		defer conn.Close()
-		exec = store.Embedded{Conn: conn}
+		exec = engine.Embedded{Conn: conn}
 	}
-	m := &store.Migrator{DDL: store.NewDDL(cfg, s, dir), Exec: exec, Logger: log}
+	m := &ddl.Migrator{DDL: store.NewDDL(cfg, s, dir), Exec: exec, Logger: log}
 	steps, err := m.Migrate(ctx, dryRun)
 	if err == nil || len(steps) > 0 {
 		printSteps(stdout, steps, dryRun)

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"flowzero/internal/config"
+	fztest "flowzero/internal/testutil"
 	"flowzero/schema"
 )
 
@@ -214,13 +215,9 @@ func TestTemplatesFileSaveErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	decodeFiles(t, d, s, "template.pcap")
-	for deadline := time.Now().Add(10 * time.Second); testutil.ToFloat64(d.metrics.saveErrors) < 2; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%v failed saves counted after 10 s, want at least 2 (a failed save is retried)",
-				testutil.ToFloat64(d.metrics.saveErrors))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	fztest.WaitUntil(t, "a second failed save counted (a failed save is retried)", func() bool {
+		return testutil.ToFloat64(d.metrics.saveErrors) >= 2
+	})
 	select {
 	case err := <-reported:
 		if !strings.Contains(err.Error(), "saving templates") {

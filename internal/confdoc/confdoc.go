@@ -8,10 +8,10 @@ package confdoc
 import (
 	"fmt"
 	"go/ast"
+	"go/build"
 	"go/parser"
 	"go/token"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -53,20 +53,32 @@ func (g *generator) comment(t reflect.Type, field string) string {
 		g.comments[pkg] = m
 		if strings.HasPrefix(pkg, g.module) {
 			dir := filepath.Join(g.root, strings.TrimPrefix(strings.TrimPrefix(pkg, g.module), "/"))
-			fset := token.NewFileSet()
-			pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool {
-				return !strings.HasSuffix(fi.Name(), "_test.go")
-			}, parser.ParseComments)
-			if err == nil {
-				for _, p := range pkgs {
-					for _, f := range p.Files {
-						collectComments(f, m)
-					}
-				}
+			for _, f := range parsePackage(dir) {
+				collectComments(f, m)
 			}
 		}
 	}
 	return m[t.Name()+"."+field]
+}
+
+// parsePackage parses, with their comments, the non-test Go files of the package in dir that
+// the default build context selects (go/build applies the build constraints, which
+// parser.ParseDir ignored). A package that cannot be read yields no files: its keys then have
+// no description, which the reference test shows.
+func parsePackage(dir string) []*ast.File {
+	bp, err := build.ImportDir(dir, 0)
+	if err != nil {
+		return nil
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, name := range append(bp.GoFiles, bp.CgoFiles...) {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments)
+		if err == nil {
+			files = append(files, f)
+		}
+	}
+	return files
 }
 
 func collectComments(f *ast.File, m map[string]string) {

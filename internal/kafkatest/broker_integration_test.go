@@ -6,10 +6,11 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"flowzero/internal/testutil"
 )
 
 // TestBrokerRoundTrip proves the broker that scripts/kafka.sh starts really serves: a topic is
@@ -17,7 +18,7 @@ import (
 // the topic has the partitions asked for.
 func TestBrokerRoundTrip(t *testing.T) {
 	topic := Topic(t, "kafkatest", 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
 	defer cancel()
 
 	adm := kadm.NewClient(Client(t))

@@ -4,11 +4,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"flowzero/internal/testutil"
 )
 
 func TestLimiter(t *testing.T) {
 	l := New(3, 30*time.Second)
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	t0 := testutil.Now()
 	for i := range 3 {
 		if ok, _ := l.Allow(t0.Add(time.Duration(i) * time.Second)); !ok {
 			t.Fatalf("event %d refused within the burst", i)
@@ -31,7 +33,7 @@ func TestLimiter(t *testing.T) {
 func TestLocalSpentWindowTakesNoLock(t *testing.T) {
 	l := New(1, 30*time.Second)
 	g := l.Local()
-	t0 := time.Now()
+	t0 := testutil.Now()
 	g.Allow(t0)
 	g.Allow(t0) // spends the window
 	l.mu.Lock()
@@ -45,7 +47,7 @@ func TestLocalSpentWindowTakesNoLock(t *testing.T) {
 		if ok {
 			t.Error("allowed beyond the burst")
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testutil.WaitTimeout):
 		l.mu.Unlock()
 		<-done
 		t.Fatal("Local.Allow waited for the limiter's mutex within a spent window")
@@ -62,7 +64,7 @@ func TestLocalSpentWindowTakesNoLock(t *testing.T) {
 func TestLocalConcurrent(t *testing.T) {
 	const goroutines, events = 8, 10000
 	l := New(3, 30*time.Second)
-	t0 := time.Now()
+	t0 := testutil.Now()
 	var mu sync.Mutex
 	allowed, reported, total := 0, 0, 0
 	count := func(ok bool, suppressed int) {
@@ -100,7 +102,7 @@ func TestLocalConcurrent(t *testing.T) {
 
 func TestKeyed(t *testing.T) {
 	k := NewKeyed[string](1, time.Minute, 2)
-	now := time.Now()
+	now := testutil.Now()
 	if ok, _ := k.Allow("a", now); !ok {
 		t.Fatal("a refused")
 	}

@@ -17,7 +17,8 @@ var (
 )
 
 // Root returns the absolute path of the shared test data folder, or "" when it cannot be
-// found. FLOWZERO_TESTDATA overrides the lookup.
+// found: ../shared/testdata beside the repository, or beside the main checkout when the
+// repository is a git worktree of it (git worktree add). FLOWZERO_TESTDATA overrides the lookup.
 func Root() string {
 	rootOnce.Do(func() {
 		if d := os.Getenv("FLOWZERO_TESTDATA"); d != "" {
@@ -32,9 +33,15 @@ func Root() string {
 			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
 				// bench/ is a module of its own: keep climbing to the project's root.
 				if _, err := os.Stat(filepath.Join(dir, "..", "go.mod")); err != nil {
-					cand := filepath.Join(dir, "..", "shared", "testdata")
-					if st, err := os.Stat(cand); err == nil && st.IsDir() {
-						rootDir, _ = filepath.Abs(cand)
+					for _, top := range []string{dir, mainCheckout(dir)} {
+						if top == "" {
+							continue
+						}
+						cand := filepath.Join(top, "..", "shared", "testdata")
+						if st, err := os.Stat(cand); err == nil && st.IsDir() {
+							rootDir, _ = filepath.Abs(cand)
+							return
+						}
 					}
 					return
 				}
@@ -47,6 +54,32 @@ func Root() string {
 		}
 	})
 	return rootDir
+}
+
+// mainCheckout returns the root of the main checkout when dir is a linked git worktree (its
+// .git is a file "gitdir: MAIN/.git/worktrees/NAME", whose commondir file leads to MAIN/.git),
+// or "".
+func mainCheckout(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, ".git"))
+	if err != nil {
+		return "" // a directory (the main checkout itself) or no git at all
+	}
+	gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok {
+		return ""
+	}
+	if !filepath.IsAbs(gitdir) {
+		gitdir = filepath.Join(dir, gitdir)
+	}
+	common, err := os.ReadFile(filepath.Join(gitdir, "commondir"))
+	if err != nil {
+		return ""
+	}
+	c := strings.TrimSpace(string(common))
+	if !filepath.IsAbs(c) {
+		c = filepath.Join(gitdir, c)
+	}
+	return filepath.Dir(filepath.Clean(c))
 }
 
 // Path returns the absolute path of a file under the shared test data folder, for example

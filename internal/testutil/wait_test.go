@@ -17,7 +17,7 @@ func TestPoll(t *testing.T) {
 }
 
 func TestClockOffset(t *testing.T) {
-	if d := Now().Sub(time.Now()) - offset(); d > time.Second || d < -time.Second {
+	if d := time.Until(Now()) - offset(); d > time.Second || d < -time.Second {
 		t.Fatalf("Now is %s away from the machine's clock moved by $%s (%s)", d, ClockOffsetEnv, offset())
 	}
 }

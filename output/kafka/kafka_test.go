@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"flowzero/internal/testutil"
 	"flowzero/output"
 )
 
@@ -58,7 +59,7 @@ func TestSinkKfake(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer consumer.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
 	defer cancel()
 	seen := map[string]bool{}
 	for len(seen) < batches && ctx.Err() == nil {
@@ -97,16 +98,12 @@ func TestSinkBufferFullCounted(t *testing.T) {
 		s.Send(b)
 	}
 	s.Stop()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		sent, delivered, dropped := s.Counts()
-		if sent == 6400 && delivered == 0 && dropped == sent {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sent %d delivered %d dropped %d: counts do not add up", sent, delivered, dropped)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var sent, delivered, dropped int64
+	if !testutil.Poll(testutil.WaitTimeout, func() bool {
+		sent, delivered, dropped = s.Counts()
+		return sent == 6400 && delivered == 0 && dropped == sent
+	}) {
+		t.Fatalf("sent %d delivered %d dropped %d: counts do not add up", sent, delivered, dropped)
 	}
 }
 

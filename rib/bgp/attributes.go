@@ -7,6 +7,8 @@
 // one of each per goroutine; their contents are only valid until the next call. The RIB copies
 // what it keeps when it interns an attribute set. Every length is checked against the
 // enclosing buffer; malformed input returns an error wrapping ErrMalformed, never a panic.
+// gobgp's pkg/packet/bgp does the same decoding into objects allocated per attribute, which a
+// full-table load (millions of entries) cannot afford: docs/design/rib.md compares the two.
 package bgp
 
 import (

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"flowzero/internal/testutil"
 	"flowzero/rib"
 )
 
@@ -78,8 +79,7 @@ func BenchmarkRouteMonitoring(b *testing.B) {
 	for i, m := range msgs {
 		hs[i], _ = ParseCommonHeader(m)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
+	cpu := testutil.StartCPU(b)
 	for b.Loop() {
 		for i, m := range msgs {
 			if _, err := c.handle(hs[i], m[CommonHeaderLen:]); err != nil {
@@ -87,5 +87,6 @@ func BenchmarkRouteMonitoring(b *testing.B) {
 			}
 		}
 	}
+	cpu.Stop(b)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(msgs)), "ns/msg")
 }

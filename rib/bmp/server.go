@@ -133,46 +133,55 @@ func (s *Server) acceptLoop(l net.Listener) {
 				return
 			}
 			s.log.Warn("accept failed", "err", err)
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // out of file descriptors: do not spin
 			continue
 		}
 		remote, _ := netip.ParseAddrPort(conn.RemoteAddr().String())
 		router := netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())
-		if !s.allowed(router.Addr()) {
-			s.metrics.refusedNotAllowed.Inc()
-			s.warnConn("not-allowed", "BMP connection refused: router not in allowed-routers", "router", router.String())
-			conn.Close()
-			continue
-		}
-		s.mu.Lock()
-		if s.stopping {
-			s.mu.Unlock()
-			conn.Close()
+		if !s.serveConn(conn, router) {
 			return
 		}
-		if limit := s.cfg.MaxSessions; limit > 0 && len(s.conns) >= limit {
-			// A connection still waiting for its initiation message gives way to the new one:
-			// otherwise hosts that connect and say nothing could keep every router out.
-			old := s.oldestUninitiatedLocked()
-			if old == nil {
-				s.mu.Unlock()
-				s.metrics.refusedMaxSessions.Inc()
-				s.warnConn("max-sessions", "BMP connection refused: max-sessions reached", "router", router.String(), "max-sessions", limit)
-				conn.Close()
-				continue
-			}
-			old.evicted.Store(true)
-			old.conn.Close()
-		}
-		sess := newSession(s, conn, router)
-		s.conns[sess] = struct{}{}
-		s.wg.Add(1)
-		s.mu.Unlock()
-		if tc, ok := conn.(*net.TCPConn); ok && s.cfg.ReceiveBuffer > 0 {
-			tc.SetReadBuffer(s.cfg.ReceiveBuffer)
-		}
-		go sess.serve()
 	}
+}
+
+// serveConn starts a session on a connection from router, unless the router is not allowed
+// or max-sessions is reached. It returns false when the server is stopping.
+func (s *Server) serveConn(conn net.Conn, router netip.AddrPort) bool {
+	if !s.allowed(router.Addr()) {
+		s.metrics.refusedNotAllowed.Inc()
+		s.warnConn("not-allowed", "BMP connection refused: router not in allowed-routers", "router", router.String())
+		conn.Close()
+		return true
+	}
+	s.mu.Lock()
+	if s.stopping {
+		s.mu.Unlock()
+		conn.Close()
+		return false
+	}
+	if limit := s.cfg.MaxSessions; limit > 0 && len(s.conns) >= limit {
+		// A connection still waiting for its initiation message gives way to the new one:
+		// otherwise hosts that connect and say nothing could keep every router out.
+		old := s.oldestUninitiatedLocked()
+		if old == nil {
+			s.mu.Unlock()
+			s.metrics.refusedMaxSessions.Inc()
+			s.warnConn("max-sessions", "BMP connection refused: max-sessions reached", "router", router.String(), "max-sessions", limit)
+			conn.Close()
+			return true
+		}
+		old.evicted.Store(true)
+		old.conn.Close()
+	}
+	sess := newSession(s, conn, router)
+	s.conns[sess] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	if tc, ok := conn.(*net.TCPConn); ok && s.cfg.ReceiveBuffer > 0 {
+		tc.SetReadBuffer(s.cfg.ReceiveBuffer)
+	}
+	go sess.serve()
+	return true
 }
 
 // warnConn logs a refused or timed-out connection, at most 3 lines per reason every 30 s: a
@@ -298,7 +307,15 @@ func (s *Server) adopt(tx *rib.Tx, c *session, id rib.PeerID) {
 	if stale {
 		tx.RemovePeer(id)
 	}
-	prev.disown(id)
+	if prev.disown(id) && stale {
+		// Every peer of the closed session was taken over: nothing is left to expire.
+		s.mu.Lock()
+		if t := s.stale[prev]; t != nil {
+			t.Stop()
+			delete(s.stale, prev)
+		}
+		s.mu.Unlock()
+	}
 }
 
 // release forgets that c feeds id and reports whether it did.
@@ -555,8 +572,9 @@ func (c *session) removeAllPeers(reason string) {
 	c.dropRoutes(ps, reason)
 }
 
-// disown drops RIB peer id from the session's peers (another session took it over).
-func (c *session) disown(id rib.PeerID) {
+// disown drops RIB peer id from the session's peers (another session took it over) and
+// reports whether the session has no peer left.
+func (c *session) disown(id rib.PeerID) (empty bool) {
 	c.peersMu.Lock()
 	defer c.peersMu.Unlock()
 	for k, p := range c.peers {
@@ -568,7 +586,8 @@ func (c *session) disown(id rib.PeerID) {
 			if len(p.ribPeers) == 0 {
 				c.forgetPeerLocked(k, p)
 			}
-			return
+			return len(c.peers) == 0
 		}
 	}
+	return len(c.peers) == 0
 }

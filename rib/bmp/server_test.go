@@ -11,13 +11,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
 	"flowzero/internal/lockedbuf"
+	"flowzero/internal/testutil"
 	"flowzero/rib"
 )
 
@@ -48,6 +50,30 @@ func newHarness(t *testing.T, tweak func(*Configuration)) *harness {
 	}
 	t.Cleanup(func() { h.srv.Stop() })
 	return h
+}
+
+// newPipeHarness is newHarness for a testing/synctest bubble: the server does not listen, and
+// one router session runs over an in-memory pipe, so that timers and deadlines follow the
+// bubble's clock. It returns the router's end of the pipe.
+func newPipeHarness(t *testing.T, tweak func(*Configuration)) (*harness, net.Conn) {
+	t.Helper()
+	cfg := DefaultConfiguration()
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	h := &harness{t: t, table: rib.NewTable(rib.DefaultConfiguration()), reg: prometheus.NewRegistry()}
+	var err error
+	h.srv, err = New(h.reg, cfg, h.table, slog.New(slog.NewTextHandler(&h.logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	router, server := net.Pipe()
+	h.srv.serveConn(server, netip.MustParseAddrPort("192.0.2.100:40000"))
+	t.Cleanup(func() {
+		router.Close()
+		h.srv.Stop()
+	})
+	return h, router
 }
 
 func (h *harness) dial() net.Conn {
@@ -109,22 +135,18 @@ func labelString(m *dto.Metric) string {
 	return strings.Join(parts, ",")
 }
 
-// waitMessages waits until the server has handled n messages in total, then a little more
-// for the last one to be applied.
+// waitMessages waits until the server has handled n messages in total (a message is counted
+// once applied to the RIB).
 func (h *harness) waitMessages(n float64) {
 	h.t.Helper()
-	h.waitFor(func() bool { return h.metric("flowzero_bmp_received_messages_total") >= n })
+	testutil.WaitUntil(h.t, fmt.Sprintf("%v BMP messages handled", n), func() bool {
+		return h.metric("flowzero_bmp_received_messages_total") >= n
+	})
 }
 
-func (h *harness) waitFor(cond func() bool) {
+func (h *harness) waitFor(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			h.t.Fatal("condition not reached in 5 s")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testutil.WaitUntil(h.t, what, cond)
 }
 
 // probes are the prefixes of every route in the captures.
@@ -220,7 +242,7 @@ func TestServer(t *testing.T) {
 		h := newHarness(t, nil)
 		conn := h.dial()
 		h.send(conn, "bmp-init.pcap", "bmp-terminate.pcap")
-		h.waitFor(func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
+		h.waitFor("the session to close", func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
 		if v := h.metric("flowzero_bmp_received_messages_total", `type="initiation"`); v != 1 {
 			t.Errorf("initiation messages = %v", v)
 		}
@@ -389,11 +411,11 @@ func TestServer(t *testing.T) {
 		h.send(conn, "bmp-init.pcap", "bmp-l3vpn.pcap")
 		h.waitMessages(1 + 5)
 		conn.Close()
-		h.waitFor(func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
+		h.waitFor("the session to close", func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
 		// Kept during the grace period...
 		h.expectRIB(routesL3VPN)
 		// ...then removed.
-		h.waitFor(func() bool { return h.metric("flowzero_bmp_removed_peers_total", `reason="stale"`) == 1 })
+		h.waitFor("the kept routes to expire", func() bool { return h.metric("flowzero_bmp_removed_peers_total", `reason="stale"`) == 1 })
 		h.expectRIB(nil)
 		if v := h.metric("flowzero_bmp_peers"); v != 0 {
 			t.Errorf("peers = %v, want 0", v)
@@ -406,7 +428,7 @@ func TestServer(t *testing.T) {
 		h.send(conn, "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-reach.pcap")
 		h.waitMessages(1 + 7 + 17)
 		conn.Close()
-		h.waitFor(func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
+		h.waitFor("the session to close", func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
 		h.expectRIB(concat(routesPeer3, routesPeer7Unicast, routesPeer7EVPN, routesPeer7VPN, routesPeer1))
 		// The router comes back: its routes withdrawn meanwhile are not resent, and the
 		// routes kept from the old session are replaced by the new session's.
@@ -440,22 +462,26 @@ func TestServer(t *testing.T) {
 				defer srv.Stop()
 				all := concat(routesPeer3, routesPeer7Unicast, routesPeer7EVPN, routesPeer7VPN, routesPeer1)
 				h.expectRIB(all)
-				want := []string(nil)
-				if reconnect {
-					conn, err := net.Dial("tcp", srv.Addr().String())
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer conn.Close()
-					h.send(conn, "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-reach.pcap")
-					want = all
+				if !reconnect {
+					h.waitFor("the restored routes to expire", func() bool { return h.table.Stats().Routes == 0 })
+					h.expectRIB(nil)
+					return
 				}
-				if reconnect {
-					h.waitFor(func() bool { return regMessages(reg) >= 1+7+17 })
+				conn, err := net.Dial("tcp", srv.Addr().String())
+				if err != nil {
+					t.Fatal(err)
 				}
-				time.Sleep(400 * time.Millisecond) // past Keep
-				h.waitFor(func() bool { return h.table.Stats().Routes == len(want) })
-				h.expectRIB(want)
+				defer conn.Close()
+				h.send(conn, "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-reach.pcap")
+				h.waitFor("the router's messages", func() bool { return regMessages(reg) >= 1+7+17 })
+				// The new session took every restored peer over, so nothing is left to expire
+				// when Keep ends: the routes stay.
+				h.waitFor("the restored routes to be taken over", func() bool {
+					srv.mu.Lock()
+					defer srv.mu.Unlock()
+					return len(srv.stale) == 0
+				})
+				h.expectRIB(all)
 			})
 		}
 	})
@@ -463,7 +489,7 @@ func TestServer(t *testing.T) {
 	t.Run("first-message-not-initiation", func(t *testing.T) {
 		h := newHarness(t, nil)
 		h.send(h.dial(), "bmp-reach.pcap")
-		h.waitFor(func() bool {
+		h.waitFor("the connection closed", func() bool {
 			return h.metric("flowzero_bmp_uninitiated_connections_total", `reason="not-initiation"`) == 1
 		})
 		h.expectRIB(nil)
@@ -472,7 +498,9 @@ func TestServer(t *testing.T) {
 	t.Run("allowed-routers", func(t *testing.T) {
 		h := newHarness(t, func(c *Configuration) { c.AllowedRouters = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")} })
 		h.dial().Write(captureStream(t, "bmp-init.pcap")) // may fail: the server hangs up
-		h.waitFor(func() bool { return h.metric("flowzero_bmp_refused_connections_total", `reason="not-allowed"`) == 1 })
+		h.waitFor("the connection refused", func() bool {
+			return h.metric("flowzero_bmp_refused_connections_total", `reason="not-allowed"`) == 1
+		})
 		h.expectRIB(nil)
 		// The refused address labels no series: any host reaching the port would add some.
 		if n := h.series("127.0.0.1"); n != 0 {
@@ -500,7 +528,7 @@ func TestServer(t *testing.T) {
 		}
 		// A slot freed by a closed session is taken again.
 		first.Close()
-		h.waitFor(func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
+		h.waitFor("the session to close", func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
 		h.send(h.dial(), "bmp-init.pcap", "bmp-l3vpn.pcap")
 		h.waitMessages(2 + 1 + 5)
 		h.expectRIB(routesL3VPN)
@@ -516,9 +544,9 @@ func TestServer(t *testing.T) {
 			return len(h.srv.conns)
 		}
 		silent1 := h.dial()
-		h.waitFor(func() bool { return connections() == 1 })
+		h.waitFor("one connection", func() bool { return connections() == 1 })
 		silent2 := h.dial()
-		h.waitFor(func() bool { return connections() == 2 })
+		h.waitFor("two connections", func() bool { return connections() == 2 })
 		closed := func(c net.Conn) bool {
 			c.SetReadDeadline(time.Now().Add(5 * time.Second))
 			_, err := c.Read(make([]byte, 1))
@@ -559,25 +587,33 @@ func TestServer(t *testing.T) {
 		if _, err := conn.Read(make([]byte, 1)); err != io.EOF {
 			t.Errorf("read while the server waits for the initiation: %v, want EOF", err)
 		}
-		h.waitFor(func() bool { return h.metric("flowzero_bmp_session_timeouts_total", `phase="initiation"`) == 1 })
+		h.waitFor("the initiation timeout", func() bool {
+			return h.metric("flowzero_bmp_session_timeouts_total", `phase="initiation"`) == 1
+		})
 		if v := h.metric("flowzero_bmp_session_timeouts_total", `phase="idle"`); v != 0 {
 			t.Errorf("idle timeouts = %v, want 0", v)
 		}
 	})
 
 	t.Run("initiated-session-outlives-initiation-timeout", func(t *testing.T) {
-		// Once the initiation arrived, a silent router keeps its session (no idle timeout).
-		h := newHarness(t, func(c *Configuration) { c.InitiationTimeout, c.IdleTimeout = 100*time.Millisecond, 0 })
-		conn := h.dial()
-		h.send(conn, "bmp-init.pcap")
-		h.waitMessages(1)
-		time.Sleep(500 * time.Millisecond)
-		h.send(conn, "bmp-l3vpn.pcap")
-		h.waitMessages(1 + 5)
-		h.expectRIB(routesL3VPN)
-		if v := h.metric("flowzero_bmp_session_timeouts_total"); v != 0 {
-			t.Errorf("timeouts = %v, want 0", v)
-		}
+		// Once the initiation arrived, a silent router keeps its session (no idle timeout),
+		// however long it stays silent: an hour of the bubble's clock.
+		synctest.Test(t, func(t *testing.T) {
+			h, conn := newPipeHarness(t, func(c *Configuration) { c.InitiationTimeout, c.IdleTimeout = 100*time.Millisecond, 0 })
+			h.send(conn, "bmp-init.pcap")
+			synctest.Wait()
+			time.Sleep(time.Hour)
+			synctest.Wait()
+			h.send(conn, "bmp-l3vpn.pcap")
+			synctest.Wait()
+			h.expectRIB(routesL3VPN)
+			if v := h.metric("flowzero_bmp_session_timeouts_total"); v != 0 {
+				t.Errorf("timeouts = %v, want 0", v)
+			}
+			if v := h.metric("flowzero_bmp_closed_connections_total"); v != 0 {
+				t.Errorf("closed sessions = %v, want 0", v)
+			}
+		})
 	})
 
 	t.Run("idle-timeout", func(t *testing.T) {
@@ -585,7 +621,7 @@ func TestServer(t *testing.T) {
 		conn := h.dial()
 		h.send(conn, "bmp-init.pcap", "bmp-l3vpn.pcap")
 		h.waitMessages(1 + 5)
-		h.waitFor(func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
+		h.waitFor("the session to close", func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
 		if v := h.metric("flowzero_bmp_session_timeouts_total", `phase="idle"`); v != 1 {
 			t.Errorf("idle timeouts = %v, want 1", v)
 		}
@@ -605,7 +641,7 @@ func TestUninitiatedConnections(t *testing.T) {
 	broken.Close()
 	h.send(h.dial(), "bmp-reach.pcap")
 	h.dial() // sends nothing
-	h.waitFor(func() bool {
+	h.waitFor("the uninitiated connections to end", func() bool {
 		return h.metric("flowzero_bmp_uninitiated_connections_total") == 3 &&
 			h.metric("flowzero_bmp_session_timeouts_total", `phase="initiation"`) == 1
 	})
@@ -618,7 +654,7 @@ func TestUninitiatedConnections(t *testing.T) {
 		"flowzero_bmp_opened_connections_total", "flowzero_bmp_closed_connections_total",
 		"flowzero_bmp_received_messages_total", "flowzero_bmp_errors_total", "flowzero_bmp_peers",
 	}
-	if n, err := testutil.GatherAndCount(h.reg, perRouter...); err != nil || n != 0 {
+	if n, err := promtest.GatherAndCount(h.reg, perRouter...); err != nil || n != 0 {
 		t.Errorf("per-router series after uninitiated connections: %d (%v), want 0", n, err)
 	}
 	if n := h.series("127.0.0.1"); n != 0 {
@@ -629,7 +665,7 @@ func TestUninitiatedConnections(t *testing.T) {
 	}
 
 	h.send(h.dial(), "bmp-init.pcap", "bmp-l3vpn.pcap", "bmp-terminate.pcap")
-	h.waitFor(func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
+	h.waitFor("the session to close", func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
 	want := `
 # HELP flowzero_bmp_opened_connections_total BMP sessions opened: connections whose initiation message was accepted.
 # TYPE flowzero_bmp_opened_connections_total counter
@@ -638,7 +674,7 @@ flowzero_bmp_opened_connections_total{router="127.0.0.1"} 1
 # TYPE flowzero_bmp_closed_connections_total counter
 flowzero_bmp_closed_connections_total{router="127.0.0.1"} 1
 `
-	if err := testutil.GatherAndCompare(h.reg, strings.NewReader(want),
+	if err := promtest.GatherAndCompare(h.reg, strings.NewReader(want),
 		"flowzero_bmp_opened_connections_total", "flowzero_bmp_closed_connections_total"); err != nil {
 		t.Error(err)
 	}

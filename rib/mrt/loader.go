@@ -25,8 +25,8 @@ type Options struct {
 	MaxRecords int
 	// GCPercent, when positive, is the garbage collector's target (debug.SetGCPercent) for the
 	// duration of the load, restored afterwards. A full table allocates a few hundred MB that
-	// all stay live; a higher target (400) saves a third of the collection work while the
-	// heap grows, for a higher peak during the load only.
+	// all stay live, so collections during the load free little: a higher target (400)
+	// collects less often while the heap grows, for a higher peak during the load only.
 	GCPercent int
 	// Metrics count corrupt records in Prometheus as well as in Stats; nil for none.
 	Metrics *Metrics

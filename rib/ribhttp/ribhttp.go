@@ -5,11 +5,11 @@
 //
 // # Design
 //
-// This is what the seed problem asked gobgpd's gRPC for (about 1k lookups/s one by one,
-// 10–22k/s in batches of 20). Here a lookup is the RIB's lock-free trie walk and the answer
-// is appended to one reused buffer by hand-written JSON encoding (numbers and addresses need
-// no escaping), so a batch of thousands costs little more than the request decoding. The
-// peer table is read once per request. The handler is mounted by the collector on its HTTP
+// This is what users otherwise ask gobgpd's gRPC ListPath for, one address or a few per call
+// (docs/design/rib.md compares the two with bench/ribhttp). Here a lookup is the RIB's
+// lock-free trie walk and the answer is appended to one reused buffer by hand-written JSON
+// encoding (numbers and addresses need no escaping), so a batch of thousands costs little
+// more than the request decoding. The peer table is read once per request. The handler is mounted by the collector on its HTTP
 // server, which binds where its configuration says (loopback by default).
 package ribhttp
 

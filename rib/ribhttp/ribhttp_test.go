@@ -13,33 +13,34 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
-	"flowzero/enrich"
 	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
 	"flowzero/rib"
+	"flowzero/routing"
 )
 
-// loadRIB feeds a RIB with the RIPE updates (MRT) and the Juniper vMX BMP captures.
+// loadRIB feeds a RIB with the RIPE updates (MRT) and the Juniper vMX BMP captures, through
+// the routing component as the collector does.
 func loadRIB(tb testing.TB) *rib.RIB {
 	tb.Helper()
-	cfg := enrich.DefaultSourcesConfiguration()
+	cfg := routing.DefaultConfiguration()
 	cfg.MRT = []string{testdata.Path(tb, "rib", "ripe-bgpdump-updates.20160811.1600.gz")}
 	cfg.BMP.Enabled = true
 	cfg.BMP.Listen = "127.0.0.1:0"
-	s, err := enrich.NewSources(prometheus.NewRegistry(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, err := routing.New(prometheus.NewRegistry(), cfg, routing.Dependencies{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := s.Start(); err != nil {
+	if err := c.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { s.Stop() })
-	conn, err := net.Dial("tcp", s.BMP.Addr().String())
+	tb.Cleanup(func() { c.Stop() })
+	conn, err := net.Dial("tcp", c.BMPAddr().String())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -50,19 +51,17 @@ func loadRIB(tb testing.TB) *rib.RIB {
 			tb.Fatal(err)
 		}
 		for _, d := range dgs {
-			conn.Write(d.Payload)
+			if _, err := conn.Write(d.Payload); err != nil {
+				tb.Fatal(err)
+			}
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, ok := s.RIB.Lookup(netip.MustParseAddr("192.0.2.4")); ok {
-			return s.RIB
-		}
-		if time.Now().After(deadline) {
-			tb.Fatal("BMP routes not learned")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	// The last route of the captures is the Add-Path one.
+	testutil.WaitUntil(tb, "the BMP routes", func() bool {
+		_, ok := c.Lookup(netip.MustParseAddr("192.0.2.4"))
+		return ok
+	})
+	return c.RIB()
 }
 
 func post(t *testing.T, h http.Handler, method, body string) (*httptest.ResponseRecorder, Response) {
@@ -190,7 +189,7 @@ func BenchmarkHTTPLookup(b *testing.B) {
 	}
 	body.WriteString(`]}`)
 	payload := body.Bytes()
-	b.ReportAllocs()
+	cpu := testutil.StartCPU(b)
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(payload))
 		rec := httptest.NewRecorder()
@@ -199,6 +198,7 @@ func BenchmarkHTTPLookup(b *testing.B) {
 			b.Fatal(rec.Code)
 		}
 	}
+	cpu.Stop(b)
 	b.ReportMetric(float64(b.N)*1000/b.Elapsed().Seconds(), "lookups/s")
 }
 
@@ -313,13 +313,13 @@ func TestRejectedCounted(t *testing.T) {
 			want[tc.reason]++
 		}
 		for r := range want {
-			if got := testutil.ToFloat64(h.rejected[r]); got != want[r] {
+			if got := promtest.ToFloat64(h.rejected[r]); got != want[r] {
 				t.Errorf("after a %d answer: %s counted %v, want %v", rec.Code, rejectNames[r], got, want[r])
 			}
 		}
 	}
 	name := "flowzero_rib_lookup_rejected_total"
-	if n, err := testutil.GatherAndCount(reg, name); err != nil || n != int(rejectCount) {
+	if n, err := promtest.GatherAndCount(reg, name); err != nil || n != int(rejectCount) {
 		t.Errorf("%d series of %s (%v), want one per reason", n, name, err)
 	}
 }

@@ -165,7 +165,9 @@ func (c *Conn) query(p *byte, n int, format string) (Result, error) {
 	}
 	defer C.chdb_destroy_query_result(r)
 	if e := C.chdb_result_error(r); e != nil {
-		return Result{}, &Error{Query: shorten(strings.Clone(sql)), Msg: C.GoString(e)}
+		err := &Error{Query: shorten(strings.Clone(sql)), Msg: C.GoString(e)}
+		c.drain()
+		return Result{}, err
 	}
 	res := Result{
 		RowsRead:     uint64(C.chdb_result_rows_read(r)),
@@ -177,6 +179,21 @@ func (c *Conn) query(p *byte, n int, format string) (Result, error) {
 		res.Data = C.GoBytes(unsafe.Pointer(C.chdb_result_buffer(r)), C.int(n))
 	}
 	return res, nil
+}
+
+// drainStatement has no output: run after a failed statement, its result takes the output
+// the failed one left (see drain).
+const drainStatement = "SELECT 1 FORMAT Null"
+
+// drain discards the output a statement that failed midway left in the connection: chDB
+// (26.7) keeps the rows written before the error and hands them out with the next
+// statement's output. Called with c.mu held.
+func (c *Conn) drain() {
+	q, f := unsafe.StringData(drainStatement), unsafe.StringData("TabSeparated")
+	if r := C.chdb_query_n(*c.c, (*C.char)(unsafe.Pointer(q)), C.size_t(len(drainStatement)),
+		(*C.char)(unsafe.Pointer(f)), C.size_t(len("TabSeparated"))); r != nil {
+		C.chdb_destroy_query_result(r)
+	}
 }
 
 // Insert runs an INSERT statement without FORMAT clause (for example
@@ -246,4 +263,20 @@ func (c *Conn) Close() error {
 	engine.conns--
 	engine.Unlock()
 	return nil
+}
+
+// shorten cuts a statement for error messages: its inline data (after FORMAT) and what is
+// past 200 bytes.
+func shorten(q string) string {
+	const max = 200
+	if i := strings.Index(q, "FORMAT "); i >= 0 {
+		// Cut inline data off: an INSERT's rows are binary.
+		if j := strings.IndexByte(q[i:], '\n'); j >= 0 {
+			q = q[:i+j]
+		}
+	}
+	if len(q) > max {
+		return q[:max] + "…"
+	}
+	return q
 }

@@ -5,7 +5,10 @@ package chdb
 import (
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"flowzero/internal/testutil"
 )
 
 // One process holds one data directory at a time, so the tests run in order and each closes
@@ -116,5 +119,80 @@ func TestInsertBinaryStream(t *testing.T) {
 	}
 	if out, err := c.Query("SELECT count() FROM b", ""); err != nil || string(out) != "2\n" {
 		t.Errorf("after errors: %q, %v", out, err)
+	}
+}
+
+// TestQueryErrorLeavesNoOutput makes a statement fail after it wrote rows: the next
+// statement's output holds only its own rows (chDB keeps the failed one's otherwise).
+func TestQueryErrorLeavesNoOutput(t *testing.T) {
+	c, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, format := range []string{"TabSeparated", "JSON"} {
+		if _, err := c.Query("SELECT throwIf(number = 5) FROM numbers(10) SETTINGS max_block_size = 1", format); err == nil {
+			t.Fatal("throwIf did not fail")
+		}
+		if out, err := c.Query("SELECT 1", "TabSeparated"); err != nil || string(out) != "1\n" {
+			t.Errorf("after a failure in %s: %q, %v", format, out, err)
+		}
+	}
+}
+
+// TestConnectionsRunConcurrently opens a second connection on the same data directory: it
+// is a session of the same engine (it sees the first one's tables), its statements do not
+// wait for the first connection's (a statement sleeping on one, an INSERT completes on the
+// other), and closing it leaves the first one working.
+func TestConnectionsRunConcurrently(t *testing.T) {
+	dir := t.TempDir()
+	a, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(dir, "--readonly=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Exec("CREATE TABLE t (a UInt64) ENGINE = MergeTree ORDER BY a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Exec("INSERT INTO t VALUES (1)"); err == nil || !strings.Contains(err.Error(), "Code: 164") {
+		t.Errorf("INSERT on a readonly connection: %v, want READONLY (Code: 164)", err)
+	}
+	var done atomic.Bool
+	slow := make(chan error)
+	go func() {
+		// Up to a minute, stopped by KILL QUERY once the INSERT is through.
+		_, err := b.Query("/* slow */ SELECT sleepEachRow(1) FROM numbers(60) SETTINGS max_block_size = 1, function_sleep_max_microseconds_per_block = 0", "")
+		done.Store(true)
+		slow <- err
+	}()
+	testutil.WaitUntil(t, "the slow statement in system.processes", func() bool {
+		out, err := a.Query("SELECT count() FROM system.processes WHERE startsWith(query, '/* slow */')", "")
+		return err == nil && string(out) == "1\n"
+	})
+	if _, err := a.Insert("INSERT INTO t", "RowBinary", []byte{7, 0, 0, 0, 0, 0, 0, 0}); err != nil {
+		t.Fatal(err)
+	}
+	if done.Load() {
+		t.Fatal("the INSERT waited for the other connection's statement")
+	}
+	if out, err := a.Query("SELECT sum(a) FROM t", ""); err != nil || string(out) != "7\n" {
+		t.Errorf("sum = %q, %v", out, err)
+	}
+	if err := a.Exec("KILL QUERY WHERE startsWith(query, '/* slow */') ASYNC"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-slow; err == nil || !strings.Contains(err.Error(), "Code: 394") {
+		t.Errorf("killed statement: %v, want QUERY_WAS_CANCELLED (Code: 394)", err)
+	}
+	if out, err := b.Query("SELECT count() FROM t", ""); err != nil || string(out) != "1\n" {
+		t.Errorf("after the kill, on the killed statement's connection: %q, %v", out, err)
+	}
+	b.Close()
+	if out, err := a.Query("SELECT count() FROM t", ""); err != nil || string(out) != "1\n" {
+		t.Errorf("after closing the other connection: %q, %v", out, err)
 	}
 }

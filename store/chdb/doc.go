@@ -10,6 +10,12 @@
 //     while a connection is open fails; after every connection is closed another directory
 //     may be opened.
 //   - A connection runs one statement at a time; Conn serializes its callers with a mutex.
+//     Several connections on the same data directory are sessions of the one engine, each
+//     with its own settings (Open's args), whose statements run concurrently: a query on one
+//     does not wait for an INSERT on another. KILL QUERY ... ASYNC from one stops another's
+//     statement (SYNC did not return in chDB 26.7).
+//   - A statement that fails after writing rows leaves them in chDB's output buffer, handed
+//     out with the next statement's output: Conn drains them after every failure.
 //   - chDB's own signal handlers are disabled before the first connection: the Go runtime owns
 //     SIGSEGV, SIGPROF, SIGURG and friends.
 //   - Statements go to chdb_query_n; INSERT data goes through chDB's streaming insert
@@ -17,10 +23,7 @@
 //     statement text into queries and would cut binary data at some newline bytes.
 package chdb
 
-import (
-	"errors"
-	"strings"
-)
+import "errors"
 
 // ErrNotBuilt is returned by every function of a binary built without the `chdb` tag.
 var ErrNotBuilt = errors.New("chdb: this flowzero binary was built without the embedded ClickHouse engine: " +
@@ -41,18 +44,4 @@ type Result struct {
 	RowsWritten  uint64  // rows written, including those written by materialized views
 	BytesWritten uint64  // bytes written
 	Elapsed      float64 // seconds
-}
-
-func shorten(q string) string {
-	const max = 200
-	if i := strings.Index(q, "FORMAT "); i >= 0 {
-		// Cut inline data off: an INSERT's rows are binary.
-		if j := strings.IndexByte(q[i:], '\n'); j >= 0 {
-			q = q[:i+j]
-		}
-	}
-	if len(q) > max {
-		return q[:max] + "…"
-	}
-	return q
 }

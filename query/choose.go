@@ -1,0 +1,138 @@
+package query
+
+import (
+	"slices"
+	"time"
+
+	"flowzero/query/catalog"
+)
+
+// window is where and how a query reads: a table, an interval, and a range of n buckets
+// starting at start, aligned on the table's resolution.
+type window struct {
+	table    catalog.Table
+	interval time.Duration
+	start    time.Time
+	n        int
+}
+
+func (w window) end() time.Time { return w.start.Add(time.Duration(w.n) * w.interval) }
+
+// resolution is the time bucket of a table: 1 s for the flows table.
+func resolution(t catalog.Table) time.Duration {
+	if t.Resolution == 0 {
+		return time.Second
+	}
+	return t.Resolution
+}
+
+// alignDown rounds t down to a multiple of d since the Unix epoch.
+func alignDown(t time.Time, d time.Duration) time.Time {
+	s := int64(d / time.Second)
+	u := t.Unix()
+	return time.Unix(u-((u%s)+s)%s, 0).UTC()
+}
+
+// choose picks the table and interval of a query over [start, end) with about points
+// points:
+//   - the target interval is (end − start) / points, at least 1 s;
+//   - the candidates are the aggregated tables (those counting flows when needCount) and
+//     the flows table, or the flows table alone when flowsOnly;
+//   - a candidate reaches back when its oldest row is at most one target interval after
+//     start (or after the oldest row of any candidate, when start is older than all data:
+//     a collector started an hour ago still gets its 24 h graph from the right table);
+//   - among those, the coarsest whose resolution is at most the target, or the finest;
+//   - the interval is the target rounded down to a multiple of the table's resolution, at
+//     least the resolution; the range starts at start rounded down to the resolution and
+//     holds whole intervals (at least one).
+func choose(cat *catalog.Catalog, oldest map[string]time.Time, start, end time.Time, points int, flowsOnly, needCount bool) window {
+	target := max((end.Sub(start) / time.Duration(points)).Truncate(time.Second), time.Second)
+	candidates := []catalog.Table{cat.Flows}
+	if !flowsOnly {
+		for _, t := range cat.Aggregated {
+			if t.FlowCount || !needCount {
+				candidates = append(candidates, t)
+			}
+		}
+	}
+	slices.SortStableFunc(candidates, func(a, b catalog.Table) int { return int(resolution(a) - resolution(b)) })
+	from := start
+	var earliest time.Time
+	for _, t := range candidates {
+		if o, ok := oldest[t.Name]; ok && (earliest.IsZero() || o.Before(earliest)) {
+			earliest = o
+		}
+	}
+	if earliest.After(from) {
+		from = earliest
+	}
+	var reaching []catalog.Table
+	for _, t := range candidates {
+		if o, ok := oldest[t.Name]; (ok && !o.After(from.Add(target))) || earliest.IsZero() {
+			reaching = append(reaching, t)
+		}
+	}
+	chosen := reaching[0]
+	for _, t := range reaching {
+		if resolution(t) <= target {
+			chosen = t
+		}
+	}
+	return windowOn(chosen, start, end, target)
+}
+
+// windowOn aligns [start, end) on table t for a target interval.
+func windowOn(t catalog.Table, start, end time.Time, target time.Duration) window {
+	res := resolution(t)
+	interval := max(target.Truncate(res), res)
+	w := window{table: t, interval: interval, start: alignDown(start, res)}
+	w.n = max(int(end.Sub(w.start)/interval), 1)
+	return w
+}
+
+// previousWindow is w moved back by shift, on the table among the candidates whose
+// resolution divides w's interval and which reaches back to the moved start: w's own when
+// it does, else the coarsest that does, else w's.
+func previousWindow(cat *catalog.Catalog, oldest map[string]time.Time, w window, shift time.Duration, flowsOnly, needCount bool) window {
+	p := w
+	p.start = w.start.Add(-shift)
+	reaches := func(t catalog.Table) bool {
+		o, ok := oldest[t.Name]
+		return ok && !o.After(p.start.Add(w.interval))
+	}
+	if reaches(w.table) {
+		return p
+	}
+	candidates := []catalog.Table{cat.Flows}
+	if !flowsOnly {
+		for _, t := range cat.Aggregated {
+			if t.FlowCount || !needCount {
+				candidates = append(candidates, t)
+			}
+		}
+	}
+	for _, t := range candidates {
+		if w.interval%resolution(t) == 0 && reaches(t) && (p.table == w.table || resolution(t) > resolution(p.table)) {
+			p.table = t
+		}
+	}
+	return p
+}
+
+// previousPeriod is how far back the previous period of a range is: an hour for a range
+// under 2 hours, a day under 2 days, a week under 2 weeks, 4 weeks under 8 weeks, else a
+// year (from start: 365 or 366 days). name says which.
+func previousPeriod(start, end time.Time) (shift time.Duration, name string) {
+	d := end.Sub(start)
+	switch {
+	case d < 2*time.Hour:
+		return time.Hour, "hour"
+	case d < 2*24*time.Hour:
+		return 24 * time.Hour, "day"
+	case d < 2*7*24*time.Hour:
+		return 7 * 24 * time.Hour, "week"
+	case d < 8*7*24*time.Hour:
+		return 4 * 7 * 24 * time.Hour, "4 weeks"
+	}
+	return start.Sub(start.AddDate(-1, 0, 0)), "year"
+}

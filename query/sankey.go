@@ -1,0 +1,105 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// SankeyPoints is the number of points the table choice of a Sankey query aims at: it has
+// no time axis, so a coarse table serves it.
+const SankeyPoints = 20
+
+// SankeyRequest is a Sankey diagram query (POST /api/v0/query/sankey): 2 to 4 dimensions.
+type SankeyRequest struct {
+	Common
+}
+
+// SankeyResult is its answer: each row's dimension values and value (the average over the
+// range in the unit asked), and the diagram's nodes and links.
+type SankeyResult struct {
+	Table  string       `json:"table"`
+	SQL    string       `json:"sql"`
+	Rows   [][]string   `json:"rows"`
+	Values []float64    `json:"values"`
+	Nodes  []string     `json:"nodes"`
+	Links  []SankeyLink `json:"links"`
+}
+
+// SankeyLink joins two nodes, "Dimension: value" each.
+type SankeyLink struct {
+	Source string  `json:"source"`
+	Target string  `json:"target"`
+	Value  float64 `json:"value"`
+}
+
+// Sankey runs a Sankey query. Each dimension's values outside the rows selected (by the
+// limit and topBy, on the combinations of all dimensions) become Other.
+func (s *Service) Sankey(ctx context.Context, req SankeyRequest) (*SankeyResult, error) {
+	st, err := s.tables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cat := st.catalog
+	c, err := req.Common.validate(cat, s.cfg, 2, 4)
+	if err != nil {
+		return nil, err
+	}
+	w := choose(cat, st.oldest, c.start, c.end, SankeyPoints, c.needsFlowsTable(cat, false), c.units == UnitFps)
+	q := &seriesQuery{cat: cat, c: c, e: exprs{cat: cat, t4: c.t4, t6: c.t6}, axes: []axis{{id: 1, w: w}}}
+	var dims []string
+	for i, d := range c.dims {
+		k := q.e.key(d)
+		dims = append(dims, fmt.Sprintf("if(%s IN (SELECT r%d FROM rows), %s, 'Other')", k, i+1, q.e.display(d, k)))
+	}
+	sql := fmt.Sprintf("WITH rows AS (\n%s\n)\nSELECT [%s] AS dims, %s AS v\nFROM %s\nWHERE %s\nGROUP BY dims",
+		q.rowsCTE(), strings.Join(dims, ", "), unitExpr(c.units, w.table), quoteTable(cat, w.table),
+		where(w.start, w.end(), c.filter.SQL(false)))
+	res, err := s.run(ctx, sql, 2, 0)
+	if err != nil {
+		return nil, err
+	}
+	seconds := w.end().Sub(w.start).Seconds()
+	out := &SankeyResult{Table: w.table.Name, SQL: sql, Rows: [][]string{}, Values: []float64{}, Nodes: []string{}, Links: []SankeyLink{}}
+	type row struct {
+		dims []string
+		v    float64
+	}
+	var rows []row
+	for _, r := range res.Data {
+		rows = append(rows, row{cellStrings(r[0]), cellFloat(r[1]) / seconds})
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].v != rows[j].v {
+			return rows[i].v > rows[j].v
+		}
+		return slices.Compare(rows[i].dims, rows[j].dims) < 0
+	})
+	nodes := map[string]bool{}
+	links := map[[2]string]int{}
+	for _, r := range rows {
+		out.Rows = append(out.Rows, r.dims)
+		out.Values = append(out.Values, r.v)
+		for i := range r.dims {
+			node := c.dims[i].Name + ": " + r.dims[i]
+			if !nodes[node] {
+				nodes[node] = true
+				out.Nodes = append(out.Nodes, node)
+			}
+			if i == 0 {
+				continue
+			}
+			from := c.dims[i-1].Name + ": " + r.dims[i-1]
+			if j, ok := links[[2]string{from, node}]; ok {
+				out.Links[j].Value += r.v
+				continue
+			}
+			links[[2]string{from, node}] = len(out.Links)
+			out.Links = append(out.Links, SankeyLink{Source: from, Target: node, Value: r.v})
+		}
+	}
+	sort.SliceStable(out.Links, func(i, j int) bool { return out.Links[i].Value > out.Links[j].Value })
+	return out, nil
+}

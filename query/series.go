@@ -1,0 +1,259 @@
+package query
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"flowzero/query/catalog"
+)
+
+// axis is one set of series of a query: 1 the direct direction, 2 the reverse one
+// (bidirectional), 3 the previous period, 4 the previous period reversed.
+type axis struct {
+	id      int
+	w       window
+	reverse bool
+}
+
+// seriesQuery is the SQL of the line and table queries: for each axis, bucket and row
+// (dimension values, or Other), the unit's value; with totals, the bytes, packets and
+// flows too.
+type seriesQuery struct {
+	cat    *catalog.Catalog
+	c      common
+	e      exprs
+	axes   []axis
+	totals bool
+}
+
+// dims returns the dimensions of an axis (those of the other direction when reversed).
+func (q *seriesQuery) dims(a axis) []*catalog.Column {
+	if !a.reverse {
+		return q.c.dims
+	}
+	out := make([]*catalog.Column, len(q.c.dims))
+	for i, d := range q.c.dims {
+		out[i] = q.cat.ReverseOf(d)
+	}
+	return out
+}
+
+func (q *seriesQuery) unit(a axis) Unit {
+	if a.reverse {
+		return reverseUnit(q.c.units)
+	}
+	return q.c.units
+}
+
+// rowsCTE selects the rows shown: the limit's first dimension values of the direct axis,
+// ranked by topBy.
+func (q *seriesQuery) rowsCTE() string {
+	a := q.axes[0]
+	var keys, names []string
+	for i, d := range q.c.dims {
+		keys = append(keys, fmt.Sprintf("%s AS r%d", q.e.key(d), i+1))
+		names = append(names, fmt.Sprintf("r%d", i+1))
+	}
+	w := where(a.w.start, a.w.end(), q.c.filter.SQL(false))
+	from := quoteTable(q.cat, a.w.table)
+	unit := unitExpr(q.c.units, a.w.table)
+	group := strings.Join(names, ", ")
+	if q.c.topBy == TopByAvg && additive(q.c.units) {
+		return fmt.Sprintf("SELECT %s\nFROM %s\nWHERE %s\nGROUP BY %s\nORDER BY %s DESC, %s\nLIMIT %d",
+			strings.Join(keys, ", "), from, w, group, unit, group, q.c.limit)
+	}
+	var measure string
+	switch q.c.topBy {
+	case TopByAvg:
+		measure = "sum(v)"
+	case TopByMax:
+		measure = "max(v)"
+	case TopByLast:
+		measure = fmt.Sprintf("sumIf(v, b = %d)", a.w.n-1)
+	case TopByP95:
+		measure = fmt.Sprintf("arrayReduce('quantileExactInclusive(0.95)', arrayResize(groupArray(v), %d))", a.w.n)
+	}
+	return fmt.Sprintf("SELECT %s\nFROM (\n  SELECT %s, %s AS b, %s AS v\n  FROM %s\n  WHERE %s\n  GROUP BY %s, b\n)\nGROUP BY %s\nORDER BY %s DESC, %s\nLIMIT %d",
+		group, strings.Join(keys, ", "), bucket(a.w.start, a.w.interval), unit, from, w, group, group, measure, group, q.c.limit)
+}
+
+// axisSQL is the SELECT of one axis.
+func (q *seriesQuery) axisSQL(a axis) string {
+	dims := "emptyArrayString()"
+	if len(q.c.dims) > 0 && a.id <= 2 {
+		var keys, shown, names []string
+		for i, d := range q.dims(a) {
+			k := q.e.key(d)
+			keys = append(keys, k)
+			shown = append(shown, q.e.display(d, k))
+			names = append(names, fmt.Sprintf("r%d", i+1))
+		}
+		dims = fmt.Sprintf("if(%s IN (SELECT %s FROM rows), [%s], %s)",
+			tuple(keys), strings.Join(names, ", "), strings.Join(shown, ", "), others(len(keys)))
+	}
+	cols := fmt.Sprintf("%d AS axis, %s AS b, %s AS dims, %s AS v", a.id, bucket(a.w.start, a.w.interval), dims, unitExpr(q.unit(a), a.w.table))
+	if q.totals {
+		flows := "NULL"
+		if a.w.table.FlowCount {
+			flows = unitExpr(UnitFps, a.w.table)
+		}
+		cols += fmt.Sprintf(", sum(Bytes * SamplingRate) AS bytes, sum(Packets * SamplingRate) AS packets, %s AS flows", flows)
+	}
+	return fmt.Sprintf("SELECT %s\nFROM %s\nWHERE %s\nGROUP BY b, dims",
+		cols, quoteTable(q.cat, a.w.table), where(a.w.start, a.w.end(), q.c.filter.SQL(a.reverse)))
+}
+
+func (q *seriesQuery) sql() string {
+	var b strings.Builder
+	if len(q.c.dims) > 0 {
+		b.WriteString("WITH rows AS (\n" + q.rowsCTE() + "\n)\n")
+	}
+	b.WriteString("SELECT * FROM (\n")
+	for i, a := range q.axes {
+		if i > 0 {
+			b.WriteString("\nUNION ALL\n")
+		}
+		b.WriteString(q.axisSQL(a))
+	}
+	b.WriteString("\n)")
+	return b.String()
+}
+
+// series is one row of a result: its dimension values and its value per bucket.
+type series struct {
+	axis   int
+	dims   []string
+	values []float64 // per bucket, in the unit's sum (divide by the interval for a rate)
+	// bytes, packets and flows over the range (totals only; flows -1 when not counted).
+	bytes, packets uint64
+	flows          int64
+	// rank is what topBy ranks the series by.
+	rank float64
+}
+
+func (s *series) other() bool { return len(s.dims) > 0 && s.dims[0] == "Other" }
+
+// readSeries gathers the engine's rows into series, in the order of the axes and, in each,
+// by the rank topBy gives (Other last); the reverse axis follows the direct one's order.
+func readSeries(res *result, n int, topBy TopBy, totals bool) []*series {
+	byKey := map[string]*series{}
+	var all []*series
+	for _, row := range res.Data {
+		ax := int(cellInt(row[0]))
+		b := int(cellInt(row[1]))
+		dims := cellStrings(row[2])
+		key := fmt.Sprintf("%d\x00%s", ax, strings.Join(dims, "\x00"))
+		s := byKey[key]
+		if s == nil {
+			s = &series{axis: ax, dims: dims, values: make([]float64, n)}
+			byKey[key] = s
+			all = append(all, s)
+		}
+		if b >= 0 && b < n {
+			s.values[b] += cellFloat(row[3])
+		}
+		if totals {
+			s.bytes += cellUint(row[4])
+			s.packets += cellUint(row[5])
+			if row[6] == nil {
+				s.flows = -1
+			} else if s.flows >= 0 {
+				s.flows += cellInt(row[6])
+			}
+		}
+	}
+	for _, s := range all {
+		s.rank = measure(s.values, topBy)
+	}
+	direct := map[string]int{}
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if a.axis != b.axis {
+			return a.axis < b.axis
+		}
+		if a.other() != b.other() {
+			return b.other()
+		}
+		if a.rank != b.rank {
+			return a.rank > b.rank
+		}
+		return slices.Compare(a.dims, b.dims) < 0
+	})
+	for i, s := range all {
+		if s.axis == 1 {
+			direct[strings.Join(s.dims, "\x00")] = i
+		}
+	}
+	// The reverse axis in the order of the direct one, so that a row and its reverse pair.
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if a.axis != b.axis || a.axis != 2 {
+			return false
+		}
+		ia, oka := direct[strings.Join(a.dims, "\x00")]
+		ib, okb := direct[strings.Join(b.dims, "\x00")]
+		return oka && (!okb || ia < ib)
+	})
+	return all
+}
+
+// measure is what topBy ranks a series by.
+func measure(values []float64, topBy TopBy) float64 {
+	st := statsOf(values)
+	switch topBy {
+	case TopByMax:
+		return st.max
+	case TopByLast:
+		return st.last
+	case TopByP95:
+		return st.p95
+	}
+	return st.sum
+}
+
+// stats are the statistics of a series' values.
+type stats struct {
+	min, max, avg, p95, last, sum float64
+}
+
+// statsOf computes them: min ignores empty buckets (it is 0 only when all are), avg is over
+// every bucket, p95 interpolates linearly between the two nearest ranks (as ClickHouse's
+// quantileExactInclusive), last is the last bucket.
+func statsOf(values []float64) stats {
+	var st stats
+	n := len(values)
+	if n == 0 {
+		return st
+	}
+	sorted := slices.Clone(values)
+	slices.Sort(sorted)
+	for _, v := range sorted {
+		st.sum += v
+		if st.min == 0 && v > 0 {
+			st.min = v
+		}
+	}
+	st.max = sorted[n-1]
+	st.avg = st.sum / float64(n)
+	st.last = values[n-1]
+	pos := 0.95 * float64(n-1)
+	i := int(math.Floor(pos))
+	st.p95 = sorted[i]
+	if i+1 < n {
+		st.p95 += (pos - float64(i)) * (sorted[i+1] - sorted[i])
+	}
+	return st
+}
+
+// times returns the start of each bucket.
+func times(w window) []time.Time {
+	out := make([]time.Time, w.n)
+	for i := range out {
+		out[i] = w.start.Add(time.Duration(i) * w.interval)
+	}
+	return out
+}
