@@ -94,3 +94,66 @@ func TestNetworksVRFNeedsColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEnrichmentNetworksVRF replays the NetFlow v9 capture whose flows carry VRF IDs (all
+// ingress VRF 1610612738; egress 1610612738, but 1610612736 for one flow) with entries per
+// VRF: each source address gets its ingress VRF's entry, each destination its egress VRF's,
+// entries without VRF filling the attributes the VRF's entry leaves empty.
+func TestEnrichmentNetworksVRF(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Schema.Enabled = []string{"IngressVRFID", "EgressVRFID"}
+	cfg.Enrich.Networks = map[string]networks.Attributes{
+		"0.0.0.0/0":                 {Name: "global", Role: "internet"},
+		"37.165.0.0/16":             {Name: "mobile-global", Site: "par1"},
+		"0.0.0.0/0@1610612738":      {Name: "vrf-a", Tenant: "a"},
+		"0.0.0.0/0@1610612736":      {Name: "vrf-b", Tenant: "b"},
+		"37.165.0.0/16@99":          {Name: "other-vrf"},
+		"173.194.0.0/16@1610612738": {Role: "cdn"},
+	}
+	a, err := New(cfg, testDeps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	nf := func(n string) string { return testdata.Path(t, "netflow", n+".pcap") }
+	replayGroups(t, a, [][]string{{nf("options-template"), nf("options-data"), nf("template"), nf("data")}}, 4)
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	type attrs struct{ name, role, site, tenant string }
+	want := map[string]attrs{
+		// Sources, all in ingress VRF 1610612738.
+		"Src 198.38.121.178":  {"vrf-a", "internet", "", "a"},
+		"Src 198.38.121.219":  {"vrf-a", "internet", "", "a"},
+		"Src 173.194.190.106": {"vrf-a", "cdn", "", "a"},
+		"Src 74.125.100.234":  {"vrf-a", "internet", "", "a"},
+		// Destinations, in their egress VRF.
+		"Dst 91.170.143.87":  {"vrf-a", "internet", "", "a"},
+		"Dst 88.122.57.97":   {"vrf-a", "internet", "", "a"},
+		"Dst 37.165.129.20":  {"vrf-b", "internet", "par1", "b"},
+		"Dst 88.120.219.117": {"vrf-a", "internet", "", "a"},
+	}
+	seen := 0
+	for _, msg := range archivedMessages(t, cfg) {
+		got := map[string]any{}
+		a.Schema().DecodeMessage(msg, func(c *schema.Column, v any) { got[c.Name] = v })
+		for _, dir := range []string{"Src", "Dst"} {
+			str := func(col string) string { s, _ := got[dir+col].(string); return s }
+			key := dir + " " + got[dir+"Addr"].(netip.Addr).Unmap().String()
+			w, ok := want[key]
+			if !ok {
+				t.Errorf("unexpected address %s", key)
+				continue
+			}
+			seen++
+			if g := (attrs{str("NetName"), str("NetRole"), str("NetSite"), str("NetTenant")}); g != w {
+				t.Errorf("%s (VRFs %v, %v): %+v, want %+v", key, got["IngressVRFID"], got["EgressVRFID"], g, w)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d addresses checked, want %d", seen, len(want))
+	}
+}
