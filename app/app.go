@@ -21,6 +21,7 @@ import (
 	"flowzero/decoder/sflow"
 	"flowzero/demo"
 	"flowzero/enrich"
+	"flowzero/enrich/networks"
 	"flowzero/internal/clock"
 	"flowzero/internal/lograte"
 	"flowzero/output"
@@ -54,6 +55,7 @@ type App struct {
 	sflow     *sflow.Decoder
 	sinks     []output.Sink
 	routing   *routing.Component
+	networks  *networks.Enricher    // nil without network attributes
 	enricher  enrich.FlowEnricher   // nil when nothing is configured
 	metadata  *enrich.MetadataCache // nil without SNMP, rules or drop-unknown-interfaces
 	collector *collector.Collector
@@ -131,6 +133,12 @@ func New(cfg Configuration, deps Dependencies) (*App, error) {
 		}
 		steps = append(steps, re)
 	}
+	if a.networks, err = newNetworks(a.registry, &cfg, s, log); err != nil {
+		return nil, err
+	}
+	if a.networks != nil {
+		steps = append(steps, a.networks)
+	}
 	switch len(steps) {
 	case 0:
 	case 1:
@@ -186,6 +194,11 @@ func (a *App) Start() error {
 	// The SNMP cache file is read before the first flow.
 	if a.metadata != nil {
 		if err := a.metadata.Start(); err != nil {
+			return fmt.Errorf("enrich: %w", err)
+		}
+	}
+	if a.networks != nil {
+		if err := a.networks.Start(); err != nil {
 			return fmt.Errorf("enrich: %w", err)
 		}
 	}
@@ -314,6 +327,9 @@ func (a *App) Stop() error {
 		if e := a.metadata.Stop(); e != nil && err == nil {
 			err = e
 		}
+	}
+	if a.networks != nil {
+		a.networks.Stop()
 	}
 	return err
 }

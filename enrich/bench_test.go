@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"flowzero/internal/testdata"
-	"flowzero/internal/testutil"
 	"flowzero/rib"
 	"flowzero/rib/mrt"
 )
@@ -52,43 +51,4 @@ func benchRIB(b *testing.B) (*rib.RIB, []netip.Addr) {
 func benchPath(b *testing.B) string {
 	b.Helper()
 	return testdata.Path(b, "rib", "synth-rib-fulltable-1peer.mrt.gz")
-}
-
-// BenchmarkEnrich measures Enrich on flows whose source and destination are random addresses
-// of a full table, with every routing column enabled. "two-lookups" is the speed of light:
-// the two RIB lookups alone, in the same run.
-func BenchmarkEnrich(b *testing.B) {
-	table, addrs := benchRIB(b)
-	sch := routingSchema(b)
-	fm := sch.NewFlowMessage()
-	b.Run("flowzero", func(b *testing.B) {
-		e, err := New(DefaultConfiguration(), table, sch)
-		if err != nil {
-			b.Fatal(err)
-		}
-		cpu := testutil.StartCPU(b)
-		i := 0
-		for b.Loop() {
-			fm.Reset()
-			fm.SrcAddr, fm.DstAddr = addrs[i&(len(addrs)-1)], addrs[(i+1)&(len(addrs)-1)]
-			e.Enrich(fm)
-			i++
-		}
-		cpu.Stop(b)
-	})
-	b.Run("two-lookups", func(b *testing.B) {
-		cpu := testutil.StartCPU(b)
-		i := 0
-		var sink uint8
-		for b.Loop() {
-			fm.Reset()
-			fm.SrcAddr, fm.DstAddr = addrs[i&(len(addrs)-1)], addrs[(i+1)&(len(addrs)-1)]
-			r1, _ := table.Lookup(fm.SrcAddr)
-			r2, _ := table.Lookup(fm.DstAddr)
-			sink += r1.Bits + r2.Bits
-			i++
-		}
-		cpu.Stop(b)
-		_ = sink
-	})
 }

@@ -27,6 +27,9 @@ const (
 	ASNRoutingExceptPrivate
 	// ASNRoutingExceptDefaultRoute is ASNRouting unless the RIB matched a default route.
 	ASNRoutingExceptDefaultRoute
+	// ASNGeoIP is the AS number of the network attributes (networks, then network sources,
+	// then GeoIP): it must come last, as the network attributes step runs after the others.
+	ASNGeoIP
 )
 
 var asnProviderNames = map[string]ASNProvider{
@@ -38,6 +41,7 @@ var asnProviderNames = map[string]ASNProvider{
 	"routing-except-private":       ASNRoutingExceptPrivate,
 	"bmp-except-private":           ASNRoutingExceptPrivate,
 	"routing-except-default-route": ASNRoutingExceptDefaultRoute,
+	"geoip":                        ASNGeoIP,
 }
 
 // String returns the configuration name.
@@ -54,7 +58,7 @@ func (p ASNProvider) String() string {
 func (p *ASNProvider) UnmarshalText(b []byte) error {
 	v, ok := asnProviderNames[strings.ToLower(string(b))]
 	if !ok {
-		return fmt.Errorf("unknown AS number provider %q (flow, flow-except-private, flow-except-default-route, routing, routing-except-private, routing-except-default-route)", b)
+		return fmt.Errorf("unknown AS number provider %q (flow, flow-except-private, flow-except-default-route, routing, routing-except-private, routing-except-default-route, geoip)", b)
 	}
 	*p = v
 	return nil
@@ -109,7 +113,8 @@ func (p NetProvider) MarshalText() ([]byte, error) { return []byte(p.String()), 
 
 // Configuration says how routing data and exporter metadata fill a flow.
 type Configuration struct {
-	// ASNProviders are the sources of SrcAS and DstAS, first non-zero wins.
+	// ASNProviders are the sources of SrcAS and DstAS, first non-zero wins. geoip, the AS
+	// number of enrich.networks, enrich.network-sources or enrich.geoip, can only be last.
 	ASNProviders []ASNProvider `yaml:"asn-providers"`
 	// NetProviders are the sources of SrcNetMask, DstNetMask and NextHop, first set wins.
 	NetProviders []NetProvider `yaml:"net-providers"`
@@ -123,15 +128,19 @@ type Configuration struct {
 	Exporters map[string]ExporterMetadata `yaml:"exporters"`
 	// Dynamic completes Exporters with SNMP and classifier rules (metadata_cache_config.go).
 	Dynamic DynamicMetadataConfiguration `yaml:",inline"`
+	// NetworkAttributes are enrich.networks, enrich.network-sources and enrich.geoip
+	// (networks_config.go).
+	NetworkAttributes `yaml:",inline"`
 }
 
 // DefaultConfiguration is Akvorado's default precedence: the exporter's data, then the RIB.
 func DefaultConfiguration() Configuration {
 	return Configuration{
-		ASNProviders:      []ASNProvider{ASNFlow, ASNRouting},
+		ASNProviders:      []ASNProvider{ASNFlow, ASNRouting, ASNGeoIP},
 		NetProviders:      []NetProvider{NetFlow, NetRouting},
 		RoutingAttributes: true,
 		Dynamic:           DefaultDynamicMetadataConfiguration(),
+		NetworkAttributes: DefaultNetworkAttributes(),
 	}
 }
 
@@ -139,11 +148,14 @@ func DefaultConfiguration() Configuration {
 func (c *Configuration) Validate() error {
 	seen := map[ASNProvider]bool{}
 	for i, p := range c.ASNProviders {
-		if p < ASNFlow || p > ASNRoutingExceptDefaultRoute {
+		if p < ASNFlow || p > ASNGeoIP {
 			return config.Errorf(fmt.Sprintf("asn-providers[%d]", i), "unknown provider %d", p)
 		}
 		if seen[p] {
 			return config.Errorf(fmt.Sprintf("asn-providers[%d]", i), "%s listed twice", p)
+		}
+		if p == ASNGeoIP && i != len(c.ASNProviders)-1 {
+			return config.Errorf(fmt.Sprintf("asn-providers[%d]", i), "geoip must be the last provider (the network attributes step runs after the others)")
 		}
 		seen[p] = true
 	}
@@ -160,5 +172,8 @@ func (c *Configuration) Validate() error {
 	if err := validateMetadata(c.Exporters); err != nil {
 		return err
 	}
-	return c.Dynamic.Validate()
+	if err := c.Dynamic.Validate(); err != nil {
+		return err
+	}
+	return c.NetworkAttributes.Validate()
 }

@@ -57,7 +57,7 @@ func New(cfg Configuration, routes routing.Lookup, s *schema.Schema) (*Enricher,
 	e := &Enricher{routes: routes, cfg: cfg}
 	usesRIB := false
 	for _, p := range cfg.ASNProviders {
-		usesRIB = usesRIB || p >= ASNRouting
+		usesRIB = usesRIB || (p >= ASNRouting && p <= ASNRoutingExceptDefaultRoute)
 	}
 	asnFromRIB := usesRIB
 	netFromRIB := false

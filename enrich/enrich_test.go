@@ -302,11 +302,18 @@ func TestConfiguration(t *testing.T) {
 		!slices.Equal(cfg.NetProviders, []NetProvider{NetRouting, NetFlow}) {
 		t.Errorf("decoded %+v", cfg)
 	}
-	for _, bad := range []string{"asn-providers: [geoip]\n", "net-providers: [flow, flow]\n", "asn-providers: [flow, flow]\n"} {
+	for _, bad := range []string{"asn-providers: [asn]\n", "asn-providers: [geoip, flow]\n", "net-providers: [flow, flow]\n", "asn-providers: [flow, flow]\n"} {
 		cfg := DefaultConfiguration()
 		if err := config.Decode([]byte(bad), &cfg); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+	cfg = DefaultConfiguration()
+	if !cfg.GeoIPASN() {
+		t.Error("the default AS number providers do not end with geoip")
+	}
+	if err := config.Decode([]byte("asn-providers: [flow, geoip]\n"), &cfg); err != nil || !cfg.GeoIPASN() {
+		t.Errorf("asn-providers: [flow, geoip]: %v", err)
 	}
 }
 

@@ -13,7 +13,7 @@ bench-bmp: tools
 	@mkdir -p $(CACHE)/bench
 	$(GO) test -run '^$$' -bench '^BenchmarkRouteMonitoring$$' -benchmem -count=$(BMP_BENCH_COUNT) \
 	  ./rib/bmp/ | tee $(CACHE)/bench/bmp-route-monitoring.txt
-	$(GO) test -run '^$$' -bench '^BenchmarkEnrich$$' -benchmem -count=$(BMP_BENCH_COUNT) \
+	$(GO) test -run '^$$' -bench '^BenchmarkEnrich$$/^(flowzero|two-lookups)$$' -benchmem -count=$(BMP_BENCH_COUNT) \
 	  ./enrich/ | tee $(CACHE)/bench/enrich.txt
 	$(GO) test -run '^$$' -bench '^BenchmarkHTTPLookup$$' -benchmem -count=$(BMP_BENCH_COUNT) \
 	  ./rib/ribhttp/ | tee $(CACHE)/bench/rib-http-lookup.txt

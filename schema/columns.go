@@ -32,8 +32,9 @@ const (
 	ColumnFlowDirection
 	ColumnTimeFlowStart
 	// The metadata columns enrich.Metadata appends as fragments: each group (exporter,
-	// inbound and outbound interface) fills one 8-byte word of FlowMessage.state, which
-	// AppendFragment checks with one load (TestFragmentGroupsInOneWord).
+	// inbound and outbound interface, and below the source and destination network
+	// attributes) fills one 8-byte word of FlowMessage.state, which AppendFragment checks
+	// with one load (TestFragmentGroupsInOneWord).
 	ColumnExporterName
 	ColumnExporterGroup
 	ColumnExporterRole
@@ -56,29 +57,30 @@ const (
 	ColumnOutIfConnectivity
 	ColumnOutIfProvider
 	ColumnOutIfBoundary
+	ColumnSrcAddrNAT
+	ColumnDstAddrNAT
+	// The network attributes enrich/networks appends as fragments, one word per direction.
 	ColumnSrcNetName
-	ColumnDstNetName
 	ColumnSrcNetRole
-	ColumnDstNetRole
 	ColumnSrcNetSite
-	ColumnDstNetSite
 	ColumnSrcNetRegion
-	ColumnDstNetRegion
 	ColumnSrcNetTenant
-	ColumnDstNetTenant
 	ColumnSrcCountry
-	ColumnDstCountry
 	ColumnSrcGeoState
-	ColumnDstGeoState
 	ColumnSrcGeoCity
+	ColumnDstNetName
+	ColumnDstNetRole
+	ColumnDstNetSite
+	ColumnDstNetRegion
+	ColumnDstNetTenant
+	ColumnDstCountry
+	ColumnDstGeoState
 	ColumnDstGeoCity
 	ColumnDstASPath
 	ColumnSrcCommunities
 	ColumnDstCommunities
 	ColumnSrcLargeCommunities
 	ColumnDstLargeCommunities
-	ColumnSrcAddrNAT
-	ColumnDstAddrNAT
 	ColumnSrcPortNAT
 	ColumnDstPortNAT
 	ColumnIPTTL

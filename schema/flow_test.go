@@ -191,6 +191,10 @@ func setHot(m *FlowMessage, k ColumnKey, v any) {
 		m.SrcVlan = uint16(v.(uint64))
 	case ColumnDstVlan:
 		m.DstVlan = uint16(v.(uint64))
+	case ColumnIngressVRFID:
+		m.IngressVRFID = uint32(v.(uint64))
+	case ColumnEgressVRFID:
+		m.EgressVRFID = uint32(v.(uint64))
 	case ColumnDstASPath:
 		m.DstASPath = toUint32s(v.([]uint64))
 	case ColumnSrcCommunities:

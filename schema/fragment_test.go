@@ -126,6 +126,8 @@ func TestFragmentGroupsInOneWord(t *testing.T) {
 		"exporter": {ColumnExporterName, ColumnExporterGroup, ColumnExporterRole, ColumnExporterSite, ColumnExporterRegion, ColumnExporterTenant},
 		"in":       {ColumnInIfName, ColumnInIfDescription, ColumnInIfSpeed, ColumnInIfConnectivity, ColumnInIfProvider, ColumnInIfBoundary},
 		"out":      {ColumnOutIfName, ColumnOutIfDescription, ColumnOutIfSpeed, ColumnOutIfConnectivity, ColumnOutIfProvider, ColumnOutIfBoundary},
+		"src-net":  {ColumnSrcNetName, ColumnSrcNetRole, ColumnSrcNetSite, ColumnSrcNetRegion, ColumnSrcNetTenant, ColumnSrcCountry, ColumnSrcGeoState, ColumnSrcGeoCity},
+		"dst-net":  {ColumnDstNetName, ColumnDstNetRole, ColumnDstNetSite, ColumnDstNetRegion, ColumnDstNetTenant, ColumnDstCountry, ColumnDstGeoState, ColumnDstGeoCity},
 	} {
 		f := mustFragment(t, s, func(m *FlowMessage) {
 			for _, k := range group {

@@ -33,6 +33,8 @@ type HotFields struct {
 	SrcAS, DstAS              uint32
 	SrcNetMask, DstNetMask    uint8
 	SrcVlan, DstVlan          uint16
+	// Set by the decoder; network attributes given per VRF are looked up in the flow's VRFs.
+	IngressVRFID, EgressVRFID uint32
 
 	// Set by the RIB (or by a decoder that carries them, such as sFlow's extended gateway).
 	DstASPath           []uint32

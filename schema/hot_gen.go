@@ -25,6 +25,8 @@ const (
 	hotDstNetMask
 	hotSrcVlan
 	hotDstVlan
+	hotIngressVRFID
+	hotEgressVRFID
 	hotDstASPath
 	hotSrcCommunities
 	hotDstCommunities
@@ -49,6 +51,8 @@ var hotColumns = [hotLast]ColumnKey{
 	ColumnDstNetMask,
 	ColumnSrcVlan,
 	ColumnDstVlan,
+	ColumnIngressVRFID,
+	ColumnEgressVRFID,
 	ColumnDstASPath,
 	ColumnSrcCommunities,
 	ColumnDstCommunities,
@@ -58,7 +62,7 @@ var hotColumns = [hotLast]ColumnKey{
 
 // The integers and addresses outside DatagramFields, and in it.
 const (
-	hotRoomFields      = 11
+	hotRoomFields      = 13
 	datagramRoomFields = 3
 )
 
@@ -93,6 +97,10 @@ func (h *HotFields) isSet(k ColumnKey) bool {
 		return h.SrcVlan != 0
 	case ColumnDstVlan:
 		return h.DstVlan != 0
+	case ColumnIngressVRFID:
+		return h.IngressVRFID != 0
+	case ColumnEgressVRFID:
+		return h.EgressVRFID != 0
 	case ColumnDstASPath:
 		return len(h.DstASPath) != 0
 	case ColumnSrcCommunities:
@@ -130,6 +138,10 @@ func (h *HotFields) setUint(k ColumnKey, v uint64) {
 		h.SrcVlan = uint16(v)
 	case ColumnDstVlan:
 		h.DstVlan = uint16(v)
+	case ColumnIngressVRFID:
+		h.IngressVRFID = uint32(v)
+	case ColumnEgressVRFID:
+		h.EgressVRFID = uint32(v)
 	}
 }
 
@@ -241,6 +253,12 @@ func (m *FlowMessage) finalize() []byte {
 	}
 	if v := uint64(h.DstVlan) & k[hotDstVlan].on; v != 0 {
 		r = r.AppendVarintField(k[hotDstVlan].tag, v)
+	}
+	if v := uint64(h.IngressVRFID) & k[hotIngressVRFID].on; v != 0 {
+		r = r.AppendVarintField(k[hotIngressVRFID].tag, v)
+	}
+	if v := uint64(h.EgressVRFID) & k[hotEgressVRFID].on; v != 0 {
+		r = r.AppendVarintField(k[hotEgressVRFID].tag, v)
 	}
 	m.w.Commit(r)
 	if vs := h.DstASPath; len(vs) != 0 && k[hotDstASPath].on != 0 {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"flowzero/app"
@@ -35,6 +36,13 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 	}
 	if *withDemo && len(cfg.Enrich.Exporters) == 0 {
 		cfg.Enrich.Exporters = app.DemoMetadata()
+	}
+	if *withDemo && !cfg.Enrich.NetworkAttributes.Used() {
+		// The demo's networks and a GeoIP database of its remote networks, written under
+		// var/demo, fill the network and geo columns.
+		if cfg.Enrich.NetworkAttributes, err = app.DemoNetworkAttributes(filepath.Join("var", "demo")); err != nil {
+			return fmt.Errorf("demo GeoIP database: %w", err)
+		}
 	}
 	log := cfg.Log.NewLogger(stderr)
 	a, err := app.New(cfg, app.Dependencies{Logger: log})
