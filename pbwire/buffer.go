@@ -3,7 +3,6 @@ package pbwire
 import (
 	"encoding/binary"
 	"errors"
-	"math/bits"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -51,27 +50,38 @@ func (b *Buffer) Available() int { return len(b.buf) - b.n }
 // the next write or Reset.
 func (b *Buffer) Payload() []byte { return b.buf[ReserveDelimited:b.n:b.n] }
 
+// Raw returns the message written so far as a Raw, to be appended to other messages: a view
+// of the array (no copy), valid until the next write or Reset. It grows the array first if
+// RawPad bytes are not free past the message.
+func (b *Buffer) Raw() Raw {
+	if cap(b.buf)-b.n < RawPad {
+		b.grow(RawPad)
+	}
+	return Raw{b.buf[ReserveDelimited:b.n:cap(b.buf)]}
+}
+
 // Delimited writes the message's length in front of it, in the room kept there, and returns
 // the framed message (varint length, then the message) as protobuf's delimited streams and
 // ClickHouse's Protobuf format read it. It stays valid until Reset; fields appended after it
 // land past its end.
 func (b *Buffer) Delimited() []byte {
 	// A minimal varint whose last byte (the highest bits) is the last before the payload:
-	// one or two bytes for all but very long messages.
-	l := b.n - ReserveDelimited
+	// one or two bytes for all but very long messages. Init made the array at least
+	// ReserveDelimited long, and b.n stays within its capacity. No call, so that it is
+	// inlined.
+	l := uint(b.n - ReserveDelimited)
 	start := ReserveDelimited - 1
-	if l >= 1<<7 {
-		start = ReserveDelimited - 2
-		if l >= 1<<14 {
-			start = ReserveDelimited - (bits.Len(uint(l))+6)/7
-		}
-		for i := start; i < ReserveDelimited-1; i++ {
-			b.buf[i] = byte(l) | 0x80
-			l >>= 7
-		}
+	for x := l >> 7; x != 0; x >>= 7 {
+		start--
 	}
-	b.buf[ReserveDelimited-1] = byte(l)
-	return b.buf[start:b.n:b.n]
+	p := b.at(start)
+	framed := unsafe.Slice((*byte)(p), b.n-start)
+	for ; l >= 0x80; l >>= 7 {
+		*(*byte)(p) = byte(l) | 0x80
+		p = unsafe.Add(p, 1)
+	}
+	*(*byte)(p) = byte(l)
+	return framed
 }
 
 // AppendVarintField appends a varint field (see the function AppendVarintField).
@@ -345,19 +355,53 @@ func (r Room) AppendShortStringField(t Tag, s string) Room {
 	return r
 }
 
-// AppendRaw appends p, fields already encoded, and returns the room left. It copies p in
-// 16-byte steps: p's array must hold, and the room take, rawStep-1 bytes more. Unlike the
-// fields, whose size is bounded, it checks the room, and panics when p does not fit (a bug in
-// the caller's Grow, not bad input).
-func (r Room) AppendRaw(p []byte) Room {
-	l := len(p)
-	if r.i+l+rawStep-1 > r.end {
+// Available is the room left, in bytes.
+func (r Room) Available() int { return r.end - r.i }
+
+// AppendRaw appends p, fields already encoded, and returns the room left. Unlike the fields,
+// whose size is bounded, it checks that the room holds p and RawPad bytes, and panics when it
+// does not (a bug in the caller's Grow, not bad input): a caller that checked Available
+// against the same sum first pays for one check, the compiler dropping the second.
+func (r Room) AppendRaw(p Raw) Room {
+	l := len(p.b)
+	if r.end-r.i < l+RawPad {
 		panic(errPastRoom)
 	}
-	copySteps(unsafe.Add(r.p, r.i), unsafe.Pointer(unsafe.SliceData(p[:l+rawStep-1])), l)
+	// Both arrays have RawPad bytes past the fields: RawPad bytes moved in 16-byte steps
+	// (a RawPad-byte array would be copied by a call to memmove), then a loop for the
+	// rest.
+	dst, src := unsafe.Add(r.p, r.i), unsafe.Pointer(unsafe.SliceData(p.b))
+	*(*[rawStep]byte)(dst) = *(*[rawStep]byte)(src)
+	*(*[rawStep]byte)(unsafe.Add(dst, rawStep)) = *(*[rawStep]byte)(unsafe.Add(src, rawStep))
+	for i := RawPad; i < l; i += rawStep {
+		*(*[rawStep]byte)(unsafe.Add(dst, i)) = *(*[rawStep]byte)(unsafe.Add(src, i))
+	}
 	r.i += l
 	return r
 }
+
+// Raw is a run of fields encoded once, to be appended to many messages with one copy (for
+// flowzero, an exporter's or an interface's names, or the fields all the flows of a datagram
+// share). Its array keeps RawPad bytes past the fields, so that Room.AppendRaw copies them
+// with one RawPad-byte move and no loop when they are short, the usual case. A Raw comes from
+// MakeRaw or Buffer.Raw (the zero Raw cannot be appended) and is read-only: it is safe for
+// concurrent use.
+type Raw struct{ b []byte }
+
+// RawPad is the padding a Raw keeps past its fields, and the room Room.AppendRaw needs past
+// them.
+const RawPad = 32
+
+// MakeRaw returns a Raw holding a copy of p.
+func MakeRaw(p []byte) Raw {
+	return Raw{append(make([]byte, 0, len(p)+RawPad), p...)}
+}
+
+// Len is the length of the fields.
+func (r Raw) Len() int { return len(r.b) }
+
+// Bytes returns the fields; they must not be modified.
+func (r Raw) Bytes() []byte { return r.b }
 
 // errPastRoom is the panic of a Room.AppendRaw past the room.
 var errPastRoom = errors.New("pbwire: raw fields written past the end of their Room")

@@ -254,10 +254,33 @@ func TestBufferRaw(t *testing.T) {
 			b.AppendRaw(raw[:l:l]) // no capacity past the end: no 16-byte steps
 			checkPayload(t, b, raw, what+", no spare capacity")
 			b = newBuffer(t, room, 0)
-			b.Grow(l + rawStep)
+			b.Grow(l + RawPad)
 			r := b.Room()
-			b.Commit(r.AppendRaw(raw))
+			if r.Available() < l+RawPad {
+				t.Fatalf("%s: %d bytes available after Grow(%d)", what, r.Available(), l+RawPad)
+			}
+			b.Commit(r.AppendRaw(MakeRaw(raw)))
 			checkPayload(t, b, raw, what+", through a Room")
+		}
+	}
+}
+
+// TestBufferAsRaw checks that a Buffer's message, taken as a Raw whatever the room left past
+// it, appends the same bytes to another message.
+func TestBufferAsRaw(t *testing.T) {
+	for l := 0; l <= 70; l++ {
+		for _, room := range []int{0, 1, RawPad - 1, RawPad, -1} {
+			src := newBuffer(t, room, 0)
+			b := newBuffer(t, room, 0)
+			raw := bytes.Repeat([]byte{0x2a}, l)
+			src.AppendRaw(raw)
+			r := src.Raw()
+			if r.Len() != l+len(prefix) || cap(r.Bytes())-r.Len() < RawPad {
+				t.Fatalf("%d bytes, room %d: Raw of %d bytes, capacity %d", l, room, r.Len(), cap(r.Bytes()))
+			}
+			b.Grow(r.Len() + RawPad)
+			b.Commit(b.Room().AppendRaw(r))
+			checkPayload(t, b, append(bytes.Clone(prefix), raw...), fmt.Sprintf("%d bytes, room %d", l, room))
 		}
 	}
 }
@@ -265,13 +288,13 @@ func TestBufferRaw(t *testing.T) {
 // TestBufferRoomTooSmall checks that Room.AppendRaw panics rather than writing past the room
 // the Buffer has.
 func TestBufferRoomTooSmall(t *testing.T) {
-	b := newBuffer(t, 20+rawStep-2, 0)
+	b := newBuffer(t, 20+RawPad-1, 0)
 	defer func() {
 		if recover() == nil {
 			t.Error("no panic past the Room")
 		}
 	}()
-	b.Room().AppendRaw(make([]byte, 20, 64))
+	b.Room().AppendRaw(MakeRaw(make([]byte, 20)))
 }
 
 func TestBufferDelimited(t *testing.T) {
@@ -378,7 +401,12 @@ func FuzzBuffer(f *testing.F) {
 				n := min(int(p.byte()), len(p.data))
 				raw := append(make([]byte, 0, n+spare), p.data[:n]...)
 				p.data = p.data[n:]
-				b.AppendRaw(raw)
+				if spare%2 == 0 {
+					b.AppendRaw(raw)
+				} else {
+					b.Grow(n + RawPad)
+					b.Commit(b.Room().AppendRaw(MakeRaw(raw)))
+				}
 				want = append(want, raw...)
 			case 7:
 				v, a := p.uint64(), [16]byte{p.byte()}

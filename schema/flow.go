@@ -61,12 +61,11 @@ type FlowMessage struct {
 	enc [encSize]encInfo
 	// datagram holds the DatagramFields of the last flow and their encoding: all the flows
 	// of a datagram share them, and Finalize copies the encoding when they did not change
-	// (kept by Reset). Its zero value is right: zero values encode to nothing.
+	// (kept by Reset). NewFlowMessage encodes the zero values (to nothing).
 	datagram struct {
-		fields   DatagramFields
-		w        pbwire.Buffer
-		encoding [datagramRoom]byte // w.Payload(), copied into the message's own memory
-		n        int
+		fields DatagramFields
+		w      pbwire.Buffer
+		raw    pbwire.Raw // w's message
 	}
 }
 
@@ -79,7 +78,8 @@ func (s *Schema) NewFlowMessage() *FlowMessage {
 	// Every varint column is written at most once per message: AppendUint writes them
 	// without checking the room (AppendVarintFieldReserved).
 	m.w.Init(initialBufferSize, varintColumns)
-	m.datagram.w.Init(pbwire.ReserveDelimited+datagramRoom, 0)
+	m.datagram.w.Init(pbwire.ReserveDelimited+datagramRoom+pbwire.RawPad, 0)
+	m.encodeDatagram()
 	m.Reset()
 	return m
 }
@@ -327,8 +327,8 @@ func (m *FlowMessage) encodeDatagram() {
 	d.fields = m.DatagramFields
 	d.w.Reset()
 	d.w.Grow(datagramRoom)
-	d.w.Commit(m.DatagramFields.appendTo(d.w.Room(), &m.schema.hotKeys))
-	d.n = copy(d.encoding[:], d.w.Payload())
+	d.w.Commit(m.DatagramFields.appendTo(d.w.Room(), &m.schema.hotOn))
+	d.raw = d.w.Raw()
 }
 
 // appendLargeCommunities writes each community as a 12-byte element, as ClickHouse stores it

@@ -19,8 +19,8 @@ type Fragment struct {
 	schema *Schema
 	n      int
 	keys   [MaxFragmentColumns]ColumnKey
-	ends   [MaxFragmentColumns]uint16 // end of each column's field in data
-	data   []byte
+	ends   [MaxFragmentColumns]uint16 // end of each column's field in raw
+	raw    pbwire.Raw
 	// word locates the fragment's columns in FlowMessage.state when they all lie in one
 	// 8-byte word (oneWord): off is the word's offset, mask selects the columns' bytes and
 	// want is their state while free (the schema's op). The column order puts each metadata
@@ -60,10 +60,8 @@ func (s *Schema) NewFragment(fill func(m *FlowMessage)) (*Fragment, error) {
 	if len(data) > maxFragmentLen {
 		return nil, ErrFragmentSize
 	}
-	// pbwire.Buffer.AppendRaw copies 16-byte steps when the array has room for one past the
-	// end.
-	f := &Fragment{schema: s, data: append(make([]byte, 0, len(data)+16), data...)}
-	r := pbwire.NewReader(f.data)
+	f := &Fragment{schema: s, raw: pbwire.MakeRaw(data)}
+	r := pbwire.NewReader(f.raw.Bytes())
 	for r.Next() {
 		k, ok := ColumnByField(int(r.Field().Num))
 		if !ok {
@@ -109,8 +107,9 @@ func (m *FlowMessage) AppendFragment(f *Fragment) {
 	if f == nil || f.schema != m.schema {
 		return
 	}
-	m.w.Grow(len(f.data) + 16) // pbwire.Room.AppendRaw's 16-byte steps
-	if !f.oneWord {
+	// One room check: Room.AppendRaw's own, on the same values, is then dropped.
+	raw, r := f.raw, m.w.Room()
+	if !f.oneWord || r.Available() < raw.Len()+pbwire.RawPad {
 		m.appendFragmentSlow(f)
 		return
 	}
@@ -123,7 +122,7 @@ func (m *FlowMessage) AppendFragment(f *Fragment) {
 		return
 	}
 	store64(p, st&^f.word.mask)
-	m.w.Commit(m.w.Room().AppendRaw(f.data))
+	m.w.Commit(r.AppendRaw(raw))
 }
 
 // appendFragmentSlow appends, one by one, the columns of f not set yet.
@@ -133,7 +132,7 @@ func (m *FlowMessage) appendFragmentSlow(f *Fragment) {
 		end := int(f.ends[i])
 		if m.state[k&(encSize-1)] != opNone {
 			m.state[k&(encSize-1)] = opNone
-			m.w.AppendRaw(f.data[start:end])
+			m.w.AppendRaw(f.raw.Bytes()[start:end])
 		}
 		start = end
 	}

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"flowzero/pbwire"
 )
 
 func inInterface(m *FlowMessage) {
@@ -208,11 +210,12 @@ func TestFragmentErrors(t *testing.T) {
 }
 
 // TestFragmentGrowth appends a fragment to a message whose buffer has less room than the
-// fragment, or than one of its fields: the slow path grows it and the bytes are the same.
+// fragment, or than one of its fields, or just less or more than the one copy of the fast
+// path takes (the fragment and pbwire.RawPad): the bytes are the same.
 func TestFragmentGrowth(t *testing.T) {
 	s := mustNew(t, DefaultConfiguration())
 	f := mustFragment(t, s, inInterface)
-	for room := range 24 {
+	for room := range f.raw.Len() + pbwire.RawPad + 8 {
 		want, m := s.NewFlowMessage(), s.NewFlowMessage()
 		filler := fillTo(t, m, room)
 		want.AppendString(ColumnSrcGeoCity, filler)

@@ -54,21 +54,12 @@ type DatagramFields struct {
 	ExporterAddress netip.Addr
 }
 
-// hotKey is a hot column's pre-encoded key for Finalize; on is all ones when the column is
-// enabled and 0 otherwise, so that the generated code masks a disabled column's value to zero
-// (zero values are not written) instead of testing the column.
-type hotKey struct {
-	tag pbwire.Tag
-	on  uint64
-}
-
 // hotRoom is the room Finalize asks for the hot integers and addresses (each at most
 // pbwire.MaxRoomFieldLen bytes) and the copy of the DatagramFields' encoding.
-const hotRoom = hotRoomFields*pbwire.MaxRoomFieldLen + datagramRoom
+const hotRoom = hotRoomFields*pbwire.MaxRoomFieldLen + datagramRoom + pbwire.RawPad
 
-// datagramRoom holds the encoding of the DatagramFields, rounded up to the 16-byte steps of
-// pbwire.Room.AppendRaw.
-const datagramRoom = datagramRoomFields*pbwire.MaxRoomFieldLen + 16
+// datagramRoom holds the encoding of the DatagramFields.
+const datagramRoom = datagramRoomFields * pbwire.MaxRoomFieldLen
 
 // ipv4Mapped is the last 8 bytes of ::ffff:0.0.0.0 (IPv4 mapped into IPv6) as a little-endian
 // word: the address takes its top 4 bytes.

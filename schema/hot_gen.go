@@ -9,7 +9,7 @@ import (
 	"flowzero/pbwire"
 )
 
-// Indexes of the hot columns in Schema.hotKeys, in the order of HotFields.
+// Indexes of the hot columns in Schema.hotOn, in the order of HotFields.
 const (
 	hotTimeReceived = iota
 	hotSamplingRate
@@ -59,6 +59,30 @@ var hotColumns = [hotLast]ColumnKey{
 	ColumnSrcLargeCommunities,
 	ColumnDstLargeCommunities,
 }
+
+// The hot columns' keys, constants (a column's field number never changes) that the writers
+// below store without loading or shifting anything.
+const (
+	tagTimeReceived        pbwire.Tag = 0x100000000000008
+	tagSamplingRate        pbwire.Tag = 0x100000000000010
+	tagExporterAddress     pbwire.Tag = 0x10000000000001a
+	tagInIf                pbwire.Tag = 0x100000000000040
+	tagOutIf               pbwire.Tag = 0x100000000000048
+	tagSrcAddr             pbwire.Tag = 0x100000000000022
+	tagDstAddr             pbwire.Tag = 0x10000000000002a
+	tagNextHop             pbwire.Tag = 0x200000000000192
+	tagSrcAS               pbwire.Tag = 0x100000000000030
+	tagDstAS               pbwire.Tag = 0x100000000000038
+	tagSrcNetMask          pbwire.Tag = 0x200000000000180
+	tagDstNetMask          pbwire.Tag = 0x200000000000188
+	tagSrcVlan             pbwire.Tag = 0x200000000000198
+	tagDstVlan             pbwire.Tag = 0x2000000000001a0
+	tagDstASPath           pbwire.Tag = 0x2000000000003ca
+	tagSrcCommunities      pbwire.Tag = 0x2000000000003d2
+	tagDstCommunities      pbwire.Tag = 0x2000000000003da
+	tagSrcLargeCommunities pbwire.Tag = 0x2000000000003e2
+	tagDstLargeCommunities pbwire.Tag = 0x2000000000003ea
+)
 
 // The integers and addresses outside DatagramFields, and in it.
 const (
@@ -178,81 +202,81 @@ func (d *DatagramFields) equal(o *DatagramFields) bool {
 		d.ExporterAddress == o.ExporterAddress
 }
 
-// appendTo writes the fields of enabled columns (k[i].on) that are not zero; r must have
+// appendTo writes the fields of enabled columns (on[i]) that are not zero; r must have
 // pbwire.MaxRoomFieldLen bytes for each.
-func (d *DatagramFields) appendTo(r pbwire.Room, k *[hotLast]hotKey) pbwire.Room {
-	if v := d.TimeReceived & k[hotTimeReceived].on; v != 0 {
-		r = r.AppendVarintField(k[hotTimeReceived].tag, v)
+func (d *DatagramFields) appendTo(r pbwire.Room, on *[hotLast]uint64) pbwire.Room {
+	if v := d.TimeReceived & on[hotTimeReceived]; v != 0 {
+		r = r.AppendVarintField(tagTimeReceived, v)
 	}
-	if v := d.SamplingRate & k[hotSamplingRate].on; v != 0 {
-		r = r.AppendVarintField(k[hotSamplingRate].tag, v)
+	if v := d.SamplingRate & on[hotSamplingRate]; v != 0 {
+		r = r.AppendVarintField(tagSamplingRate, v)
 	}
-	if a := &d.ExporterAddress; k[hotExporterAddress].on != 0 && a.Is4() {
+	if a := &d.ExporterAddress; on[hotExporterAddress] != 0 && a.Is4() {
 		a4 := a.As4()
-		r = r.AppendBytes16Field(k[hotExporterAddress].tag, 0, ipv4Mapped|uint64(binary.LittleEndian.Uint32(a4[:]))<<32)
-	} else if k[hotExporterAddress].on != 0 && a.IsValid() {
+		r = r.AppendBytes16Field(tagExporterAddress, 0, ipv4Mapped|uint64(binary.LittleEndian.Uint32(a4[:]))<<32)
+	} else if on[hotExporterAddress] != 0 && a.IsValid() {
 		a16 := a.As16()
-		r = r.AppendBytes16Field(k[hotExporterAddress].tag, binary.LittleEndian.Uint64(a16[:8]), binary.LittleEndian.Uint64(a16[8:]))
+		r = r.AppendBytes16Field(tagExporterAddress, binary.LittleEndian.Uint64(a16[:8]), binary.LittleEndian.Uint64(a16[8:]))
 	}
 	return r
 }
 
-// finalize writes the hot fields of enabled columns (k[i].on) that are not zero or empty,
+// finalize writes the hot fields of enabled columns (on[i]) that are not zero or empty,
 // then frames the message (see Finalize). The DatagramFields' encoding is kept from the last
 // flow while they do not change; the other integers and addresses go through one room check
 // (pbwire.MaxRoomFieldLen bytes for each), then the arrays.
 func (m *FlowMessage) finalize() []byte {
-	k := &m.schema.hotKeys
+	on := &m.schema.hotOn
 	if !m.DatagramFields.equal(&m.datagram.fields) {
 		m.encodeDatagram()
 	}
 	h := &m.HotFields
 	m.w.Grow(hotRoom)
-	r := m.w.Room().AppendRaw(m.datagram.encoding[:m.datagram.n])
-	if v := uint64(h.InIf) & k[hotInIf].on; v != 0 {
-		r = r.AppendVarintField(k[hotInIf].tag, v)
+	r := m.w.Room().AppendRaw(m.datagram.raw)
+	if v := uint64(h.InIf) & on[hotInIf]; v != 0 {
+		r = r.AppendVarintField(tagInIf, v)
 	}
-	if v := uint64(h.OutIf) & k[hotOutIf].on; v != 0 {
-		r = r.AppendVarintField(k[hotOutIf].tag, v)
+	if v := uint64(h.OutIf) & on[hotOutIf]; v != 0 {
+		r = r.AppendVarintField(tagOutIf, v)
 	}
-	if a := &h.SrcAddr; k[hotSrcAddr].on != 0 && a.Is4() {
+	if a := &h.SrcAddr; on[hotSrcAddr] != 0 && a.Is4() {
 		a4 := a.As4()
-		r = r.AppendBytes16Field(k[hotSrcAddr].tag, 0, ipv4Mapped|uint64(binary.LittleEndian.Uint32(a4[:]))<<32)
-	} else if k[hotSrcAddr].on != 0 && a.IsValid() {
+		r = r.AppendBytes16Field(tagSrcAddr, 0, ipv4Mapped|uint64(binary.LittleEndian.Uint32(a4[:]))<<32)
+	} else if on[hotSrcAddr] != 0 && a.IsValid() {
 		a16 := a.As16()
-		r = r.AppendBytes16Field(k[hotSrcAddr].tag, binary.LittleEndian.Uint64(a16[:8]), binary.LittleEndian.Uint64(a16[8:]))
+		r = r.AppendBytes16Field(tagSrcAddr, binary.LittleEndian.Uint64(a16[:8]), binary.LittleEndian.Uint64(a16[8:]))
 	}
-	if a := &h.DstAddr; k[hotDstAddr].on != 0 && a.Is4() {
+	if a := &h.DstAddr; on[hotDstAddr] != 0 && a.Is4() {
 		a4 := a.As4()
-		r = r.AppendBytes16Field(k[hotDstAddr].tag, 0, ipv4Mapped|uint64(binary.LittleEndian.Uint32(a4[:]))<<32)
-	} else if k[hotDstAddr].on != 0 && a.IsValid() {
+		r = r.AppendBytes16Field(tagDstAddr, 0, ipv4Mapped|uint64(binary.LittleEndian.Uint32(a4[:]))<<32)
+	} else if on[hotDstAddr] != 0 && a.IsValid() {
 		a16 := a.As16()
-		r = r.AppendBytes16Field(k[hotDstAddr].tag, binary.LittleEndian.Uint64(a16[:8]), binary.LittleEndian.Uint64(a16[8:]))
+		r = r.AppendBytes16Field(tagDstAddr, binary.LittleEndian.Uint64(a16[:8]), binary.LittleEndian.Uint64(a16[8:]))
 	}
-	if a := &h.NextHop; k[hotNextHop].on != 0 && a.Is4() {
+	if a := &h.NextHop; on[hotNextHop] != 0 && a.Is4() {
 		a4 := a.As4()
-		r = r.AppendBytes16Field(k[hotNextHop].tag, 0, ipv4Mapped|uint64(binary.LittleEndian.Uint32(a4[:]))<<32)
-	} else if k[hotNextHop].on != 0 && a.IsValid() {
+		r = r.AppendBytes16Field(tagNextHop, 0, ipv4Mapped|uint64(binary.LittleEndian.Uint32(a4[:]))<<32)
+	} else if on[hotNextHop] != 0 && a.IsValid() {
 		a16 := a.As16()
-		r = r.AppendBytes16Field(k[hotNextHop].tag, binary.LittleEndian.Uint64(a16[:8]), binary.LittleEndian.Uint64(a16[8:]))
+		r = r.AppendBytes16Field(tagNextHop, binary.LittleEndian.Uint64(a16[:8]), binary.LittleEndian.Uint64(a16[8:]))
 	}
-	if v := uint64(h.SrcAS) & k[hotSrcAS].on; v != 0 {
-		r = r.AppendVarintField(k[hotSrcAS].tag, v)
+	if v := uint64(h.SrcAS) & on[hotSrcAS]; v != 0 {
+		r = r.AppendVarintField(tagSrcAS, v)
 	}
-	if v := uint64(h.DstAS) & k[hotDstAS].on; v != 0 {
-		r = r.AppendVarintField(k[hotDstAS].tag, v)
+	if v := uint64(h.DstAS) & on[hotDstAS]; v != 0 {
+		r = r.AppendVarintField(tagDstAS, v)
 	}
-	if v := uint64(h.SrcNetMask) & k[hotSrcNetMask].on; v != 0 {
-		r = r.AppendVarintField(k[hotSrcNetMask].tag, v)
+	if v := uint64(h.SrcNetMask) & on[hotSrcNetMask]; v != 0 {
+		r = r.AppendVarintField(tagSrcNetMask, v)
 	}
-	if v := uint64(h.DstNetMask) & k[hotDstNetMask].on; v != 0 {
-		r = r.AppendVarintField(k[hotDstNetMask].tag, v)
+	if v := uint64(h.DstNetMask) & on[hotDstNetMask]; v != 0 {
+		r = r.AppendVarintField(tagDstNetMask, v)
 	}
-	if v := uint64(h.SrcVlan) & k[hotSrcVlan].on; v != 0 {
-		r = r.AppendVarintField(k[hotSrcVlan].tag, v)
+	if v := uint64(h.SrcVlan) & on[hotSrcVlan]; v != 0 {
+		r = r.AppendVarintField(tagSrcVlan, v)
 	}
-	if v := uint64(h.DstVlan) & k[hotDstVlan].on; v != 0 {
-		r = r.AppendVarintField(k[hotDstVlan].tag, v)
+	if v := uint64(h.DstVlan) & on[hotDstVlan]; v != 0 {
+		r = r.AppendVarintField(tagDstVlan, v)
 	}
 	if v := uint64(h.IngressVRFID) & k[hotIngressVRFID].on; v != 0 {
 		r = r.AppendVarintField(k[hotIngressVRFID].tag, v)
@@ -261,20 +285,20 @@ func (m *FlowMessage) finalize() []byte {
 		r = r.AppendVarintField(k[hotEgressVRFID].tag, v)
 	}
 	m.w.Commit(r)
-	if vs := h.DstASPath; len(vs) != 0 && k[hotDstASPath].on != 0 {
-		m.w.AppendPackedUint32Field(k[hotDstASPath].tag, vs)
+	if vs := h.DstASPath; len(vs) != 0 && on[hotDstASPath] != 0 {
+		m.w.AppendPackedUint32Field(tagDstASPath, vs)
 	}
-	if vs := h.SrcCommunities; len(vs) != 0 && k[hotSrcCommunities].on != 0 {
-		m.w.AppendPackedUint32Field(k[hotSrcCommunities].tag, vs)
+	if vs := h.SrcCommunities; len(vs) != 0 && on[hotSrcCommunities] != 0 {
+		m.w.AppendPackedUint32Field(tagSrcCommunities, vs)
 	}
-	if vs := h.DstCommunities; len(vs) != 0 && k[hotDstCommunities].on != 0 {
-		m.w.AppendPackedUint32Field(k[hotDstCommunities].tag, vs)
+	if vs := h.DstCommunities; len(vs) != 0 && on[hotDstCommunities] != 0 {
+		m.w.AppendPackedUint32Field(tagDstCommunities, vs)
 	}
-	if lcs := h.SrcLargeCommunities; len(lcs) != 0 && k[hotSrcLargeCommunities].on != 0 {
-		appendLargeCommunities(&m.w, k[hotSrcLargeCommunities].tag, lcs)
+	if lcs := h.SrcLargeCommunities; len(lcs) != 0 && on[hotSrcLargeCommunities] != 0 {
+		appendLargeCommunities(&m.w, tagSrcLargeCommunities, lcs)
 	}
-	if lcs := h.DstLargeCommunities; len(lcs) != 0 && k[hotDstLargeCommunities].on != 0 {
-		appendLargeCommunities(&m.w, k[hotDstLargeCommunities].tag, lcs)
+	if lcs := h.DstLargeCommunities; len(lcs) != 0 && on[hotDstLargeCommunities] != 0 {
+		appendLargeCommunities(&m.w, tagDstLargeCommunities, lcs)
 	}
 	return m.w.Delimited()
 }

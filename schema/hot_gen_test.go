@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"text/template"
+
+	"flowzero/pbwire"
 )
 
 // TestHotCode generates hot_gen.go from the declaration of HotFields and fails when the
@@ -40,6 +42,7 @@ type hotField struct {
 	Type     string // uint8...uint64, or empty for other kinds
 	Kind     string // "uint", "addr", "uint32s", "largeCommunities"
 	Datagram bool   // a field of DatagramFields
+	Tag      uint64 // the column's pre-encoded key (pbwire.Tag)
 }
 
 func hotCode() ([]byte, error) {
@@ -52,8 +55,8 @@ func hotCode() ([]byte, error) {
 		if !ok {
 			return nil, fmt.Errorf("HotFields.%s is not a column", f.Name)
 		}
-		h := hotField{Name: f.Name, Datagram: len(f.Index) > 1}
 		kind := Lookup(k).Kind
+		h := hotField{Name: f.Name, Datagram: len(f.Index) > 1, Tag: uint64(pbwire.MakeTag(Lookup(k).Field, kind.wireType()))}
 		switch tk := f.Type.Kind(); {
 		case (tk == reflect.Uint8 || tk == reflect.Uint16 || tk == reflect.Uint32 || tk == reflect.Uint64) &&
 			(kind == KindUint32 || kind == KindUint64):
@@ -101,7 +104,7 @@ import (
 	"flowzero/pbwire"
 )
 
-// Indexes of the hot columns in Schema.hotKeys, in the order of HotFields.
+// Indexes of the hot columns in Schema.hotOn, in the order of HotFields.
 const (
 {{- range $i, $f := .}}
 	hot{{$f.Name}}{{if eq $i 0}} = iota{{end}}
@@ -115,6 +118,14 @@ var hotColumns = [hotLast]ColumnKey{
 	Column{{.Name}},
 {{- end}}
 }
+
+// The hot columns' keys, constants (a column's field number never changes) that the writers
+// below store without loading or shifting anything.
+const (
+{{- range .}}
+	tag{{.Name}} pbwire.Tag = {{printf "%#x" .Tag}}
+{{- end}}
+)
 
 // The integers and addresses outside DatagramFields, and in it.
 const (
@@ -175,35 +186,35 @@ func (d *DatagramFields) equal(o *DatagramFields) bool {
 		{{end}}d.{{$f.Name}} == o.{{$f.Name}}{{end}}{{end}}
 }
 
-// appendTo writes the fields of enabled columns (k[i].on) that are not zero; r must have
+// appendTo writes the fields of enabled columns (on[i]) that are not zero; r must have
 // pbwire.MaxRoomFieldLen bytes for each.
-func (d *DatagramFields) appendTo(r pbwire.Room, k *[hotLast]hotKey) pbwire.Room {
+func (d *DatagramFields) appendTo(r pbwire.Room, on *[hotLast]uint64) pbwire.Room {
 {{- range .}}{{if .Datagram}}{{template "field" .}}{{end}}{{end}}
 	return r
 }
 
-// finalize writes the hot fields of enabled columns (k[i].on) that are not zero or empty,
+// finalize writes the hot fields of enabled columns (on[i]) that are not zero or empty,
 // then frames the message (see Finalize). The DatagramFields' encoding is kept from the last
 // flow while they do not change; the other integers and addresses go through one room check
 // (pbwire.MaxRoomFieldLen bytes for each), then the arrays.
 func (m *FlowMessage) finalize() []byte {
-	k := &m.schema.hotKeys
+	on := &m.schema.hotOn
 	if !m.DatagramFields.equal(&m.datagram.fields) {
 		m.encodeDatagram()
 	}
 	h := &m.HotFields
 	m.w.Grow(hotRoom)
-	r := m.w.Room().AppendRaw(m.datagram.encoding[:m.datagram.n])
+	r := m.w.Room().AppendRaw(m.datagram.raw)
 {{- range .}}{{if and (not .Datagram) (or (eq .Kind "uint") (eq .Kind "addr"))}}{{template "field" .}}{{end}}{{end}}
 	m.w.Commit(r)
 {{- range .}}
 {{- if eq .Kind "uint32s"}}
-	if vs := h.{{.Name}}; len(vs) != 0 && k[hot{{.Name}}].on != 0 {
-		m.w.AppendPackedUint32Field(k[hot{{.Name}}].tag, vs)
+	if vs := h.{{.Name}}; len(vs) != 0 && on[hot{{.Name}}] != 0 {
+		m.w.AppendPackedUint32Field(tag{{.Name}}, vs)
 	}
 {{- else if eq .Kind "largeCommunities"}}
-	if lcs := h.{{.Name}}; len(lcs) != 0 && k[hot{{.Name}}].on != 0 {
-		appendLargeCommunities(&m.w, k[hot{{.Name}}].tag, lcs)
+	if lcs := h.{{.Name}}; len(lcs) != 0 && on[hot{{.Name}}] != 0 {
+		appendLargeCommunities(&m.w, tag{{.Name}}, lcs)
 	}
 {{- end}}
 {{- end}}
@@ -212,16 +223,16 @@ func (m *FlowMessage) finalize() []byte {
 {{define "field"}}
 {{- $r := "h"}}{{if .Datagram}}{{$r = "d"}}{{end}}
 {{- if eq .Kind "uint"}}
-	if v := {{if eq .Type "uint64"}}{{$r}}.{{.Name}}{{else}}uint64({{$r}}.{{.Name}}){{end}} & k[hot{{.Name}}].on; v != 0 {
-		r = r.AppendVarintField(k[hot{{.Name}}].tag, v)
+	if v := {{if eq .Type "uint64"}}{{$r}}.{{.Name}}{{else}}uint64({{$r}}.{{.Name}}){{end}} & on[hot{{.Name}}]; v != 0 {
+		r = r.AppendVarintField(tag{{.Name}}, v)
 	}
 {{- else if eq .Kind "addr"}}
-	if a := &{{$r}}.{{.Name}}; k[hot{{.Name}}].on != 0 && a.Is4() {
+	if a := &{{$r}}.{{.Name}}; on[hot{{.Name}}] != 0 && a.Is4() {
 		a4 := a.As4()
-		r = r.AppendBytes16Field(k[hot{{.Name}}].tag, 0, ipv4Mapped|uint64(binary.LittleEndian.Uint32(a4[:]))<<32)
-	} else if k[hot{{.Name}}].on != 0 && a.IsValid() {
+		r = r.AppendBytes16Field(tag{{.Name}}, 0, ipv4Mapped|uint64(binary.LittleEndian.Uint32(a4[:]))<<32)
+	} else if on[hot{{.Name}}] != 0 && a.IsValid() {
 		a16 := a.As16()
-		r = r.AppendBytes16Field(k[hot{{.Name}}].tag, binary.LittleEndian.Uint64(a16[:8]), binary.LittleEndian.Uint64(a16[8:]))
+		r = r.AppendBytes16Field(tag{{.Name}}, binary.LittleEndian.Uint64(a16[:8]), binary.LittleEndian.Uint64(a16[8:]))
 	}
 {{- end}}
 {{- end}}

@@ -53,10 +53,13 @@ type Schema struct {
 	groups   [groupLast]bool
 	// enc is indexed by k&(encSize-1): a power-of-two size lets the compiler drop the
 	// bounds check on the Append paths.
-	enc     [encSize]encInfo
-	state   [encSize]op     // enc's ops, the initial FlowMessage.state
-	hotKeys [hotLast]hotKey // the hot columns' keys, for Finalize
-	columns []*Column       // enabled columns, in table order
+	enc   [encSize]encInfo
+	state [encSize]op // enc's ops, the initial FlowMessage.state
+	// hotOn is all ones for the enabled hot columns and 0 for the others, so that Finalize
+	// masks a disabled column's value to zero (zero values are not written) rather than
+	// testing the column.
+	hotOn   [hotLast]uint64
+	columns []*Column // enabled columns, in table order
 	proto   string
 	hash    string
 }
@@ -177,7 +180,7 @@ func New(cfg Configuration) (*Schema, error) {
 	}
 	for i, k := range hotColumns {
 		if s.state[k] != opNone {
-			s.hotKeys[i] = hotKey{tag: s.enc[k].tag, on: ^uint64(0)}
+			s.hotOn[i] = ^uint64(0)
 		}
 	}
 	s.proto = s.protoDefinition()
