@@ -77,6 +77,8 @@ const (
 	tagDstNetMask          pbwire.Tag = 0x200000000000188
 	tagSrcVlan             pbwire.Tag = 0x200000000000198
 	tagDstVlan             pbwire.Tag = 0x2000000000001a0
+	tagIngressVRFID        pbwire.Tag = 0x2000000000004f8
+	tagEgressVRFID         pbwire.Tag = 0x200000000000580
 	tagDstASPath           pbwire.Tag = 0x2000000000003ca
 	tagSrcCommunities      pbwire.Tag = 0x2000000000003d2
 	tagDstCommunities      pbwire.Tag = 0x2000000000003da
@@ -278,11 +280,11 @@ func (m *FlowMessage) finalize() []byte {
 	if v := uint64(h.DstVlan) & on[hotDstVlan]; v != 0 {
 		r = r.AppendVarintField(tagDstVlan, v)
 	}
-	if v := uint64(h.IngressVRFID) & k[hotIngressVRFID].on; v != 0 {
-		r = r.AppendVarintField(k[hotIngressVRFID].tag, v)
+	if v := uint64(h.IngressVRFID) & on[hotIngressVRFID]; v != 0 {
+		r = r.AppendVarintField(tagIngressVRFID, v)
 	}
-	if v := uint64(h.EgressVRFID) & k[hotEgressVRFID].on; v != 0 {
-		r = r.AppendVarintField(k[hotEgressVRFID].tag, v)
+	if v := uint64(h.EgressVRFID) & on[hotEgressVRFID]; v != 0 {
+		r = r.AppendVarintField(tagEgressVRFID, v)
 	}
 	m.w.Commit(r)
 	if vs := h.DstASPath; len(vs) != 0 && on[hotDstASPath] != 0 {
