@@ -3,7 +3,6 @@ package enrich
 import (
 	"io"
 	"log/slog"
-	"net"
 	"net/netip"
 	"slices"
 	"testing"
@@ -11,13 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flowzero/internal/config"
-	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
-	"flowzero/internal/testutil"
 	"flowzero/rib"
 	"flowzero/rib/bgp"
 	"flowzero/rib/bmp"
 	"flowzero/routing"
+	"flowzero/routing/routingtest"
 	"flowzero/schema"
 )
 
@@ -55,27 +53,7 @@ func startRouting(t *testing.T) *routing.Component {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Stop() })
-	conn, err := net.Dial("tcp", c.BMPAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	for _, f := range []string{"bmp-init.pcap", "bmp-peers-up.pcap", "bmp-eor.pcap", "bmp-reach.pcap", "bmp-reach-addpath.pcap"} {
-		dgs, err := pcapfile.ReadTCP(testdata.Path(t, "bmp", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range dgs {
-			if _, err := conn.Write(d.Payload); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	// The last route of the captures is the Add-Path one.
-	testutil.WaitUntil(t, "the BMP routes", func() bool {
-		_, ok := c.Lookup(netip.MustParseAddr("192.0.2.4"))
-		return ok
-	})
+	routingtest.ReplayBMP(t, c.BMPAddr(), c.Lookup)
 	return c
 }
 

@@ -3,7 +3,6 @@ package routing
 import (
 	"io"
 	"log/slog"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -15,11 +14,11 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"flowzero/internal/config"
-	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
 	"flowzero/internal/testutil"
 	"flowzero/rib"
 	"flowzero/rib/bmp"
+	"flowzero/routing/routingtest"
 )
 
 func quiet() Dependencies {
@@ -47,27 +46,7 @@ func start(t *testing.T, reg prometheus.Registerer, tweak func(*Configuration)) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Stop() })
-	conn, err := net.Dial("tcp", c.BMPAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	for _, f := range []string{"bmp-init.pcap", "bmp-peers-up.pcap", "bmp-eor.pcap", "bmp-reach.pcap", "bmp-reach-addpath.pcap"} {
-		dgs, err := pcapfile.ReadTCP(testdata.Path(t, "bmp", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range dgs {
-			if _, err := conn.Write(d.Payload); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	// The last route of the captures is the Add-Path one, 192.0.2.4/31.
-	testutil.WaitUntil(t, "the BMP routes", func() bool {
-		_, ok := c.Lookup(netip.MustParseAddr("192.0.2.4"))
-		return ok
-	})
+	routingtest.ReplayBMP(t, c.BMPAddr(), c.Lookup)
 	return c
 }
 
