@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"flowzero/decoder/packet/flowtest"
 	"flowzero/schema"
 )
 
@@ -90,20 +91,6 @@ func finalizedFlows(d *Decoder, fm *schema.FlowMessage, dg []byte) ([]string, er
 	return flows, err
 }
 
-// subsetOf reports whether every flow of got is one of want, each at most as often.
-func subsetOf(got, want []string) bool {
-	n := map[string]int{}
-	for _, f := range want {
-		n[f]++
-	}
-	for _, f := range got {
-		if n[f]--; n[f] < 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // TestCorruptedCaptures (issue #24, 5) cuts and flips every datagram of the captures, each
 // decoded by a decoder that knows the capture's templates and sampling rates: every prefix
 // emits a subset of the intact datagram's flows (in practice none), and so does every single
@@ -127,7 +114,7 @@ func TestCorruptedCaptures(t *testing.T) {
 				for cut := range len(dg) {
 					cuts++
 					got, err := finalizedFlows(cloneDecoder(base), fm, dg[:cut])
-					if len(got) > 0 && !subsetOf(got, intact) {
+					if len(got) > 0 && !flowtest.SubsetOf(got, intact) {
 						t.Errorf("%s cut at %d (error %v): %d flows not all from the intact datagram", file, cut, err, len(got))
 					}
 				}
@@ -144,7 +131,7 @@ func TestCorruptedCaptures(t *testing.T) {
 						continue
 					}
 					flipErrors++
-					if !subsetOf(got, intact) {
+					if !flowtest.SubsetOf(got, intact) {
 						t.Errorf("%s bit %d flipped: %v, and %d flows not all from the intact datagram", file, bit, err, len(got))
 					}
 				}

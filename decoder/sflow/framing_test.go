@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"flowzero/decoder/packet/flowtest"
 	"flowzero/internal/testdata"
 	"flowzero/schema"
 )
@@ -63,20 +64,6 @@ func finalized(d *Decoder, fm *schema.FlowMessage, dg []byte) ([]string, error) 
 	return flows, err
 }
 
-// subsetOf reports whether every flow of got is one of want, each at most as often.
-func subsetOf(got, want []string) bool {
-	n := map[string]int{}
-	for _, f := range want {
-		n[f]++
-	}
-	for _, f := range got {
-		if n[f]--; n[f] < 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // TestCorruptedCaptures (issue #24, 5) cuts and flips every datagram of the sFlow captures:
 // every prefix emits a subset of the intact datagram's flows, and so does every single bit
 // flip counted as a framing error. Flips in values (addresses, counters) and in sampled
@@ -96,7 +83,7 @@ func TestCorruptedCaptures(t *testing.T) {
 		}
 		for cut := range len(dg) {
 			cuts++
-			if got, err := finalized(d, fm, dg[:cut]); !subsetOf(got, intact) {
+			if got, err := finalized(d, fm, dg[:cut]); !flowtest.SubsetOf(got, intact) {
 				t.Errorf("%s cut at %d (error %v): %d flows not all from the intact datagram", name, cut, err, len(got))
 			}
 		}
@@ -111,7 +98,7 @@ func TestCorruptedCaptures(t *testing.T) {
 				continue
 			}
 			framing++
-			if !subsetOf(got, intact) {
+			if !flowtest.SubsetOf(got, intact) {
 				t.Errorf("%s bit %d flipped: %v, and %d flows not all from the intact datagram", name, bit, err, len(got))
 			}
 		}

@@ -153,3 +153,18 @@ func AllColumns() (*schema.Schema, error) {
 	}
 	return schema.New(cfg)
 }
+
+// SubsetOf reports whether every finalized flow of got is one of want, each at most as often:
+// what a decoder may emit from a cut or corrupted copy of a datagram that gave want.
+func SubsetOf(got, want []string) bool {
+	n := map[string]int{}
+	for _, f := range want {
+		n[f]++
+	}
+	for _, f := range got {
+		if n[f]--; n[f] < 0 {
+			return false
+		}
+	}
+	return true
+}
