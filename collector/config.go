@@ -24,11 +24,15 @@ type Configuration struct {
 	BatchInterval time.Duration `yaml:"batch-interval"`
 }
 
-// ListenerConfiguration is one UDP port.
+// ListenerConfiguration is one UDP port. A listener written without workers or
+// receive-buffer gets their defaults (SetDefaults).
 type ListenerConfiguration struct {
 	// Protocol is netflow (NetFlow v5, v9 and IPFIX) or sflow.
 	Protocol string `yaml:"protocol"`
-	// Address to bind, host:port; an empty host binds every IPv4 and IPv6 address.
+	// Address to bind, host:port; an empty host binds every IPv4 and IPv6 address. Two
+	// listeners cannot share a port on addresses that overlap (0.0.0.0 takes every IPv4
+	// address, an empty host or [::] every address): the kernel would split the datagrams
+	// between them.
 	Address string `yaml:"address"`
 	// Workers is the number of sockets bound to the port with SO_REUSEPORT, each read by its
 	// own goroutine. The kernel spreads exporters over them by source address and port.
@@ -36,6 +40,20 @@ type ListenerConfiguration struct {
 	// ReceiveBuffer is the socket receive buffer in bytes (SO_RCVBUFFORCE when permitted,
 	// else SO_RCVBUF, capped by net.core.rmem_max; a warning says when the kernel capped it).
 	ReceiveBuffer int `yaml:"receive-buffer"`
+}
+
+// SetDefaults sets the defaults of a listener's optional keys (config.ItemDefaults): 2
+// workers, a receive buffer of 8 MiB.
+func (l *ListenerConfiguration) SetDefaults() {
+	l.Workers = 2
+	l.ReceiveBuffer = 8 << 20
+}
+
+// listener returns a listener with its defaults.
+func listener(protocol, address string) ListenerConfiguration {
+	l := ListenerConfiguration{Protocol: protocol, Address: address}
+	l.SetDefaults()
+	return l
 }
 
 // HTTPConfiguration of the HTTP server.
@@ -65,9 +83,9 @@ type ExporterPolicy struct {
 func DefaultConfiguration() Configuration {
 	return Configuration{
 		Listeners: []ListenerConfiguration{
-			{Protocol: "netflow", Address: ":2055", Workers: 2, ReceiveBuffer: 8 << 20},
-			{Protocol: "netflow", Address: ":4739", Workers: 2, ReceiveBuffer: 8 << 20},
-			{Protocol: "sflow", Address: ":6343", Workers: 2, ReceiveBuffer: 8 << 20},
+			listener("netflow", ":2055"),
+			listener("netflow", ":4739"),
+			listener("sflow", ":6343"),
 		},
 		HTTP:          HTTPConfiguration{Listen: "127.0.0.1:8080"},
 		BatchSize:     64 << 10,
@@ -77,6 +95,7 @@ func DefaultConfiguration() Configuration {
 
 // Validate checks the configuration, naming the bad key.
 func (c *Configuration) Validate() error {
+	bound := make([]netip.AddrPort, len(c.Listeners))
 	for i, l := range c.Listeners {
 		key := fmt.Sprintf("listeners[%d]", i)
 		switch l.Protocol {
@@ -84,8 +103,17 @@ func (c *Configuration) Validate() error {
 		default:
 			return config.Errorf(key+".protocol", "must be netflow or sflow, not %q", l.Protocol)
 		}
-		if _, err := netip.ParseAddrPort(withHost(l.Address)); err != nil {
+		ap, err := netip.ParseAddrPort(withHost(l.Address))
+		if err != nil {
 			return config.Errorf(key+".address", "%q is not host:port: %v", l.Address, err)
+		}
+		bound[i] = ap
+		for j := range i {
+			if sharePort(bound[j], ap) {
+				return config.Errorf(key+".address", "%q takes port %d of listeners[%d].address (%s %q): "+
+					"the kernel would split the datagrams between them; give each listener its own port",
+					l.Address, ap.Port(), j, c.Listeners[j].Protocol, c.Listeners[j].Address)
+			}
 		}
 		if l.Workers < 1 || l.Workers > 64 {
 			return config.Errorf(key+".workers", "must be in 1..64, not %d", l.Workers)
@@ -99,6 +127,14 @@ func (c *Configuration) Validate() error {
 			return config.Errorf("http.listen", "%q is not host:port: %v", c.HTTP.Listen, err)
 		}
 	}
+	for i, p := range c.Exporters.Allow {
+		if !p.IsValid() {
+			return config.Errorf(fmt.Sprintf("exporters.allow[%d]", i), "a prefix is required")
+		}
+		if err := config.CheckHostBits(p); err != nil {
+			return config.Errorf(fmt.Sprintf("exporters.allow[%d]", i), "%v", err)
+		}
+	}
 	if c.Exporters.RateLimit < 0 {
 		return config.Errorf("exporters.rate-limit", "must not be negative")
 	}
@@ -109,6 +145,28 @@ func (c *Configuration) Validate() error {
 		return config.Errorf("batch-interval", "must be positive")
 	}
 	return nil
+}
+
+// sharePort tells whether sockets bound to a and b would receive datagrams for the same
+// destination: the same port (not 0, which picks a free one), and the same address or one
+// that takes the other's (0.0.0.0 every IPv4 address, [::] every address of both families,
+// as Go binds it dual-stack).
+func sharePort(a, b netip.AddrPort) bool {
+	if a.Port() != b.Port() || a.Port() == 0 {
+		return false
+	}
+	x, y := a.Addr().Unmap(), b.Addr().Unmap()
+	switch {
+	case x == y:
+		return true
+	case x.Is6() && x.IsUnspecified(), y.Is6() && y.IsUnspecified():
+		return true
+	case x.Is4() && x.IsUnspecified():
+		return y.Is4()
+	case y.Is4() && y.IsUnspecified():
+		return x.Is4()
+	}
+	return false
 }
 
 // withHost turns ":2055" into "[::]:2055" so that it parses as an address and port.
