@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"flowzero/internal/health"
 	"flowzero/output"
 	"flowzero/schema"
 	"flowzero/store/chdb"
@@ -71,6 +72,10 @@ type Sink struct {
 	free  chan *batch
 	done  chan struct{}
 	wg    sync.WaitGroup
+
+	// health and counts report the sink's state to /healthz (health.go).
+	health *health.State
+	counts healthCounts
 }
 
 // batch is one INSERT: length-delimited messages. A batch without
@@ -100,6 +105,7 @@ func NewSink(r prometheus.Registerer, cfg Configuration, s *schema.Schema, log *
 		done:  make(chan struct{}),
 
 		aggMaxBytes: aggMaxBytes,
+		health:      health.NewState(nil),
 	}, nil
 }
 
@@ -238,6 +244,7 @@ func (s *Sink) rotateLocked() {
 		s.cur = s.newBatch()
 	default:
 		s.m.droppedFull.Add(float64(b.flows))
+		s.countDropped(b.flows, "insert queue full: the engine is slower than the flows")
 		s.log.Warn("store: insert queue full, batch dropped", "flows", b.flows)
 		s.reset(b)
 	}
@@ -306,10 +313,12 @@ func (s *Sink) insertLoop() {
 		if err != nil {
 			s.m.insertErrors.Inc()
 			s.m.droppedError.Add(float64(flows))
+			s.countDropped(flows, "insert failed: "+err.Error())
 			s.log.Error("store: insert failed", "flows", flows, "error", err)
 			s.setErr(err)
 		} else {
 			s.m.flows.Add(float64(flows))
+			s.counts.inserted.Add(int64(flows))
 			s.m.bytes.Add(float64(len(b.buf)))
 			s.m.batches.Inc()
 		}
@@ -413,6 +422,7 @@ func (s *Sink) insertBatch(b *batch) (int, error) {
 	// frames no message included.
 	if dropped := b.flows - ok; dropped > 0 {
 		s.m.droppedInvalid.Add(float64(dropped))
+		s.countDropped(dropped, "malformed flows")
 		if now := time.Now(); now.Sub(s.invalidLogged) >= time.Minute {
 			s.invalidLogged = now
 			s.log.Warn("store: malformed flows dropped", "flows", dropped, "error", first)
