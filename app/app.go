@@ -141,6 +141,7 @@ func New(cfg Configuration, deps Dependencies) (*App, error) {
 		if err != nil {
 			return nil, fmt.Errorf("outputs.kafka: %w", err)
 		}
+		k.SetClock(a.clock)
 		a.kafka = k
 		a.sinks = append(a.sinks, k)
 	}
@@ -149,6 +150,7 @@ func New(cfg Configuration, deps Dependencies) (*App, error) {
 		if err != nil {
 			return nil, fmt.Errorf("outputs.file: %w", err)
 		}
+		f.SetClock(a.clock)
 		a.file = f
 		a.sinks = append(a.sinks, f)
 	}
@@ -166,7 +168,9 @@ func New(cfg Configuration, deps Dependencies) (*App, error) {
 // Start starts the sinks, the decoders' background work and the collector.
 func (a *App) Start() error {
 	if a.cfg.Outputs.Stdout.Enabled {
-		a.sinks = append(a.sinks, jsonl.NewSink(a.Stdout, a.schema, a.log))
+		out := jsonl.NewSink(a.registry, a.Stdout, a.schema, a.log)
+		out.SetClock(a.clock)
+		a.sinks = append(a.sinks, out)
 	}
 	if a.Summary != nil {
 		sum := NewSummarySink(a.schema, a.Summary, cmp.Or(a.SummaryInterval, 5*time.Second))
