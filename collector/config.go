@@ -22,6 +22,15 @@ type Configuration struct {
 	// BatchInterval is the longest a flow waits in a worker's batch before it is handed to
 	// the sinks.
 	BatchInterval time.Duration `yaml:"batch-interval"`
+	// PortSharing is what the collector does when another socket is bound to one of its
+	// listeners' UDP ports, on an address that overlaps the listener's (another process,
+	// or another collector in this one; `ss -ulpn` lists them): with SO_REUSEPORT the
+	// kernel would hand it part of every exporter's datagrams. refuse: the collector does
+	// not start, and says which socket and process; warn: it starts and logs an error.
+	// Either way, such a socket found while running (checked every second) is logged as
+	// an error with its process, counted in flowzero_collector_foreign_sockets and
+	// reported by /healthz until it goes.
+	PortSharing string `yaml:"port-sharing"`
 }
 
 // ListenerConfiguration is one UDP port. A listener written without workers or
@@ -64,6 +73,15 @@ type HTTPConfiguration struct {
 	Listen string `yaml:"listen"`
 	// Pprof enables /debug/pprof.
 	Pprof bool `yaml:"pprof"`
+	// MaxConcurrentRequests bounds the API requests (every /api/ route: RIB lookups,
+	// exporters, queries) served at once. Lookups and queries are CPU and memory bound:
+	// more at once than the machine has cores only adds memory.
+	MaxConcurrentRequests int `yaml:"max-concurrent-requests"`
+	// MaxQueuedRequests more API requests wait for their turn, up to 10 s (then 503);
+	// beyond them a request is answered 429 at once. Both answers carry Retry-After: 1 and
+	// are counted in flowzero_collector_http_rejected_total (busy, busy-timeout). /metrics
+	// and /healthz are never limited.
+	MaxQueuedRequests int `yaml:"max-queued-requests"`
 }
 
 // ExporterPolicy restricts exporters.
@@ -87,9 +105,10 @@ func DefaultConfiguration() Configuration {
 			listener("netflow", ":4739"),
 			listener("sflow", ":6343"),
 		},
-		HTTP:          HTTPConfiguration{Listen: "127.0.0.1:8080"},
+		HTTP:          HTTPConfiguration{Listen: "127.0.0.1:8080", MaxConcurrentRequests: 8, MaxQueuedRequests: 64},
 		BatchSize:     64 << 10,
 		BatchInterval: 200 * time.Millisecond,
+		PortSharing:   "refuse",
 	}
 }
 
@@ -134,6 +153,17 @@ func (c *Configuration) Validate() error {
 		if err := config.CheckHostBits(p); err != nil {
 			return config.Errorf(fmt.Sprintf("exporters.allow[%d]", i), "%v", err)
 		}
+	}
+	if c.HTTP.MaxConcurrentRequests < 1 {
+		return config.Errorf("http.max-concurrent-requests", "must be at least 1, not %d", c.HTTP.MaxConcurrentRequests)
+	}
+	if c.HTTP.MaxQueuedRequests < 0 {
+		return config.Errorf("http.max-queued-requests", "must not be negative")
+	}
+	switch c.PortSharing {
+	case "refuse", "warn":
+	default:
+		return config.Errorf("port-sharing", "must be refuse or warn, not %q", c.PortSharing)
 	}
 	if c.Exporters.RateLimit < 0 {
 		return config.Errorf("exporters.rate-limit", "must not be negative")
