@@ -165,8 +165,12 @@ func New(cfg Configuration, deps Dependencies) (*App, error) {
 	return a, nil
 }
 
-// Start starts the sinks, the decoders' background work and the collector.
+// Start checks every path the configuration names (CheckPaths), then starts the sinks, the
+// decoders' background work and the collector.
 func (a *App) Start() error {
+	if err := a.cfg.CheckPaths(true); err != nil {
+		return err
+	}
 	if a.cfg.Outputs.Stdout.Enabled {
 		out := jsonl.NewSink(a.registry, a.Stdout, a.schema, a.log)
 		out.SetClock(a.clock)
