@@ -210,22 +210,26 @@ func (w *worker) handle(payload []byte, from netip.AddrPort) {
 	}
 }
 
-// logDecodeError logs a malformed datagram, at most a few lines per exporter and a few
-// more for all of them per window, from the first datagram of a flood on: the limit is on
-// the lines, not on distinct errors (the error text of random datagrams differs from one
-// to the next) nor on sources (a flood may come from thousands). Once the shared window is
-// spent, the worker refuses without taking a lock.
+// logDecodeError logs a malformed datagram: at most 3 lines per exporter and 10 for all of
+// them per 30 s, from the first datagram of a flood on. The limits are on lines, not on
+// distinct errors (the error text of random datagrams differs from one to the next) nor on
+// sources alone (a flood may come from thousands). Once the shared window is spent, the
+// worker refuses without taking a lock.
 func (w *worker) logDecodeError(from netip.AddrPort, err error) {
+	if w.decodeErrLog.Spent(w.now) {
+		return
+	}
+	if ok, _ := w.c.logLimit.Allow(from.Addr(), w.now); !ok {
+		w.decodeErrLog.Suppress()
+		return
+	}
+	// suppressed counts the lines refused by either limit since the last line of all.
 	ok, suppressed := w.decodeErrLog.Allow(w.now)
 	if !ok {
 		return
 	}
-	ok, suppressedHere := w.c.logLimit.Allow(from.Addr(), w.now)
-	if !ok {
-		return
-	}
 	w.c.log.Warn("cannot decode datagram", "protocol", w.protocol, "exporter", from.String(),
-		"error", err, "suppressed", suppressed+suppressedHere)
+		"error", err, "suppressed", suppressed)
 }
 
 // exporter returns the worker's state for an exporter the allow-list admits, creating it on
