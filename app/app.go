@@ -74,6 +74,10 @@ type App struct {
 	store      *store.Sink
 	demoCancel context.CancelFunc
 	demoDone   chan struct{}
+
+	// wrapDecoder, when set (by tests), wraps each protocol's decoder before the collector
+	// gets it, to watch what every datagram gives.
+	wrapDecoder func(protocol string, d collector.Decoder) collector.Decoder
 }
 
 // New builds every component from the configuration; nothing runs before Start.
@@ -193,12 +197,18 @@ func (a *App) Start() error {
 	if err != nil {
 		return err
 	}
+	decoders := map[string]collector.Decoder{
+		"netflow": netflowDecoder{a.netflow},
+		"sflow":   sflowDecoder{a.sflow},
+	}
+	if a.wrapDecoder != nil {
+		for p, d := range decoders {
+			decoders[p] = a.wrapDecoder(p, d)
+		}
+	}
 	c, err := collector.New(a.cfg.Collector, collector.Dependencies{
-		Schema: a.schema,
-		Decoders: map[string]collector.Decoder{
-			"netflow": netflowDecoder{a.netflow},
-			"sflow":   sflowDecoder{a.sflow},
-		},
+		Schema:   a.schema,
+		Decoders: decoders,
 		Enricher: a.enricher, // an interface: nil stays nil
 		Sinks:    a.sinks,
 		Registry: a.registry,
