@@ -58,9 +58,14 @@ func protoDescriptor(t *testing.T, s *schema.Schema) protoreflect.MessageDescrip
 func consume(t *testing.T, brokers []string, topic string, s *schema.Schema, want int) [][]byte {
 	md := protoDescriptor(t, s)
 	cl := kafkatest.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// The idle rule below ends the loop; the deadline only bounds a broker that trickles.
+	// Decoding each flow with dynamicpb under -race takes a good part of a millisecond on a
+	// loaded machine: the outage test's 80,000 flows may need more than a minute.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var msgs [][]byte
+	start := time.Now()
+	defer func() { t.Logf("consumed %d flows in %s", len(msgs), time.Since(start).Round(time.Millisecond)) }()
 	idle := time.Now()
 	for ctx.Err() == nil {
 		pctx, pcancel := context.WithTimeout(ctx, time.Second)
