@@ -22,7 +22,8 @@ INTEGRATION_TARGETS += hostile
 # starts a flowzero binary with a full table and sends rounds of 32 parallel lookups of
 # 100,000 addresses; it reports the binary's resident memory before (base-MB), at its
 # highest (peak-MB) and the difference (growth-MB). Each binary of API_RSS_BINS (variant
-# name=path, default bin/flowzero) runs once per round, alternating, API_RSS_COUNT rounds:
+# name=path, default bin/flowzero) runs once per round, alternating, API_RSS_COUNT rounds. It
+# needs the shared full table (../shared/testdata, or $FLOWZERO_TESTDATA).
 #   make bench-api-rss API_RSS_BINS="base=/tmp/flowzero-base new=bin/flowzero"
 API_RSS_COUNT ?= 5
 API_RSS_BINS  ?= new=$(BIN)/flowzero
@@ -35,7 +36,8 @@ bench-api-rss: build tools
 	rm -f $(CACHE)/bench/api-rss.txt
 	cd bench/ribhttp && for i in $$(seq $(API_RSS_COUNT)); do for v in $(API_RSS_BINS); do \
 	  echo "variant: $${v%%=*}" >> $(CACHE)/bench/api-rss.txt; \
-	  FLOWZERO_BIN=$$(cd $(CURDIR) && realpath $${v#*=}) $(CACHE)/bench/ribhttp.test -test.run '^$$' -test.bench '^BenchmarkLookupRSS$$' \
-	    -test.benchtime 1x -test.timeout 30m | grep '^Benchmark' | tee -a $(CACHE)/bench/api-rss.txt; \
+	  out=$$(FLOWZERO_BIN=$$(cd $(CURDIR) && realpath $${v#*=}) $(CACHE)/bench/ribhttp.test -test.run '^$$' \
+	    -test.bench '^BenchmarkLookupRSS$$' -test.benchtime 1x -test.timeout 30m -test.v); \
+	  grep -E '^Benchmark[^ ]+[[:space:]]+[0-9]' <<<"$$out" | tee -a $(CACHE)/bench/api-rss.txt || { echo "$$out"; exit 1; }; \
 	done; done
 	benchstat -col variant $(CACHE)/bench/api-rss.txt
