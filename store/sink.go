@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flowzero/internal/health"
+	"flowzero/internal/lograte"
 	"flowzero/output"
 	"flowzero/schema"
 	"flowzero/store/chdb"
@@ -73,9 +74,11 @@ type Sink struct {
 	done  chan struct{}
 	wg    sync.WaitGroup
 
-	// health and counts report the sink's state to /healthz (health.go).
-	health *health.State
-	counts healthCounts
+	// health and counts report the sink's state to /healthz (health.go); dropLog bounds
+	// the lines about dropped batches (a slow or failing engine drops one per batch).
+	health  *health.State
+	counts  healthCounts
+	dropLog *lograte.Limiter
 }
 
 // batch is one INSERT: length-delimited messages. A batch without
@@ -106,6 +109,7 @@ func NewSink(r prometheus.Registerer, cfg Configuration, s *schema.Schema, log *
 
 		aggMaxBytes: aggMaxBytes,
 		health:      health.NewState(nil),
+		dropLog:     lograte.New(3, time.Minute),
 	}, nil
 }
 
@@ -245,7 +249,10 @@ func (s *Sink) rotateLocked() {
 	default:
 		s.m.droppedFull.Add(float64(b.flows))
 		s.countDropped(b.flows, "insert queue full: the engine is slower than the flows")
-		s.log.Warn("store: insert queue full, batch dropped", "flows", b.flows)
+		if ok, suppressed := s.dropLog.Allow(time.Now()); ok {
+			s.log.Warn("store: insert queue full, batch dropped", "flows", b.flows,
+				"dropped-total", s.counts.dropped.Load(), "suppressed", suppressed)
+		}
 		s.reset(b)
 	}
 }
@@ -314,7 +321,10 @@ func (s *Sink) insertLoop() {
 			s.m.insertErrors.Inc()
 			s.m.droppedError.Add(float64(flows))
 			s.countDropped(flows, "insert failed: "+err.Error())
-			s.log.Error("store: insert failed", "flows", flows, "error", err)
+			if ok, suppressed := s.dropLog.Allow(time.Now()); ok {
+				s.log.Error("store: insert failed", "flows", flows, "error", err,
+					"dropped-total", s.counts.dropped.Load(), "suppressed", suppressed)
+			}
 			s.setErr(err)
 		} else {
 			s.m.flows.Add(float64(flows))
