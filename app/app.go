@@ -77,6 +77,10 @@ type App struct {
 	store      *store.Sink
 	demoCancel context.CancelFunc
 	demoDone   chan struct{}
+
+	// wrapDecoder, when set (by tests), wraps each protocol's decoder before the collector
+	// gets it, to watch what every datagram gives.
+	wrapDecoder func(protocol string, d collector.Decoder) collector.Decoder
 }
 
 // New builds every component from the configuration; nothing runs before Start.
@@ -151,6 +155,7 @@ func New(cfg Configuration, deps Dependencies) (*App, error) {
 		if err != nil {
 			return nil, fmt.Errorf("outputs.kafka: %w", err)
 		}
+		k.SetClock(a.clock)
 		a.kafka = k
 		a.sinks = append(a.sinks, k)
 	}
@@ -159,6 +164,7 @@ func New(cfg Configuration, deps Dependencies) (*App, error) {
 		if err != nil {
 			return nil, fmt.Errorf("outputs.file: %w", err)
 		}
+		f.SetClock(a.clock)
 		a.file = f
 		a.sinks = append(a.sinks, f)
 	}
@@ -173,10 +179,16 @@ func New(cfg Configuration, deps Dependencies) (*App, error) {
 	return a, nil
 }
 
-// Start starts the sinks, the decoders' background work and the collector.
+// Start checks every path the configuration names (CheckPaths), then starts the sinks, the
+// decoders' background work and the collector.
 func (a *App) Start() error {
+	if err := a.cfg.CheckPaths(true); err != nil {
+		return err
+	}
 	if a.cfg.Outputs.Stdout.Enabled {
-		a.sinks = append(a.sinks, jsonl.NewSink(a.Stdout, a.schema, a.log))
+		out := jsonl.NewSink(a.registry, a.Stdout, a.schema, a.log)
+		out.SetClock(a.clock)
+		a.sinks = append(a.sinks, out)
 	}
 	if a.Summary != nil {
 		sum := NewSummarySink(a.schema, a.Summary, cmp.Or(a.SummaryInterval, 5*time.Second))
@@ -206,12 +218,18 @@ func (a *App) Start() error {
 	if err != nil {
 		return err
 	}
+	decoders := map[string]collector.Decoder{
+		"netflow": netflowDecoder{a.netflow},
+		"sflow":   sflowDecoder{a.sflow},
+	}
+	if a.wrapDecoder != nil {
+		for p, d := range decoders {
+			decoders[p] = a.wrapDecoder(p, d)
+		}
+	}
 	c, err := collector.New(a.cfg.Collector, collector.Dependencies{
-		Schema: a.schema,
-		Decoders: map[string]collector.Decoder{
-			"netflow": netflowDecoder{a.netflow},
-			"sflow":   sflowDecoder{a.sflow},
-		},
+		Schema:   a.schema,
+		Decoders: decoders,
 		Enricher: a.enricher, // an interface: nil stays nil
 		Sinks:    a.sinks,
 		Registry: a.registry,

@@ -84,7 +84,8 @@ type OutputsConfiguration struct {
 // StoreOutput is the ClickHouse sink with its switch.
 type StoreOutput struct {
 	// Enabled inserts flows into the embedded engine's flows table (and its aggregated
-	// tables); it refuses clickhouse.url.
+	// tables); it refuses clickhouse.url, and kafka.enabled together with outputs.kafka
+	// (every flow would be stored twice: by this sink and by the Kafka table).
 	Enabled             bool `yaml:"enabled"`
 	store.Configuration `yaml:",inline"`
 }
@@ -188,6 +189,14 @@ func (c *Configuration) Validate() error {
 	if c.Outputs.Store.Enabled {
 		if err := c.Outputs.Store.ValidateSink(); err != nil {
 			return config.Prefix("outputs.store", err)
+		}
+		if c.Outputs.Store.Kafka.Enabled && c.Outputs.Kafka.Enabled {
+			// The sink inserts each flow, and the Kafka table inserts it again from the topic
+			// the kafka output fills: every flow would be stored twice.
+			return config.Errorf("outputs.store.kafka.enabled",
+				"with outputs.store.enabled and outputs.kafka.enabled, every flow would be stored twice "+
+					"(by the store sink, and by the Kafka table reading the kafka output's topic): "+
+					"keep outputs.store.enabled to store directly, or outputs.store.kafka.enabled to store through Kafka")
 		}
 	}
 	return nil

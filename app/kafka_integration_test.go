@@ -6,10 +6,13 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +23,9 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"flowzero/demo"
+	"flowzero/internal/health"
 	"flowzero/internal/kafkatest"
+	"flowzero/internal/lockedbuf"
 	"flowzero/internal/testutil"
 	"flowzero/output/jsonl"
 	"flowzero/schema"
@@ -53,9 +58,14 @@ func protoDescriptor(t *testing.T, s *schema.Schema) protoreflect.MessageDescrip
 func consume(t *testing.T, brokers []string, topic string, s *schema.Schema, want int) [][]byte {
 	md := protoDescriptor(t, s)
 	cl := kafkatest.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// The idle rule below ends the loop; the deadline only bounds a broker that trickles.
+	// Decoding each flow with dynamicpb under -race takes a good part of a millisecond on a
+	// loaded machine: the outage test's 80,000 flows may need more than a minute.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var msgs [][]byte
+	start := time.Now()
+	defer func() { t.Logf("consumed %d flows in %s", len(msgs), time.Since(start).Round(time.Millisecond)) }()
 	idle := time.Now()
 	for ctx.Err() == nil {
 		pctx, pcancel := context.WithTimeout(ctx, time.Second)
@@ -151,12 +161,20 @@ func TestKafkaOutage(t *testing.T) {
 	cfg.Outputs.Kafka.MaxBufferedBytes = 2 << 20 // small, so the outage overflows it
 	cfg.Outputs.Kafka.FlushTimeout = 60 * time.Second
 	cfg.Collector.Listeners = cfg.Collector.Listeners[:1]
-	a, err := New(cfg, testDeps())
+	logs := &lockedbuf.Buffer{}
+	a, err := New(cfg, Dependencies{Logger: slog.New(slog.NewTextHandler(logs, nil)), Clock: testutil.Clock()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
+	}
+	// The error and drop series exist before any error, at 0.
+	m := metricsText(t, a)
+	for _, series := range []string{`flowzero_kafka_errors_total{op="produce"} 0`, `flowzero_kafka_flows_dropped_total{reason="buffer-full"} 0`} {
+		if !strings.Contains(m, series) {
+			t.Errorf("/metrics lacks %s at start", series)
+		}
 	}
 	dcfg := demo.DefaultConfiguration()
 	dcfg.NetFlow = a.Collector().ListenAddrs()[0]
@@ -174,13 +192,35 @@ func TestKafkaOutage(t *testing.T) {
 	deliveredNow := func() int64 { _, d, _ := a.Kafka().Counts(); return d }
 	droppedNow := func() int64 { _, _, d := a.Kafka().Counts(); return d }
 	testutil.WaitUntil(t, "flows delivered before the outage", func() bool { return deliveredNow() > 0 })
+	if code, o := getHealthz(t, a); code != http.StatusOK || o.Components["kafka"].Status != health.OK {
+		t.Errorf("/healthz before the outage: %d %+v", code, o)
+	}
 	broker("stop")
 	t.Log("broker stopped")
 	testutil.WaitUntil(t, "the producer's buffer to overflow during the outage", func() bool { return droppedNow() > 0 })
+	// The outage is visible: /healthz says 503 and why, the log says how many flows were
+	// dropped, and records left unacknowledged are reported.
+	testutil.WaitUntil(t, "/healthz to report the outage", func() bool {
+		code, o := getHealthz(t, a)
+		k := o.Components["kafka"]
+		return code == http.StatusServiceUnavailable && strings.Contains(k.Reason, "flows dropped (buffer-full)") &&
+			strings.Contains(k.Reason, "no record acknowledged") && k.Counters["flows-dropped"] > 0
+	})
+	testutil.WaitUntil(t, "the drops to be logged", func() bool {
+		return strings.Contains(logs.String(), `msg="Kafka sink dropped flows"`) &&
+			strings.Contains(logs.String(), `msg="Kafka is not acknowledging records; flows are buffered, then dropped once max-buffered-bytes is full"`)
+	})
+	if m := metricsText(t, a); strings.Contains(m, `flowzero_kafka_flows_dropped_total{reason="buffer-full"} 0`+"\n") {
+		t.Error("/metrics does not count the drops")
+	}
 	before := deliveredNow()
 	broker("start")
 	t.Log("broker restarted")
 	testutil.WaitUntil(t, "deliveries to resume after the restart", func() bool { return deliveredNow() > before })
+	testutil.WaitUntil(t, "/healthz to be ok again once nothing is dropped for health.Hold", func() bool {
+		code, _ := getHealthz(t, a)
+		return code == http.StatusOK
+	})
 	cancel()
 	res := <-done
 	if res.err != nil {
@@ -209,5 +249,50 @@ func TestKafkaOutage(t *testing.T) {
 	msgs := consume(t, cfg.Outputs.Kafka.Brokers, a.Kafka().Topic(), a.Schema(), int(delivered))
 	if int64(len(msgs)) != delivered {
 		t.Fatalf("consumed %d flows, Kafka acknowledged %d: lost or duplicated", len(msgs), delivered)
+	}
+}
+
+// TestKafkaRestartTopicExists: a collector restarted on the topic it created (or another
+// collector created) uses it without a warning or an error counted, and delivers (issue
+// 24: "cannot create or check the Kafka topic ... TOPIC_ALREADY_EXISTS" on every restart).
+func TestKafkaRestartTopicExists(t *testing.T) {
+	cfg := kafkaConfig(t, "restart")
+	cfg.Collector.Listeners = cfg.Collector.Listeners[:1]
+	for run := range 2 {
+		logs := &lockedbuf.Buffer{}
+		a, err := New(cfg, Dependencies{Logger: slog.New(slog.NewTextHandler(logs, nil)), Clock: testutil.Clock()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Start(); err != nil {
+			t.Fatal(err)
+		}
+		dcfg := demo.DefaultConfiguration()
+		dcfg.NetFlow = a.Collector().ListenAddrs()[0]
+		dcfg.IPFIX, dcfg.SFlow = dcfg.NetFlow, netip.AddrPort{}
+		dcfg.FlowsPerSecond = 200
+		dcfg.Clock = testutil.Clock()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); demo.Run(ctx, dcfg) }()
+		testutil.WaitUntil(t, "flows delivered", func() bool { _, d, _ := a.Kafka().Counts(); return d > 0 })
+		cancel()
+		<-done
+		if code, o := getHealthz(t, a); code != http.StatusOK {
+			t.Errorf("run %d: /healthz %d %+v", run, code, o)
+		}
+		m := metricsText(t, a)
+		if err := a.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(logs.String(), "level=WARN") || strings.Contains(logs.String(), "TOPIC_ALREADY_EXISTS") {
+			t.Errorf("run %d warns:\n%s", run, logs.String())
+		}
+		if !strings.Contains(m, `flowzero_kafka_errors_total{op="create-topic"} 0`) {
+			t.Errorf("run %d counted create-topic errors", run)
+		}
+		if created := strings.Contains(logs.String(), `msg="Kafka topic created"`); created != (run == 0) {
+			t.Errorf("run %d: topic created %v", run, created)
+		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flowzero/internal/clock"
+	"flowzero/internal/health"
 	"flowzero/internal/httpserver"
 	"flowzero/internal/lograte"
 	"flowzero/output"
@@ -65,6 +66,9 @@ type Dependencies struct {
 	// ExporterDetails, when set, adds decoder state (templates, sampling rates) for an exporter
 	// to /api/v0/exporters.
 	ExporterDetails func(netip.Addr) any
+	// Health are components /healthz reports on besides the collector itself and the sinks
+	// that implement health.Reporter.
+	Health []health.Reporter
 	// Clock gives the receive time of each datagram, an exporter's first and last datagram
 	// and the time the rate limits and batch ages count in (clock.System{} when nil). The
 	// sockets' deadlines still follow the machine's clock: they are timers, not dates.
@@ -92,7 +96,7 @@ type Collector struct {
 	pollStop chan struct{}
 	pollDone chan struct{}
 	stopping atomic.Bool
-	logLimit *lograte.Keyed[logKey]
+	logLimit *lograte.Keyed[netip.Addr]
 	// notAllowedLog is one limiter for every refused source: a key per source would let a
 	// flood from many addresses log without limit. Workers reach it through a
 	// lograte.Local each.
@@ -101,6 +105,17 @@ type Collector struct {
 
 	http         *httpServer
 	httpTimeouts httpserver.Timeouts
+
+	// health is the collector's own state in /healthz (foreign sockets on its ports).
+	health *health.State
+	// foreign are the sockets found sharing the listeners' ports, by inode (poller only,
+	// and Start before it runs).
+	foreignMu sync.Mutex
+	foreign   map[uint64]foreignSocket
+	// decodeErrLog limits the "cannot decode datagram" lines of every exporter together
+	// (logLimit limits them per exporter): a flood from many sources, spoofed or not,
+	// must not log a burst per source.
+	decodeErrLog *lograte.Limiter
 }
 
 // New checks the configuration and prepares the collector; Start binds the sockets.
@@ -128,10 +143,12 @@ func New(cfg Configuration, deps Dependencies) (*Collector, error) {
 		clock:         clock.Or(deps.Clock),
 		log:           deps.Logger,
 		pool:          output.NewBatchPool(cfg.BatchSize+cfg.BatchSize/4, 256),
-		logLimit:      lograte.NewKeyed[logKey](3, 30*time.Second, 10000),
+		logLimit:      lograte.NewKeyed[netip.Addr](3, 30*time.Second, 10000),
+		decodeErrLog:  lograte.New(10, 30*time.Second),
 		notAllowedLog: lograte.New(3, 30*time.Second),
 		readErrLog:    lograte.New(3, 30*time.Second),
 		httpTimeouts:  httpserver.DefaultTimeouts,
+		health:        health.NewState(deps.Clock),
 	}
 	for _, s := range deps.Sinks {
 		if ks, ok := s.(interface{ KeyedByExporter() bool }); ok && ks.KeyedByExporter() {
@@ -151,6 +168,10 @@ func (c *Collector) Start() error {
 			return fmt.Errorf("sink %s: %w", s.Name(), err)
 		}
 	}
+	// Sockets on the ports already, before the listeners take any datagram from them.
+	if err := c.checkPortSharing(c.plannedListeners(), nil); err != nil {
+		return err
+	}
 	for li, l := range c.cfg.Listeners {
 		conns, granted, err := openSockets(l.Address, l.Workers, l.ReceiveBuffer)
 		if err != nil {
@@ -169,6 +190,11 @@ func (c *Collector) Start() error {
 			w.inode, _ = socketInode(conn)
 			c.workers = append(c.workers, w)
 		}
+	}
+	// Again with the ports bound (port 0 picked one; a socket may have come meanwhile).
+	if err := c.checkPortSharing(c.boundListeners()); err != nil {
+		c.closeWorkers()
+		return err
 	}
 	if c.cfg.HTTP.Listen != "" {
 		h, err := c.startHTTP()
@@ -206,12 +232,21 @@ func (c *Collector) pollKernelDrops() {
 }
 
 func (c *Collector) readKernelDrops() {
-	drops := procUDPDrops()
+	socks := procUDPSockets()
+	drops := make(map[uint64]uint32, len(socks))
+	for _, s := range socks {
+		drops[s.inode] = s.drops
+	}
 	for _, w := range c.workers {
 		if v, ok := drops[w.inode]; ok && w.inode != 0 {
 			w.countKernelDrops(v)
 		}
 	}
+	listeners, own := c.boundListeners()
+	c.foreignMu.Lock()
+	known := c.foreign
+	c.foreignMu.Unlock()
+	c.watchForeign(foreignSockets(socks, listeners, own, known))
 }
 
 // ListenAddrs returns the bound address of the first socket of each listener, in
@@ -327,9 +362,4 @@ func (p *exporterPolicy) allowed(a netip.Addr) bool {
 		}
 	}
 	return false
-}
-
-type logKey struct {
-	exporter netip.Addr
-	reason   string
 }

@@ -22,13 +22,26 @@ type Configuration struct {
 	// BatchInterval is the longest a flow waits in a worker's batch before it is handed to
 	// the sinks.
 	BatchInterval time.Duration `yaml:"batch-interval"`
+	// PortSharing is what the collector does when another socket is bound to one of its
+	// listeners' UDP ports, on an address that overlaps the listener's (another process,
+	// or another collector in this one; `ss -ulpn` lists them): with SO_REUSEPORT the
+	// kernel would hand it part of every exporter's datagrams. refuse: the collector does
+	// not start, and says which socket and process; warn: it starts and logs an error.
+	// Either way, such a socket found while running (checked every second) is logged as
+	// an error with its process, counted in flowzero_collector_foreign_sockets and
+	// reported by /healthz until it goes.
+	PortSharing string `yaml:"port-sharing"`
 }
 
-// ListenerConfiguration is one UDP port.
+// ListenerConfiguration is one UDP port. A listener written without workers or
+// receive-buffer gets their defaults (SetDefaults).
 type ListenerConfiguration struct {
 	// Protocol is netflow (NetFlow v5, v9 and IPFIX) or sflow.
 	Protocol string `yaml:"protocol"`
-	// Address to bind, host:port; an empty host binds every IPv4 and IPv6 address.
+	// Address to bind, host:port; an empty host binds every IPv4 and IPv6 address. Two
+	// listeners cannot share a port on addresses that overlap (0.0.0.0 takes every IPv4
+	// address, an empty host or [::] every address): the kernel would split the datagrams
+	// between them.
 	Address string `yaml:"address"`
 	// Workers is the number of sockets bound to the port with SO_REUSEPORT, each read by its
 	// own goroutine. The kernel spreads exporters over them by source address and port.
@@ -36,6 +49,20 @@ type ListenerConfiguration struct {
 	// ReceiveBuffer is the socket receive buffer in bytes (SO_RCVBUFFORCE when permitted,
 	// else SO_RCVBUF, capped by net.core.rmem_max; a warning says when the kernel capped it).
 	ReceiveBuffer int `yaml:"receive-buffer"`
+}
+
+// SetDefaults sets the defaults of a listener's optional keys (config.ItemDefaults): 2
+// workers, a receive buffer of 8 MiB.
+func (l *ListenerConfiguration) SetDefaults() {
+	l.Workers = 2
+	l.ReceiveBuffer = 8 << 20
+}
+
+// listener returns a listener with its defaults.
+func listener(protocol, address string) ListenerConfiguration {
+	l := ListenerConfiguration{Protocol: protocol, Address: address}
+	l.SetDefaults()
+	return l
 }
 
 // HTTPConfiguration of the HTTP server.
@@ -46,6 +73,15 @@ type HTTPConfiguration struct {
 	Listen string `yaml:"listen"`
 	// Pprof enables /debug/pprof.
 	Pprof bool `yaml:"pprof"`
+	// MaxConcurrentRequests bounds the API requests (every /api/ route: RIB lookups,
+	// exporters, queries) served at once. Lookups and queries are CPU and memory bound:
+	// more at once than the machine has cores only adds memory.
+	MaxConcurrentRequests int `yaml:"max-concurrent-requests"`
+	// MaxQueuedRequests more API requests wait for their turn, up to 10 s (then 503);
+	// beyond them a request is answered 429 at once. Both answers carry Retry-After: 1 and
+	// are counted in flowzero_collector_http_rejected_total (busy, busy-timeout). /metrics
+	// and /healthz are never limited.
+	MaxQueuedRequests int `yaml:"max-queued-requests"`
 }
 
 // ExporterPolicy restricts exporters.
@@ -65,18 +101,20 @@ type ExporterPolicy struct {
 func DefaultConfiguration() Configuration {
 	return Configuration{
 		Listeners: []ListenerConfiguration{
-			{Protocol: "netflow", Address: ":2055", Workers: 2, ReceiveBuffer: 8 << 20},
-			{Protocol: "netflow", Address: ":4739", Workers: 2, ReceiveBuffer: 8 << 20},
-			{Protocol: "sflow", Address: ":6343", Workers: 2, ReceiveBuffer: 8 << 20},
+			listener("netflow", ":2055"),
+			listener("netflow", ":4739"),
+			listener("sflow", ":6343"),
 		},
-		HTTP:          HTTPConfiguration{Listen: "127.0.0.1:8080"},
+		HTTP:          HTTPConfiguration{Listen: "127.0.0.1:8080", MaxConcurrentRequests: 8, MaxQueuedRequests: 64},
 		BatchSize:     64 << 10,
 		BatchInterval: 200 * time.Millisecond,
+		PortSharing:   "refuse",
 	}
 }
 
 // Validate checks the configuration, naming the bad key.
 func (c *Configuration) Validate() error {
+	bound := make([]netip.AddrPort, len(c.Listeners))
 	for i, l := range c.Listeners {
 		key := fmt.Sprintf("listeners[%d]", i)
 		switch l.Protocol {
@@ -84,8 +122,17 @@ func (c *Configuration) Validate() error {
 		default:
 			return config.Errorf(key+".protocol", "must be netflow or sflow, not %q", l.Protocol)
 		}
-		if _, err := netip.ParseAddrPort(withHost(l.Address)); err != nil {
+		ap, err := netip.ParseAddrPort(withHost(l.Address))
+		if err != nil {
 			return config.Errorf(key+".address", "%q is not host:port: %v", l.Address, err)
+		}
+		bound[i] = ap
+		for j := range i {
+			if sharePort(bound[j], ap) {
+				return config.Errorf(key+".address", "%q takes port %d of listeners[%d].address (%s %q): "+
+					"the kernel would split the datagrams between them; give each listener its own port",
+					l.Address, ap.Port(), j, c.Listeners[j].Protocol, c.Listeners[j].Address)
+			}
 		}
 		if l.Workers < 1 || l.Workers > 64 {
 			return config.Errorf(key+".workers", "must be in 1..64, not %d", l.Workers)
@@ -99,6 +146,25 @@ func (c *Configuration) Validate() error {
 			return config.Errorf("http.listen", "%q is not host:port: %v", c.HTTP.Listen, err)
 		}
 	}
+	for i, p := range c.Exporters.Allow {
+		if !p.IsValid() {
+			return config.Errorf(fmt.Sprintf("exporters.allow[%d]", i), "a prefix is required")
+		}
+		if err := config.CheckHostBits(p); err != nil {
+			return config.Errorf(fmt.Sprintf("exporters.allow[%d]", i), "%v", err)
+		}
+	}
+	if c.HTTP.MaxConcurrentRequests < 1 {
+		return config.Errorf("http.max-concurrent-requests", "must be at least 1, not %d", c.HTTP.MaxConcurrentRequests)
+	}
+	if c.HTTP.MaxQueuedRequests < 0 {
+		return config.Errorf("http.max-queued-requests", "must not be negative")
+	}
+	switch c.PortSharing {
+	case "refuse", "warn":
+	default:
+		return config.Errorf("port-sharing", "must be refuse or warn, not %q", c.PortSharing)
+	}
 	if c.Exporters.RateLimit < 0 {
 		return config.Errorf("exporters.rate-limit", "must not be negative")
 	}
@@ -109,6 +175,28 @@ func (c *Configuration) Validate() error {
 		return config.Errorf("batch-interval", "must be positive")
 	}
 	return nil
+}
+
+// sharePort tells whether sockets bound to a and b would receive datagrams for the same
+// destination: the same port (not 0, which picks a free one), and the same address or one
+// that takes the other's (0.0.0.0 every IPv4 address, [::] every address of both families,
+// as Go binds it dual-stack).
+func sharePort(a, b netip.AddrPort) bool {
+	if a.Port() != b.Port() || a.Port() == 0 {
+		return false
+	}
+	x, y := a.Addr().Unmap(), b.Addr().Unmap()
+	switch {
+	case x == y:
+		return true
+	case x.Is6() && x.IsUnspecified(), y.Is6() && y.IsUnspecified():
+		return true
+	case x.Is4() && x.IsUnspecified():
+		return y.Is4()
+	case y.Is4() && y.IsUnspecified():
+		return x.Is4()
+	}
+	return false
 }
 
 // withHost turns ":2055" into "[::]:2055" so that it parses as an address and port.

@@ -9,10 +9,12 @@ import (
 	"net/http/pprof"
 	"net/netip"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"flowzero/internal/health"
 	"flowzero/internal/httpserver"
 )
 
@@ -31,10 +33,7 @@ type httpServer struct {
 func (c *Collector) startHTTP() (*httpServer, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(c.deps.Registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write([]byte("ok\n"))
-	})
+	mux.HandleFunc("GET /healthz", c.handleHealth)
 	mux.HandleFunc("GET /api/v0/exporters", c.handleExporters)
 	mux.HandleFunc("POST /api/v0/reload", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get(RequestHeader) == "" {
@@ -64,12 +63,17 @@ func (c *Collector) startHTTP() (*httpServer, error) {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
+	limit := httpserver.NewLimiter(c.cfg.HTTP.MaxConcurrentRequests, c.cfg.HTTP.MaxQueuedRequests, apiQueueWait)
+	limit.Busy = c.metrics.httpRejected.WithLabelValues("busy")
+	limit.Timeout = c.metrics.httpRejected.WithLabelValues("busy-timeout")
+	limit.InFlight = c.metrics.apiInFlight
+	handler := limit.Wrap(mux, func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/") })
 	ln, err := net.Listen("tcp", c.cfg.HTTP.Listen)
 	if err != nil {
 		return nil, err
 	}
 	h := &httpServer{
-		srv:  httpserver.New(ln, mux, c.httpTimeouts, c.metrics.httpRejected.WithLabelValues("host")),
+		srv:  httpserver.New(ln, handler, c.httpTimeouts, c.metrics.httpRejected.WithLabelValues("host")),
 		addr: ln.Addr().String(),
 		done: make(chan struct{}),
 	}
@@ -81,6 +85,57 @@ func (c *Collector) startHTTP() (*httpServer, error) {
 	}()
 	c.log.Info("HTTP server listening", "address", h.addr)
 	return h, nil
+}
+
+// apiQueueWait is how long an API request waits for its turn before it is answered 503.
+const apiQueueWait = 10 * time.Second
+
+// Health returns the collector's own state: degraded while another socket shares a
+// listener's port. Its counters are the datagrams, flows and errors of every exporter.
+func (c *Collector) Health() health.Report {
+	r := c.health.Report()
+	var datagrams, flows, errs, kernel uint64
+	c.exporters.Range(func(_, v any) bool {
+		e := v.(*exporterInfo)
+		datagrams += e.datagrams.Load()
+		flows += e.flows.Load()
+		errs += e.errors.Load()
+		return true
+	})
+	for _, w := range c.workers {
+		kernel += uint64(w.dropsSeen.Load())
+	}
+	r.Counters = map[string]uint64{"datagrams": datagrams, "flows": flows, "decode-errors": errs, "kernel-drops": kernel}
+	return r
+}
+
+// Name identifies the collector in /healthz.
+func (c *Collector) Name() string { return "collector" }
+
+// HealthReport returns what /healthz answers: the collector's state, each sink's that
+// reports one, and the other components' of Dependencies.Health.
+func (c *Collector) HealthReport() health.Overall {
+	reporters := []health.Reporter{c}
+	for _, s := range c.deps.Sinks {
+		if r, ok := s.(health.Reporter); ok {
+			reporters = append(reporters, r)
+		}
+	}
+	return health.Collect(append(reporters, c.deps.Health...))
+}
+
+// handleHealth answers /healthz: 200 when every component is ok, 503 when one is
+// degraded, with the JSON of HealthReport (docs/api.md).
+func (c *Collector) handleHealth(w http.ResponseWriter, _ *http.Request) {
+	o := c.HealthReport()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if o.Status != health.OK {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(o)
 }
 
 func (h *httpServer) stop() error {

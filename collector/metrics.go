@@ -15,7 +15,10 @@ type metrics struct {
 	// httpRejected counts API requests refused by reason: host (a Host header that is
 	// not loopback while bound to loopback), no-request-header.
 	httpRejected *prometheus.CounterVec
-	exporters    prometheus.GaugeFunc
+	// apiInFlight counts the API requests being served.
+	apiInFlight    prometheus.Gauge
+	exporters      prometheus.GaugeFunc
+	foreignSockets *prometheus.GaugeVec // listener
 }
 
 func newMetrics(r prometheus.Registerer, c *Collector) *metrics {
@@ -47,15 +50,23 @@ func newMetrics(r prometheus.Registerer, c *Collector) *metrics {
 		batches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "flowzero_collector_batches_total", Help: "Batches handed to the sinks."}),
 		httpRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "flowzero_collector_http_rejected_total", Help: "HTTP requests refused, by reason (host: not addressed as localhost while bound to loopback; no-request-header: a state-changing request without X-Flowzero-Request)."},
+			Name: "flowzero_collector_http_rejected_total", Help: "HTTP requests refused, by reason (host: not addressed as localhost while bound to loopback; no-request-header: a state-changing request without X-Flowzero-Request; busy: an API request beyond http.max-concurrent-requests and http.max-queued-requests, answered 429; busy-timeout: one that waited its turn in vain, answered 503)."},
 			[]string{"reason"}),
+		apiInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "flowzero_collector_http_api_requests_in_flight", Help: "API requests being served (at most http.max-concurrent-requests)."}),
+		foreignSockets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flowzero_collector_foreign_sockets", Help: "Sockets of other processes (or of another collector of this one) bound to a listener's port on an overlapping address: the kernel splits the exporters' datagrams with them."},
+			[]string{"listener"}),
 		exporters: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "flowzero_collector_exporters", Help: "Exporters seen since start."},
 			func() float64 { return float64(c.exporterCount.Load()) }),
 	}
+	for _, reason := range []string{"host", "no-request-header", "busy", "busy-timeout"} {
+		m.httpRejected.WithLabelValues(reason)
+	}
 	if r != nil {
 		r.MustRegister(m.datagrams, m.bytes, m.kernelDrops, m.readErrors, m.rcvbuf, m.flows, m.dropped,
-			m.decodeErrs, m.batches, m.httpRejected, m.exporters)
+			m.decodeErrs, m.batches, m.httpRejected, m.apiInFlight, m.exporters, m.foreignSockets)
 	}
 	return m
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -103,11 +104,18 @@ func socketInode(conn *net.UDPConn) (uint64, error) {
 	return st.Ino, serr
 }
 
-// procUDPDrops reads the drop counter of every UDP socket of this process's network
-// namespace from /proc/net/udp and /proc/net/udp6, by inode. SO_RXQ_OVFL only reports drops
-// along with a received datagram; this also sees the drops after the last one.
-func procUDPDrops() map[uint64]uint32 {
-	out := map[uint64]uint32{}
+// udpSocket is one UDP socket of this process's network namespace, as /proc/net/udp and
+// /proc/net/udp6 list them.
+type udpSocket struct {
+	local netip.AddrPort
+	uid   uint32
+	inode uint64
+	drops uint32
+}
+
+// procUDPSockets reads every UDP socket of the network namespace.
+func procUDPSockets() []udpSocket {
+	var out []udpSocket
 	for _, name := range []string{"/proc/self/net/udp", "/proc/self/net/udp6"} {
 		data, err := os.ReadFile(name)
 		if err != nil {
@@ -119,12 +127,94 @@ func procUDPDrops() map[uint64]uint32 {
 			if i == 0 || len(f) < 13 {
 				continue
 			}
+			local, ok := parseProcAddr(f[1])
+			uid, err0 := strconv.ParseUint(f[7], 10, 32)
 			ino, err1 := strconv.ParseUint(f[9], 10, 64)
 			drops, err2 := strconv.ParseUint(f[12], 10, 32)
-			if err1 == nil && err2 == nil {
-				out[ino] = uint32(drops)
+			if ok && err0 == nil && err1 == nil && err2 == nil {
+				out = append(out, udpSocket{local: local, uid: uint32(uid), inode: ino, drops: uint32(drops)})
 			}
 		}
+	}
+	return out
+}
+
+// parseProcAddr reads an address of /proc/net/udp{,6}: the address as 32-bit words in hex,
+// each printed from the machine's byte order, a colon, the port in hex.
+func parseProcAddr(s string) (netip.AddrPort, bool) {
+	hexAddr, hexPort, ok := strings.Cut(s, ":")
+	if !ok || (len(hexAddr) != 8 && len(hexAddr) != 32) {
+		return netip.AddrPort{}, false
+	}
+	port, err := strconv.ParseUint(hexPort, 16, 16)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	var b [16]byte
+	for w := 0; w < len(hexAddr)/8; w++ {
+		v, err := strconv.ParseUint(hexAddr[8*w:8*w+8], 16, 32)
+		if err != nil {
+			return netip.AddrPort{}, false
+		}
+		binary.NativeEndian.PutUint32(b[4*w:], uint32(v))
+	}
+	if len(hexAddr) == 8 {
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[:4])), uint16(port)), true
+	}
+	return netip.AddrPortFrom(netip.AddrFrom16(b), uint16(port)), true
+}
+
+// socketOwners finds the processes holding the sockets of inodes, from their descriptors
+// in /proc/PID/fd (those of the processes this one may read: its user's, or all as root),
+// and describes each as "pid 1234 (flowzero)".
+func socketOwners(inodes map[uint64]bool) map[uint64][]string {
+	out := map[uint64][]string{}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		fds, err := os.ReadDir("/proc/" + p.Name() + "/fd")
+		if err != nil {
+			continue
+		}
+		var comm string
+		for _, fd := range fds {
+			link, err := os.Readlink("/proc/" + p.Name() + "/fd/" + fd.Name())
+			if err != nil || !strings.HasPrefix(link, "socket:[") {
+				continue
+			}
+			ino, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]"), 10, 64)
+			if err != nil || !inodes[ino] {
+				continue
+			}
+			if comm == "" {
+				c, _ := os.ReadFile("/proc/" + p.Name() + "/comm")
+				comm = strings.TrimSpace(string(c))
+			}
+			who := fmt.Sprintf("pid %d (%s)", pid, comm)
+			if pid == os.Getpid() {
+				who += ", this process"
+			}
+			if l := out[ino]; len(l) == 0 || l[len(l)-1] != who {
+				out[ino] = append(l, who)
+			}
+		}
+	}
+	return out
+}
+
+// procUDPDrops reads the drop counter of every UDP socket of this process's network
+// namespace from /proc/net/udp and /proc/net/udp6, by inode. SO_RXQ_OVFL only reports drops
+// along with a received datagram; this also sees the drops after the last one.
+func procUDPDrops() map[uint64]uint32 {
+	out := map[uint64]uint32{}
+	for _, s := range procUDPSockets() {
+		out[s.inode] = s.drops
 	}
 	return out
 }

@@ -40,6 +40,8 @@ type worker struct {
 	// datagrams it refuses by itself once the window's lines are spent, so the workers do
 	// not take the shared limiter's lock for each datagram.
 	notAllowedLog lograte.Local
+	// decodeErrLog is this worker's access to c.decodeErrLog.
+	decodeErrLog lograte.Local
 
 	inode       uint64
 	dropsSeen   atomic.Uint32 // kernel drops already counted (SO_RXQ_OVFL or /proc)
@@ -92,6 +94,7 @@ func newWorker(c *Collector, listener int, name, socket string, conn *net.UDPCon
 	}
 	w.emitFn = w.emit
 	w.notAllowedLog = c.notAllowedLog.Local()
+	w.decodeErrLog = c.decodeErrLog.Local()
 	return w
 }
 
@@ -195,10 +198,7 @@ func (w *worker) handle(payload []byte, from netip.AddrPort) {
 	if err != nil {
 		w.decodeErrs.Inc()
 		e.info.errors.Add(1)
-		if ok, suppressed := w.c.logLimit.Allow(logKey{from.Addr(), err.Error()}, w.now); ok {
-			w.c.log.Warn("cannot decode datagram", "protocol", w.protocol, "exporter", from.String(),
-				"error", err, "suppressed", suppressed)
-		}
+		w.logDecodeError(from, err)
 	}
 	w.cur = nil
 	if w.c.keyed {
@@ -208,6 +208,28 @@ func (w *worker) handle(payload []byte, from netip.AddrPort) {
 	} else if w.batch != nil && len(w.batch.Data) >= w.c.cfg.BatchSize {
 		w.flushWorker()
 	}
+}
+
+// logDecodeError logs a malformed datagram: at most 3 lines per exporter and 10 for all of
+// them per 30 s, from the first datagram of a flood on. The limits are on lines, not on
+// distinct errors (the error text of random datagrams differs from one to the next) nor on
+// sources alone (a flood may come from thousands). Once the shared window is spent, the
+// worker refuses without taking a lock.
+func (w *worker) logDecodeError(from netip.AddrPort, err error) {
+	if w.decodeErrLog.Spent(w.now) {
+		return
+	}
+	if ok, _ := w.c.logLimit.Allow(from.Addr(), w.now); !ok {
+		w.decodeErrLog.Suppress()
+		return
+	}
+	// suppressed counts the lines refused by either limit since the last line of all.
+	ok, suppressed := w.decodeErrLog.Allow(w.now)
+	if !ok {
+		return
+	}
+	w.c.log.Warn("cannot decode datagram", "protocol", w.protocol, "exporter", from.String(),
+		"error", err, "suppressed", suppressed)
 }
 
 // exporter returns the worker's state for an exporter the allow-list admits, creating it on

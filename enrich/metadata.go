@@ -93,8 +93,9 @@ func boundaryValue(s string) (uint64, error) {
 // parseExporterKey reads an exporter address or prefix. IPv4 is kept as IPv4: flows carry
 // exporter addresses unmapped.
 func parseExporterKey(s string) (netip.Prefix, error) {
-	if p, err := netip.ParsePrefix(s); err == nil {
-		return p.Masked(), nil
+	if strings.Contains(s, "/") {
+		// Host bits are refused: 10.0.0.1/24 is a typo for 10.0.0.1 or 10.0.0.0/24.
+		return config.ParsePrefix(s)
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flowzero/internal/clock"
+	"flowzero/internal/health"
+	"flowzero/internal/lograte"
 	"flowzero/output"
 	"flowzero/schema"
 	"flowzero/store/chdb"
@@ -77,6 +79,12 @@ type Sink struct {
 	free  chan *batch
 	done  chan struct{}
 	wg    sync.WaitGroup
+
+	// health and counts report the sink's state to /healthz (health.go); dropLog bounds
+	// the lines about dropped batches (a slow or failing engine drops one per batch).
+	health  *health.State
+	counts  healthCounts
+	dropLog *lograte.Limiter
 }
 
 // batch is one INSERT: length-delimited messages. A batch without
@@ -120,6 +128,8 @@ func NewSink(r prometheus.Registerer, cfg Configuration, deps Dependencies) (*Si
 		done:  make(chan struct{}),
 
 		aggMaxBytes: aggMaxBytes,
+		health:      health.NewState(nil),
+		dropLog:     lograte.New(3, time.Minute),
 	}, nil
 }
 
@@ -274,7 +284,11 @@ func (s *Sink) rotateLocked() {
 		s.cur = s.newBatch()
 	default:
 		s.m.droppedFull.Add(float64(b.flows))
-		s.log.Warn("store: insert queue full, batch dropped", "flows", b.flows)
+		s.countDropped(b.flows, "insert queue full: the engine is slower than the flows")
+		if ok, suppressed := s.dropLog.Allow(s.clock.Now()); ok {
+			s.log.Warn("store: insert queue full, batch dropped", "flows", b.flows,
+				"dropped-total", s.counts.dropped.Load(), "suppressed", suppressed)
+		}
 		s.reset(b)
 	}
 }
@@ -342,10 +356,15 @@ func (s *Sink) insertLoop() {
 		if err != nil {
 			s.m.insertErrors.Inc()
 			s.m.droppedError.Add(float64(flows))
-			s.log.Error("store: insert failed", "flows", flows, "error", err)
+			s.countDropped(flows, "insert failed: "+err.Error())
+			if ok, suppressed := s.dropLog.Allow(s.clock.Now()); ok {
+				s.log.Error("store: insert failed", "flows", flows, "error", err,
+					"dropped-total", s.counts.dropped.Load(), "suppressed", suppressed)
+			}
 			s.setErr(err)
 		} else {
 			s.m.flows.Add(float64(flows))
+			s.counts.inserted.Add(int64(flows))
 			s.m.bytes.Add(float64(len(b.buf)))
 			s.m.batches.Inc()
 		}
@@ -449,6 +468,7 @@ func (s *Sink) insertBatch(b *batch) (int, error) {
 	// frames no message included.
 	if dropped := b.flows - ok; dropped > 0 {
 		s.m.droppedInvalid.Add(float64(dropped))
+		s.countDropped(dropped, "malformed flows")
 		if now := s.clock.Now(); now.Sub(s.invalidLogged) >= time.Minute {
 			s.invalidLogged = now
 			s.log.Warn("store: malformed flows dropped", "flows", dropped, "error", first)

@@ -19,7 +19,7 @@ func init() {
 func runCollect(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("collect", stderr)
 	configPath := fs.String("config", "", "configuration file (YAML); without it, the defaults of docs/configuration.md")
-	check := fs.Bool("check", false, "validate the configuration and exit")
+	check := fs.Bool("check", false, "validate the configuration and the paths it names (without creating anything), and exit")
 	withDemo := fs.Bool("demo", false, "also run the built-in demo exporters, sending to this collector's listeners")
 	demoRate := fs.Int("demo-rate", 500, "flows per second of each demo exporter")
 	summary := fs.Duration("summary", 0, "print a summary of top exporters, protocols and AS every interval (0: off)")
@@ -31,6 +31,10 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *check {
+		// The paths as they are here, without creating or writing anything.
+		if err := cfg.CheckPaths(false); err != nil {
+			return err
+		}
 		fmt.Fprintln(stdout, "configuration OK")
 		return nil
 	}

@@ -17,7 +17,7 @@ func TestConfigurationKeys(t *testing.T) {
 		// 10.0.0.1/24 has host bits: the operator meant 10.0.0.0/24 or 10.0.0.1/32.
 		{"sampling-rates: [{exporter: 10.0.0.1/24, default: 10}]", `sampling-rates[0].exporter: 10.0.0.1/24 has host bits set (10.0.0.0/24 or 10.0.0.1/32?)`},
 		{"sampling-rates: [{exporter: 10.0.0.0/8, default: 10}, {exporter: '2001:db8::1/64', override: 10}]", `sampling-rates[1].exporter: 2001:db8::1/64 has host bits set`},
-		{"packet:\n  decapsulation: geneve", `line 2: decapsulation: unknown decapsulation "geneve" (want none, gre, ipip, vxlan or srv6)`},
+		{"packet:\n  decapsulation: geneve", `line 2: packet.decapsulation: unknown decapsulation "geneve" (want none, gre, ipip, vxlan or srv6)`},
 	} {
 		cfg := DefaultConfiguration()
 		err := config.Decode([]byte(tc.doc), &cfg)
@@ -33,16 +33,16 @@ func TestConfigurationKeys(t *testing.T) {
 }
 
 // TestSamplingRateRuleYAML: a sampling-rates item reports a prefix that does not parse, and an
-// unknown key, with its line.
+// unknown key, with its line and its full key.
 func TestSamplingRateRuleYAML(t *testing.T) {
 	for _, tc := range []struct {
 		doc, want string
 	}{
-		{"sampling-rates:\n  - exporter: 10.0.0.0/33\n    default: 10", `line 2: exporter: "10.0.0.0/33" is not a prefix (address/length): prefix length out of range`},
-		{"sampling-rates:\n  - exporter: 10.0.0.1\n    default: 10", `line 2: exporter: "10.0.0.1" is not a prefix (address/length): no '/'`},
-		{"sampling-rates:\n  - exporter: 10.0.0.0/8\n    defualt: 10", `line 3: unknown key "defualt"`},
-		{"sampling-rates:\n  - exporter: 10.0.0.0/8\n    default: many", `line 3: cannot unmarshal !!str`},
-		{"sampling-rates: [10.0.0.0/8]", `line 1: a sampling-rates item is a mapping`},
+		{"sampling-rates:\n  - exporter: 10.0.0.0/33\n    default: 10", `line 2: sampling-rates[0].exporter: "10.0.0.0/33" is not a prefix (address/length): prefix length out of range`},
+		{"sampling-rates:\n  - exporter: 10.0.0.1\n    default: 10", `line 2: sampling-rates[0].exporter: "10.0.0.1" is not a prefix (address/length): no '/'`},
+		{"sampling-rates:\n  - exporter: 10.0.0.0/8\n    defualt: 10", `line 3: sampling-rates[0]: unknown key "defualt"`},
+		{"sampling-rates:\n  - exporter: 10.0.0.0/8\n    default: many", `line 3: sampling-rates[0].default: cannot unmarshal !!str`},
+		{"sampling-rates: [10.0.0.0/8]", `line 1: sampling-rates[0]: a sampling-rates item is a mapping`},
 	} {
 		cfg := DefaultConfiguration()
 		err := config.Decode([]byte(tc.doc), &cfg)

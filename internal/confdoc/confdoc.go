@@ -177,19 +177,13 @@ func (g *generator) walk(prefix string, v reflect.Value) error {
 			}
 		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
 			g.entries = append(g.entries, Entry{key, "list", g.format(fv), desc})
-			g.inList++
-			err := g.walk(key+"[]", reflect.New(ft.Elem()).Elem())
-			g.inList--
-			if err != nil {
+			if err := g.walkItem(key+"[]", ft.Elem()); err != nil {
 				return err
 			}
 		case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct:
 			// Like a list: the element's keys are documented under "<key>".
 			g.entries = append(g.entries, Entry{key, typeName(ft), g.format(fv), desc})
-			g.inList++
-			err := g.walk(key+".<key>", reflect.New(ft.Elem()).Elem())
-			g.inList--
-			if err != nil {
+			if err := g.walkItem(key+".<key>", ft.Elem()); err != nil {
 				return err
 			}
 		case ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct:
@@ -207,6 +201,62 @@ func (g *generator) walk(prefix string, v reflect.Value) error {
 		}
 	}
 	return nil
+}
+
+// itemDefaults is config.ItemDefaults: a list item type whose keys have defaults of their
+// own.
+type itemDefaults interface{ SetDefaults() }
+
+// walkItem documents the keys of a list item or map value of type t: without defaults,
+// unless t sets its own (itemDefaults), in which case the keys it gives a value show it.
+func (g *generator) walkItem(key string, t reflect.Type) error {
+	v := reflect.New(t)
+	d, ok := v.Interface().(itemDefaults)
+	if !ok {
+		g.inList++
+		defer func() { g.inList-- }()
+		return g.walk(key, v.Elem())
+	}
+	d.SetDefaults()
+	start := len(g.entries)
+	saved := g.inList
+	g.inList = 0
+	err := g.walk(key, v.Elem())
+	g.inList = saved
+	zero := reflect.New(t).Elem()
+	// A key without a default of its own shows none, as in any list item.
+	for i := start; i < len(g.entries); i++ {
+		if g.entries[i].Default == format(zeroField(zero, strings.TrimPrefix(g.entries[i].Key, key+"."))) {
+			g.entries[i].Default = ""
+		}
+	}
+	return err
+}
+
+// zeroField returns the field of the zero struct v named by a dotted YAML key path (v
+// itself when it cannot be found).
+func zeroField(v reflect.Value, path string) reflect.Value {
+	for name := range strings.SplitSeq(path, ".") {
+		if v.Kind() != reflect.Struct {
+			return v
+		}
+		found := false
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if tag == "" {
+				tag = strings.ToLower(f.Name)
+			}
+			if tag == name {
+				v, found = v.Field(i), true
+				break
+			}
+		}
+		if !found {
+			return v
+		}
+	}
+	return v
 }
 
 func typeName(t reflect.Type) string {

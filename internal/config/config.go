@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -21,13 +22,24 @@ type Validator interface {
 }
 
 // KeyError is a configuration error attached to a dotted key path (for example
-// "collector.listeners[0].address").
+// "collector.listeners[0].address"), and to its line in the file when known.
 type KeyError struct {
 	Key string
-	Err error
+	// Line is the line of the value in the YAML document (0 when the error comes from
+	// Validate, which sees values, not lines).
+	Line int
+	Err  error
 }
 
-func (e *KeyError) Error() string { return e.Key + ": " + e.Err.Error() }
+func (e *KeyError) Error() string {
+	switch {
+	case e.Line > 0 && e.Key == "":
+		return fmt.Sprintf("line %d: %v", e.Line, e.Err)
+	case e.Line > 0:
+		return fmt.Sprintf("line %d: %s: %v", e.Line, e.Key, e.Err)
+	}
+	return e.Key + ": " + e.Err.Error()
+}
 func (e *KeyError) Unwrap() error { return e.Err }
 
 // Errorf returns a *KeyError for key.
@@ -44,21 +56,31 @@ func Prefix(prefix string, err error) error {
 	}
 	var ke *KeyError
 	if errors.As(err, &ke) {
-		return &KeyError{Key: prefix + "." + ke.Key, Err: ke.Err}
+		return &KeyError{Key: join(prefix, ke.Key), Line: ke.Line, Err: ke.Err}
 	}
 	return &KeyError{Key: prefix, Err: err}
 }
 
 // Decode decodes YAML into out, which should already hold the defaults: keys absent from the
-// document keep their default. Unknown keys are errors. An empty document is valid. When out
-// implements Validator, Validate is called after decoding.
+// document keep their default, and so do the keys absent from an item of a list or map whose
+// type implements ItemDefaults. Unknown keys are errors. Every error of the document names
+// the full key and the line (see check). An empty document is valid. When out implements
+// Validator, Validate is called after decoding.
 func Decode(data []byte, out any) error {
 	if len(bytes.TrimSpace(data)) > 0 {
+		var doc yaml.Node
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			return fmt.Errorf("configuration: %s", cleanYAMLError(err))
+		}
+		if err := check(&doc, reflect.TypeOf(out), ""); err != nil {
+			return fmt.Errorf("configuration: %w", err)
+		}
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		dec.KnownFields(true)
 		if err := dec.Decode(out); err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("configuration: %s", cleanYAMLError(err))
 		}
+		applyItemDefaults(&doc, reflect.ValueOf(out), 0)
 	}
 	if v, ok := out.(Validator); ok {
 		if err := v.Validate(); err != nil {

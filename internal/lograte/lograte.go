@@ -77,6 +77,23 @@ func (g *Local) Allow(now time.Time) (ok bool, suppressed int) {
 	return ok, suppressed
 }
 
+// Spent reports whether the limiter refused within a window that is not over at now; the
+// event is then counted as suppressed. It lets a caller with a second, finer limit (per
+// key) skip that one's lock while the shared window is spent.
+func (g *Local) Spent(now time.Time) bool {
+	if now.Before(g.until) {
+		g.refused++
+		return true
+	}
+	return false
+}
+
+// Suppress counts an event that another limit refused, so that the next line allowed here
+// reports it among the suppressed.
+func (g *Local) Suppress() {
+	g.refused++
+}
+
 // Keyed holds one Limiter per key (for example an exporter and an error reason), created on
 // first use.
 type Keyed[K comparable] struct {

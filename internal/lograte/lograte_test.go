@@ -120,3 +120,33 @@ func TestKeyed(t *testing.T) {
 		t.Fatalf("%d limiters kept, want bounded to 2", len(k.m))
 	}
 }
+
+// TestLocalSpentAndSuppress: Spent refuses (and counts) only within a spent window, and the
+// events refused by another limit through Suppress are reported by the next allowed line.
+func TestLocalSpentAndSuppress(t *testing.T) {
+	l := New(2, 30*time.Second)
+	g := l.Local()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if g.Spent(t0) {
+		t.Fatal("spent before any event")
+	}
+	g.Suppress() // refused by another limit
+	if ok, s := g.Allow(t0); !ok || s != 1 {
+		t.Fatalf("first event: %v %d, want allowed with 1 suppressed", ok, s)
+	}
+	g.Allow(t0)
+	if ok, _ := g.Allow(t0); ok {
+		t.Fatal("third event allowed beyond the burst of 2")
+	}
+	for range 4 {
+		if !g.Spent(t0.Add(time.Second)) {
+			t.Fatal("not spent within the window")
+		}
+	}
+	if g.Spent(t0.Add(31 * time.Second)) {
+		t.Fatal("spent after the window")
+	}
+	if ok, s := g.Allow(t0.Add(31 * time.Second)); !ok || s != 5 {
+		t.Fatalf("after the window: %v %d, want allowed with 5 suppressed", ok, s)
+	}
+}

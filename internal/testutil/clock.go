@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"flowzero/internal/clock"
@@ -37,3 +38,23 @@ func Clock() clock.Clock {
 
 // Now is Clock().Now(): derive every time of a test from it, never mix it with a fixed date.
 func Now() time.Time { return Clock().Now() }
+
+// ManualClock is a clock that moves only when a test advances it, starting at Now(): for
+// components that measure delays (a stall, an idle timeout) without the test waiting for them.
+// It is safe for concurrent use.
+type ManualClock struct {
+	ns atomic.Int64
+}
+
+// NewManualClock returns a ManualClock set to Now().
+func NewManualClock() *ManualClock {
+	c := &ManualClock{}
+	c.ns.Store(Now().UnixNano())
+	return c
+}
+
+// Now returns the clock's time.
+func (c *ManualClock) Now() time.Time { return time.Unix(0, c.ns.Load()) }
+
+// Advance moves the clock forward by d.
+func (c *ManualClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }

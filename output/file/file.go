@@ -19,11 +19,15 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"flowzero/internal/clock"
+	"flowzero/internal/health"
+	"flowzero/internal/lograte"
 	"flowzero/output"
 )
 
@@ -36,6 +40,17 @@ type Sink struct {
 	flushed chan chan struct{}
 	wg      sync.WaitGroup
 	now     func() time.Time
+	health  *health.State
+
+	// counts are the flows written and dropped and the write errors, for the health
+	// report, beside the Prometheus counters.
+	counts struct{ written, dropped, writeErrors atomic.Int64 }
+	// queueDrops counts the flows dropped on a full queue and not logged yet (the workers
+	// count them; the writer logs them).
+	queueDrops atomic.Int64
+	// errLog limits the writer's error lines: a directory that became unwritable fails
+	// every batch.
+	errLog *lograte.Limiter
 
 	// Owned by the writer goroutine.
 	f       *os.File
@@ -61,9 +76,44 @@ func New(r prometheus.Registerer, log *slog.Logger, cfg Configuration) (*Sink, e
 		queue:   make(chan *output.Batch, cfg.QueueSize),
 		flushed: make(chan chan struct{}),
 		now:     time.Now,
+		health:  health.NewState(nil),
+		errLog:  lograte.New(3, time.Minute),
 	}
 	s.metrics = newMetrics(r, s)
 	return s, nil
+}
+
+// SetClock sets the clock that dates the archive files, their rotation and the health report
+// (clock.System{} by default). Call it before Start.
+func (s *Sink) SetClock(c clock.Clock) {
+	c = clock.Or(c)
+	s.now = c.Now
+	s.health.SetClock(c)
+}
+
+// Health implements health.Reporter: degraded for health.Hold after a batch was dropped
+// (queue full, or a file that could not be opened or written).
+func (s *Sink) Health() health.Report {
+	r := s.health.Report()
+	r.Counters = map[string]uint64{
+		"flows-written": uint64(s.counts.written.Load()), "flows-dropped": uint64(s.counts.dropped.Load()),
+		"write-errors": uint64(s.counts.writeErrors.Load()),
+	}
+	return r
+}
+
+// writeFailed counts a batch of flows lost to a write error and logs it, rate-limited.
+func (s *Sink) writeFailed(flows int, msg string, err error) {
+	s.metrics.writeErrors.Inc()
+	s.metrics.batchesDropped.Inc()
+	s.metrics.flowsDropped.Add(float64(flows))
+	s.counts.writeErrors.Add(1)
+	s.counts.dropped.Add(int64(flows))
+	s.health.Event(fmt.Sprintf("%s: %v; %d flows dropped since start", msg, err, s.counts.dropped.Load()))
+	if ok, suppressed := s.errLog.Allow(s.now()); ok {
+		s.log.Error(msg+", batch dropped", "path", s.path, "directory", s.cfg.Directory, "flows", flows,
+			"error", err, "flows-dropped-total", s.counts.dropped.Load(), "suppressed", suppressed)
+	}
 }
 
 // Name implements output.Sink.
@@ -87,6 +137,9 @@ func (s *Sink) Send(b *output.Batch) bool {
 	default:
 		s.metrics.batchesDropped.Inc()
 		s.metrics.flowsDropped.Add(float64(b.Flows))
+		s.counts.dropped.Add(int64(b.Flows))
+		s.queueDrops.Add(int64(b.Flows))
+		s.health.Event("write queue full: the disk is slower than the flows")
 		b.Release()
 		return false
 	}
@@ -142,6 +195,13 @@ func (s *Sink) run() {
 			s.flush()
 			close(done)
 		case <-tick.C:
+			if n := s.queueDrops.Load(); n > 0 {
+				if ok, suppressed := s.errLog.Allow(s.now()); ok {
+					s.queueDrops.Add(-n)
+					s.log.Warn("write queue full: the disk is slower than the flows, batches dropped", "directory", s.cfg.Directory,
+						"flows", n, "flows-dropped-total", s.counts.dropped.Load(), "suppressed", suppressed)
+				}
+			}
 			if s.f != nil && s.cfg.RotateInterval > 0 && s.now().Sub(s.opened) >= s.cfg.RotateInterval {
 				s.closeFile()
 			} else {
@@ -159,23 +219,18 @@ func (s *Sink) write(b *output.Batch) {
 	}
 	if s.f == nil {
 		if err := s.openFile(); err != nil {
-			s.metrics.writeErrors.Inc()
-			s.metrics.batchesDropped.Inc()
-			s.metrics.flowsDropped.Add(float64(b.Flows))
-			s.log.Error("cannot open archive file, batch dropped", "error", err)
+			s.writeFailed(b.Flows, "cannot open an archive file", err)
 			return
 		}
 	}
 	if _, err := s.out.Write(b.Data); err != nil {
-		s.metrics.writeErrors.Inc()
-		s.metrics.batchesDropped.Inc()
-		s.metrics.flowsDropped.Add(float64(b.Flows))
-		s.log.Error("cannot write archive file, batch dropped; starting a new file", "path", s.path, "error", err)
+		s.writeFailed(b.Flows, "cannot write the archive file (a new one is started)", err)
 		s.closeFile()
 		return
 	}
 	s.written += int64(len(b.Data))
 	s.metrics.flowsWritten.Add(float64(b.Flows))
+	s.counts.written.Add(int64(b.Flows))
 	s.metrics.bytesWritten.Add(float64(len(b.Data)))
 }
 
@@ -195,7 +250,9 @@ func (s *Sink) openFile() error {
 	var path string
 	for t := s.now().UTC(); ; t = t.Add(time.Millisecond) {
 		path = filepath.Join(s.cfg.Directory, s.cfg.Prefix+"-"+t.Format("20060102T150405.000Z")+s.suffix())
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Lstat(path); err != nil {
+			// A free name, or a directory that cannot be read (gone, not a directory):
+			// OpenFile says which. Only a name taken moves on.
 			break
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"flowzero/internal/health"
+	"flowzero/internal/lockedbuf"
 	"flowzero/output"
 )
 
@@ -227,5 +230,57 @@ func TestOpenChecksCompressionOfName(t *testing.T) {
 			t.Errorf("%s: messages %q, want %s", tc.name, got, want)
 		}
 		r.Close()
+	}
+}
+
+// TestSinkUnwritableReported: a directory that becomes unwritable while the sink runs (here
+// replaced by a regular file) drops every batch, and says so: counted, logged a bounded
+// number of times with the directory and the count, health degraded with the reason; the
+// write-error and drop series exist from the start at 0.
+func TestSinkUnwritableReported(t *testing.T) {
+	cfg := DefaultConfiguration()
+	cfg.Directory = filepath.Join(t.TempDir(), "flows")
+	reg := prometheus.NewRegistry()
+	logs := &lockedbuf.Buffer{}
+	s, err := New(reg, slog.New(slog.NewTextHandler(logs, nil)), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"flowzero_file_write_errors_total", "flowzero_file_flows_dropped_total"} {
+		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != 1 {
+			t.Errorf("%s: %d series before any error (%v), want 1 at 0", name, n, err)
+		}
+	}
+	s.Start()
+	if h := s.Health(); h.Status != health.OK {
+		t.Fatalf("health at start %+v", h)
+	}
+	if err := os.RemoveAll(cfg.Directory); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg.Directory, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pool := output.NewBatchPool(64, 4)
+	const batches = 50
+	for i := range batches {
+		b := pool.Get()
+		b.Append(message(i))
+		b.Append(message(i))
+		s.Send(b)
+		s.Flush()
+	}
+	h := s.Health()
+	if h.Status != health.Degraded || !strings.Contains(h.Reason, "cannot open an archive file") ||
+		!strings.Contains(h.Reason, "100 flows dropped since start") || h.Counters["flows-dropped"] != 100 || h.Counters["write-errors"] != batches {
+		t.Errorf("health %+v", h)
+	}
+	s.Stop()
+	if v := testutil.ToFloat64(s.metrics.flowsDropped); v != 100 {
+		t.Errorf("flows dropped %v, want 100", v)
+	}
+	n := strings.Count(logs.String(), `msg="cannot open an archive file, batch dropped"`)
+	if n < 1 || n > 3 || !strings.Contains(logs.String(), "directory="+cfg.Directory) {
+		t.Errorf("%d error lines for %d failed batches, want 1 to 3 naming the directory:\n%s", n, batches, logs.String())
 	}
 }

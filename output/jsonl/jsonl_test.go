@@ -2,9 +2,18 @@ package jsonl
 
 import (
 	"encoding/binary"
+	"errors"
+	"log/slog"
 	"net/netip"
+	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+
+	"flowzero/internal/health"
+	"flowzero/internal/lockedbuf"
+	"flowzero/output"
 	"flowzero/schema"
 )
 
@@ -45,5 +54,58 @@ func TestFormatter(t *testing.T) {
 	}
 	if _, err := f.Append(nil, []byte{0x0a, 0xff}); err == nil {
 		t.Fatal("malformed message accepted")
+	}
+}
+
+// failAfter is a writer that fails once it has taken n bytes, as a closed pipe or a full
+// disk would.
+type failAfter struct{ n int }
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if f.n < len(p) {
+		f.n = 0
+		return 0, errors.New("write /dev/stdout: broken pipe")
+	}
+	f.n -= len(p)
+	return len(p), nil
+}
+
+// TestStdoutSinkWriteErrors: flows that cannot be printed are counted (metrics that exist
+// from the start), logged a bounded number of times and reported by Health.
+func TestStdoutSinkWriteErrors(t *testing.T) {
+	s, err := schema.New(schema.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	logs := &lockedbuf.Buffer{}
+	sink := NewSink(reg, &failAfter{n: 10 << 10}, s, slog.New(slog.NewTextHandler(logs, nil)))
+	if n, _ := promtest.GatherAndCount(reg, "flowzero_stdout_flows_dropped_total", "flowzero_stdout_errors_total"); n != 2 {
+		t.Errorf("%d drop and error series at start, want 2", n)
+	}
+	fm := s.NewFlowMessage()
+	pool := output.NewBatchPool(4096, 4)
+	written := 0
+	for i := range 100 {
+		fm.Reset()
+		fm.TimeReceived = uint64(1700000000 + i)
+		fm.SrcAddr = netip.MustParseAddr("192.0.2.1")
+		b := pool.Get()
+		b.Append(fm.Finalize())
+		b.Append(fm.Finalize())
+		if sink.Send(b) {
+			written += 2
+		}
+	}
+	h := sink.Health()
+	if written == 0 || written == 200 || h.Status != health.Degraded || !strings.Contains(h.Reason, "broken pipe") ||
+		h.Counters["flows-written"] != uint64(written) || h.Counters["flows-dropped"] != uint64(200-written) {
+		t.Errorf("%d written; health %+v", written, h)
+	}
+	if v := promtest.ToFloat64(sink.flowsDropped); v != float64(200-written) {
+		t.Errorf("dropped counted %v, want %d", v, 200-written)
+	}
+	if n := strings.Count(logs.String(), "stdout sink: cannot write"); n < 1 || n > 3 {
+		t.Errorf("%d error lines, want 1 to 3:\n%s", n, logs.String())
 	}
 }

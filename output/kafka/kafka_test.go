@@ -3,14 +3,19 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"flowzero/internal/health"
+	"flowzero/internal/lockedbuf"
 	"flowzero/internal/testutil"
 	"flowzero/output"
 )
@@ -138,5 +143,143 @@ func TestConfigSASLPlainNeedsTLS(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "secret") {
 			t.Errorf("the error shows the password: %v", err)
 		}
+	}
+}
+
+// TestSinkTopicAlreadyExists: a topic that exists (another collector, or this one before a
+// restart) is used without a word: no warning, no create-topic error counted, healthy.
+func TestSinkTopicAlreadyExists(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	adm := kadm.NewClient(kafkatestClient(t, cluster.ListenAddrs()))
+	if _, err := adm.CreateTopic(context.Background(), 2, 1, nil, "flows-abc123"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfiguration()
+	cfg.Brokers = cluster.ListenAddrs()
+	logs := &lockedbuf.Buffer{}
+	reg := prometheus.NewRegistry()
+	s, err := New(reg, slog.New(slog.NewTextHandler(logs, nil)), cfg, "abc123")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitUntil(t, "the topic to be found", s.ready.Load)
+	s.Stop()
+	if strings.Contains(logs.String(), "level=WARN") || strings.Contains(logs.String(), "TOPIC_ALREADY_EXISTS") {
+		t.Errorf("warning about an existing topic:\n%s", logs.String())
+	}
+	if n := promtest.ToFloat64(s.metrics.errors.WithLabelValues("create-topic")); n != 0 {
+		t.Errorf("create-topic errors %v, want 0", n)
+	}
+	if h := s.Health(); h.Status != health.OK {
+		t.Errorf("health %+v", h)
+	}
+}
+
+func kafkatestClient(t *testing.T, brokers []string) *kgo.Client {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// TestSinkMetricsFromStart: every error and drop series exists from the start at 0, so that
+// an alert on its increase works from the first error.
+func TestSinkMetricsFromStart(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := New(reg, nil, DefaultConfiguration(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	const want = `
+# HELP flowzero_kafka_errors_total Kafka errors, by operation (create-topic: the topic could not be checked or created; produce: a record failed for another reason than a full buffer).
+# TYPE flowzero_kafka_errors_total counter
+flowzero_kafka_errors_total{op="create-topic"} 0
+flowzero_kafka_errors_total{op="produce"} 0
+# HELP flowzero_kafka_flows_dropped_total Flows dropped, by reason (buffer-full, delivery-failed).
+# TYPE flowzero_kafka_flows_dropped_total counter
+flowzero_kafka_flows_dropped_total{reason="buffer-full"} 0
+flowzero_kafka_flows_dropped_total{reason="delivery-failed"} 0
+`
+	if err := promtest.GatherAndCompare(reg, strings.NewReader(want), "flowzero_kafka_errors_total", "flowzero_kafka_flows_dropped_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestSinkUnreachableReported: with no broker, the sink says so: its health is degraded
+// (the topic cannot be checked; after stallAfter, records wait unacknowledged; flows
+// dropped once the buffer is full), and the drops are logged with their count, a bounded
+// number of times.
+func TestSinkUnreachableReported(t *testing.T) {
+	cfg := DefaultConfiguration()
+	cfg.Brokers = []string{"127.0.0.1:1"}
+	cfg.MaxBufferedBytes = 1 << 20
+	cfg.FlushTimeout = 200 * time.Millisecond
+	logs := &lockedbuf.Buffer{}
+	s, err := New(prometheus.NewRegistry(), slog.New(slog.NewTextHandler(logs, nil)), cfg, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := testutil.NewManualClock()
+	s.SetClock(clk)
+	if h := s.Health(); h.Status != health.OK {
+		t.Fatalf("health before start %+v", h)
+	}
+	s.Start()
+	pool := output.NewBatchPool(64<<10, 4)
+	for range 64 {
+		b := pool.Get()
+		b.Data = b.Data[:32<<10]
+		b.Flows = 100
+		s.Send(b)
+	}
+	testutil.WaitUntil(t, "the health to report the topic and the drops", func() bool {
+		h := s.Health()
+		return h.Status == health.Degraded && strings.Contains(h.Reason, "cannot create or check the topic flows-x") &&
+			strings.Contains(h.Reason, "flows dropped (buffer-full)")
+	})
+	clk.Advance(stallAfter + time.Second)
+	testutil.WaitUntil(t, "the stall to be reported", func() bool {
+		return strings.Contains(s.Health().Reason, "no record acknowledged for")
+	})
+	testutil.WaitUntil(t, "the drops to be logged", func() bool {
+		return strings.Contains(logs.String(), `msg="Kafka sink dropped flows"`)
+	})
+	s.Stop()
+	h := s.Health()
+	if h.Counters["flows-sent"] != 6400 || h.Counters["flows-dropped"] != 6400 {
+		t.Errorf("counters %v", h.Counters)
+	}
+	// Two lines at most: the first drops, and at Stop the flows failed by the flush timeout.
+	if n := strings.Count(logs.String(), `msg="Kafka sink dropped flows"`); n < 1 || n > 2 {
+		t.Errorf("%d drop lines:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "Kafka is not acknowledging records") {
+		t.Errorf("no warning about the stall:\n%s", logs.String())
+	}
+	// The drops of every line add up to the total.
+	total := 0
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if !strings.Contains(line, `msg="Kafka sink dropped flows"`) {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			var n int
+			if _, err := fmt.Sscanf(f, "buffer-full=%d", &n); err == nil {
+				total += n
+			} else if _, err := fmt.Sscanf(f, "delivery-failed=%d", &n); err == nil {
+				total += n
+			}
+		}
+	}
+	if total != 6400 {
+		t.Errorf("logged drops add up to %d, want 6400:\n%s", total, logs.String())
 	}
 }

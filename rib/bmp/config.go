@@ -1,6 +1,7 @@
 package bmp
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"time"
@@ -93,8 +94,12 @@ func (c *Configuration) Validate() error {
 		return config.Errorf("idle-timeout", "%s is below 1m: routers stay silent while nothing changes (0 disables it)", c.IdleTimeout)
 	}
 	for i, p := range c.AllowedRouters {
+		key := fmt.Sprintf("allowed-routers[%d]", i)
 		if !p.IsValid() {
-			return config.Errorf("allowed-routers", "entry %d is not a prefix", i)
+			return config.Errorf(key, "a prefix is required")
+		}
+		if err := config.CheckHostBits(p); err != nil {
+			return config.Errorf(key, "%v", err)
 		}
 	}
 	return nil

@@ -7,10 +7,16 @@
 //
 // This is what users otherwise ask gobgpd's gRPC ListPath for, one address or a few per call
 // (docs/design/rib.md compares the two with bench/ribhttp). Here a lookup is the RIB's
-// lock-free trie walk and the answer is appended to one reused buffer by hand-written JSON
+// lock-free trie walk and the answer is appended to a reused buffer by hand-written JSON
 // encoding (numbers and addresses need no escaping), so a batch of thousands costs little
-// more than the request decoding. The peer table is read once per request. The handler is mounted by the collector on its HTTP
-// server, which binds where its configuration says (loopback by default).
+// more than the request decoding. The peer table is read once per request.
+//
+// Memory is bounded per request: the body (at most 8 MiB and MaxAddresses addresses) is
+// read into a pooled buffer, the addresses are looked up as they are read from it (no list
+// of them on the plain fast path), and the answer is written out every 32 KiB instead of
+// being built whole (about 280 bytes per found address). The handler is mounted by the
+// collector on its HTTP server, which binds where its configuration says (loopback by
+// default) and bounds the API requests served at once (collector.http.max-concurrent-requests).
 package ribhttp
 
 import (
@@ -46,9 +52,15 @@ const (
 // Handler answers batch lookups on a RIB.
 type Handler struct {
 	table    *rib.RIB
-	bufs     sync.Pool
+	bodies   sync.Pool // *bytes.Buffer: request bodies
+	bufs     sync.Pool // *[]byte: answers, written out in chunks of flushAt
 	rejected [rejectCount]prometheus.Counter
 }
+
+// flushAt is the size at which an answer's buffer is written to the client: an answer is
+// streamed, so that its memory does not grow with the number of addresses (a 100,000-address
+// answer is about 20 MB of JSON).
+const flushAt = 32 << 10
 
 // reject is why a request was refused, a label value of flowzero_rib_lookup_rejected_total.
 type reject uint8
@@ -66,7 +78,9 @@ var rejectNames = [rejectCount]string{"method", "read-body", "body-too-large", "
 
 // New returns a handler reading table, its metrics registered on r (nil: not registered).
 func New(r prometheus.Registerer, table *rib.RIB) (*Handler, error) {
-	h := &Handler{table: table, bufs: sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}}
+	h := &Handler{table: table,
+		bodies: sync.Pool{New: func() any { return new(bytes.Buffer) }},
+		bufs:   sync.Pool{New: func() any { b := make([]byte, 0, flushAt+4<<10); return &b }}}
 	rejected := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "flowzero_rib_lookup_rejected_total",
 		Help: "RIB lookup requests refused, by reason (method, read-body, body-too-large, invalid-json, too-many-addresses).",
@@ -129,8 +143,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, rejectMethod, http.StatusMethodNotAllowed, "use POST with {\"addresses\": [...]}")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
+	if r.ContentLength > maxBody {
+		h.refuse(w, rejectBodyTooLarge, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", maxBody))
+		return
+	}
+	buf := h.bodies.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= maxBody+bytes.MinRead {
+			h.bodies.Put(buf)
+		}
+	}()
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxBody)); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			h.refuse(w, rejectBodyTooLarge, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", maxBody))
@@ -139,8 +166,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, rejectReadBody, http.StatusBadRequest, "reading body: "+err.Error())
 		return
 	}
-	addresses, ok := parseRequest(body)
-	if !ok {
+	body := buf.Bytes()
+	// The fast path reads the addresses from the body as they are looked up, without a
+	// list of them; a first pass checks the shape and counts them.
+	count, fast := scanRequest(body, nil)
+	var addresses []string
+	if !fast {
 		// Anything but the plain shape (escapes, other keys, odd spacing...) goes through
 		// the standard decoder, which also explains what is wrong.
 		var req Request
@@ -148,20 +179,50 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.refuse(w, rejectInvalidJSON, http.StatusBadRequest, "invalid JSON body: "+err.Error())
 			return
 		}
-		addresses = req.Addresses
+		addresses, count = req.Addresses, len(req.Addresses)
 	}
-	if len(addresses) > MaxAddresses {
-		h.refuse(w, rejectTooManyAddresses, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d addresses, at most %d per request", len(addresses), MaxAddresses))
+	if count > MaxAddresses {
+		h.refuse(w, rejectTooManyAddresses, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d addresses, at most %d per request", count, MaxAddresses))
 		return
 	}
-	bp := h.bufs.Get().(*[]byte)
-	b := h.AppendResponse((*bp)[:0], addresses)
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.Write(b)
-	if cap(b) <= 16<<20 {
-		*bp = b
+	bp := h.bufs.Get().(*[]byte)
+	out := answer{h: h, w: w, peers: h.table.Peers(), buf: (*bp)[:0]}
+	out.buf = append(out.buf, `{"results":[`...)
+	if fast {
+		scanRequest(body, out.add)
+	} else {
+		for _, a := range addresses {
+			out.add(a)
+		}
+	}
+	out.buf = append(out.buf, "]}\n"...)
+	w.Write(out.buf)
+	if cap(out.buf) <= 4*flushAt {
+		*bp = out.buf
 		h.bufs.Put(bp)
+	}
+}
+
+// answer streams the results of one request: each is appended to buf, which is written to
+// the client whenever it holds flushAt bytes.
+type answer struct {
+	h     *Handler
+	w     io.Writer
+	peers []rib.PeerInfo
+	buf   []byte
+	n     int
+}
+
+func (a *answer) add(address string) {
+	if a.n > 0 {
+		a.buf = append(a.buf, ',')
+	}
+	a.n++
+	a.buf = a.h.appendResult(a.buf, address, a.peers)
+	if len(a.buf) >= flushAt {
+		a.w.Write(a.buf) // a client gone fails the later writes too: nothing to do
+		a.buf = a.buf[:0]
 	}
 }
 
@@ -182,38 +243,41 @@ func (h *Handler) AppendResponse(dst []byte, addresses []string) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		a, err := netip.ParseAddr(s)
-		if err != nil || a.Zone() != "" {
-			q, _ := json.Marshal(s)
-			dst = append(dst, `{"address":`...)
-			dst = append(dst, q...)
-			dst = append(dst, `,"found":false,"error":"not an IP address"}`...)
-			continue
-		}
-		if a.Is4In6() {
-			a = a.Unmap()
-		}
-		dst = append(dst, `{"address":"`...)
-		dst = a.AppendTo(dst)
-		rt, ok := h.table.Lookup(a)
-		if !ok {
-			dst = append(dst, `","found":false}`...)
-			continue
-		}
-		dst = append(dst, `","found":true,"prefix":"`...)
-		dst = rt.Prefix(a).AppendTo(dst)
-		dst = append(dst, '"')
-		var peer *rib.PeerInfo
-		if int(rt.Peer) < len(peers) {
-			peer = &peers[rt.Peer]
-		}
-		dst = appendRoute(dst, rt.Attrs, peer)
-		if peer != nil {
-			dst = appendPeer(dst, peer)
-		}
-		dst = append(dst, '}')
+		dst = h.appendResult(dst, s, peers)
 	}
 	return append(dst, "]}\n"...)
+}
+
+// appendResult appends the JSON result for one address (a Result).
+func (h *Handler) appendResult(dst []byte, s string, peers []rib.PeerInfo) []byte {
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		q, _ := json.Marshal(s)
+		dst = append(dst, `{"address":`...)
+		dst = append(dst, q...)
+		return append(dst, `,"found":false,"error":"not an IP address"}`...)
+	}
+	if a.Is4In6() {
+		a = a.Unmap()
+	}
+	dst = append(dst, `{"address":"`...)
+	dst = a.AppendTo(dst)
+	rt, ok := h.table.Lookup(a)
+	if !ok {
+		return append(dst, `","found":false}`...)
+	}
+	dst = append(dst, `","found":true,"prefix":"`...)
+	dst = rt.Prefix(a).AppendTo(dst)
+	dst = append(dst, '"')
+	var peer *rib.PeerInfo
+	if int(rt.Peer) < len(peers) {
+		peer = &peers[rt.Peer]
+	}
+	dst = appendRoute(dst, rt.Attrs, peer)
+	if peer != nil {
+		dst = appendPeer(dst, peer)
+	}
+	return append(dst, '}')
 }
 
 func appendRoute(dst []byte, a *bgp.Attributes, peer *rib.PeerInfo) []byte {
@@ -286,67 +350,72 @@ func appendPeer(dst []byte, p *rib.PeerInfo) []byte {
 	return append(dst, '}')
 }
 
-// parseRequest reads {"addresses": ["...", ...]} without the reflection of encoding/json: the
-// strings are views of body (which must outlive them). It returns false for anything else,
-// including strings with escapes or non-ASCII bytes, which the caller then decodes the standard way.
-func parseRequest(body []byte) ([]string, bool) {
+// scanRequest reads {"addresses": ["...", ...]} without the reflection of encoding/json,
+// calling fn (when not nil) with each address, a view of body (valid while body is), and
+// returns how many there are. It returns false for anything else, including strings with
+// escapes or non-ASCII bytes, which the caller then decodes the standard way: call it with a
+// nil fn first, as it may call fn before it finds the body is not of this shape.
+func scanRequest(body []byte, fn func(string)) (int, bool) {
 	b := skipSpace(body)
 	if len(b) == 0 || b[0] != '{' {
-		return nil, false
+		return 0, false
 	}
 	b = skipSpace(b[1:])
 	const key = `"addresses"`
 	if len(b) < len(key) || string(b[:len(key)]) != key {
-		return nil, false
+		return 0, false
 	}
 	b = skipSpace(b[len(key):])
 	if len(b) == 0 || b[0] != ':' {
-		return nil, false
+		return 0, false
 	}
 	b = skipSpace(b[1:])
 	if len(b) == 0 || b[0] != '[' {
-		return nil, false
+		return 0, false
 	}
 	b = skipSpace(b[1:])
-	out := make([]string, 0, bytes.Count(b, []byte{'"'})/2)
+	n := 0
 	if len(b) > 0 && b[0] == ']' {
 		b = b[1:]
 	} else {
 		for {
 			if len(b) == 0 || b[0] != '"' {
-				return nil, false
+				return 0, false
 			}
 			b = b[1:]
 			end := 0
 			for end < len(b) && b[end] != '"' {
 				if b[end] == '\\' || b[end] < 0x20 || b[end] >= 0x80 {
-					return nil, false
+					return 0, false
 				}
 				end++
 			}
 			if end == len(b) {
-				return nil, false
+				return 0, false
 			}
-			out = append(out, unsafe.String(unsafe.SliceData(b), end))
+			if fn != nil {
+				fn(unsafe.String(unsafe.SliceData(b), end))
+			}
+			n++
 			b = skipSpace(b[end+1:])
 			if len(b) == 0 {
-				return nil, false
+				return 0, false
 			}
 			if b[0] == ']' {
 				b = b[1:]
 				break
 			}
 			if b[0] != ',' {
-				return nil, false
+				return 0, false
 			}
 			b = skipSpace(b[1:])
 		}
 	}
 	b = skipSpace(b)
 	if len(b) == 0 || b[0] != '}' {
-		return nil, false
+		return 0, false
 	}
-	return out, len(skipSpace(b[1:])) == 0
+	return n, len(skipSpace(b[1:])) == 0
 }
 
 func skipSpace(b []byte) []byte {

@@ -323,3 +323,65 @@ func TestRejectedCounted(t *testing.T) {
 		t.Errorf("%d series of %s (%v), want one per reason", n, name, err)
 	}
 }
+
+// parseRequest collects the addresses scanRequest reads, as the handler does: a first pass
+// that checks the shape, then one that reads them.
+func parseRequest(body []byte) ([]string, bool) {
+	n, ok := scanRequest(body, nil)
+	if !ok {
+		return nil, false
+	}
+	out := make([]string, 0, n)
+	if m, _ := scanRequest(body, func(s string) { out = append(out, s) }); m != n {
+		panic("scanRequest counted differently in its two passes")
+	}
+	return out, true
+}
+
+// writeSizes is a ResponseWriter that keeps only the size of each Write.
+type writeSizes struct {
+	httptest.ResponseRecorder
+	largest, total int
+}
+
+func (w *writeSizes) Write(p []byte) (int, error) {
+	w.largest = max(w.largest, len(p))
+	w.total += len(p)
+	return len(p), nil
+}
+
+// TestLookupStreamed: a large answer goes out in chunks of about flushAt bytes as the
+// addresses are looked up, not built whole in memory first (issue 24: 32 parallel answers
+// of 100,000 addresses took a collector from 384 MB to 1.78 GB), whichever way the request
+// is decoded.
+func TestLookupStreamed(t *testing.T) {
+	table := loadRIB(t)
+	h := newHandler(t, table)
+	var addrs []string
+	for p := range table.All() {
+		addrs = append(addrs, p.Addr().Next().String())
+	}
+	for _, escaped := range []bool{false, true} {
+		var body bytes.Buffer
+		body.WriteString(`{"addresses":[`)
+		for i := range MaxAddresses {
+			if i > 0 {
+				body.WriteByte(',')
+			}
+			if escaped && i == 0 {
+				body.WriteString(`"\u0031.1.1.1"`) // the standard decoder's path
+				continue
+			}
+			fmt.Fprintf(&body, "%q", addrs[i%len(addrs)])
+		}
+		body.WriteString(`]}`)
+		w := &writeSizes{ResponseRecorder: *httptest.NewRecorder()}
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, Path, &body))
+		if w.Code != http.StatusOK || w.total < 10<<20 {
+			t.Fatalf("status %d, %d bytes answered", w.Code, w.total)
+		}
+		if w.largest > flushAt+4<<10 {
+			t.Errorf("escaped %v: a write of %d bytes for an answer of %d: not streamed", escaped, w.largest, w.total)
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+
+	"flowzero/demo"
+	"flowzero/internal/health"
+	"flowzero/internal/lockedbuf"
+	"flowzero/internal/testutil"
+)
+
+// getHealthz fetches the app's /healthz.
+func getHealthz(t *testing.T, a *App) (int, health.Overall) {
+	t.Helper()
+	resp, err := http.Get("http://" + a.Collector().HTTPAddr() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var o health.Overall
+	if err := json.NewDecoder(resp.Body).Decode(&o); err != nil {
+		t.Fatalf("/healthz is not JSON: %v", err)
+	}
+	return resp.StatusCode, o
+}
+
+// metricsText fetches the app's /metrics.
+func metricsText(t *testing.T, a *App) string {
+	t.Helper()
+	resp, err := http.Get("http://" + a.Collector().HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// TestHealthzFileOutputFails: an archive directory that becomes unusable while the collector
+// runs (replaced by a regular file: as root, permissions would not stop a write) is seen by
+// the operator: /healthz turns 503 with the file output degraded and why, the drops are
+// counted in a series that existed at 0 from the start, and logged a bounded number of times.
+func TestHealthzFileOutputFails(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Outputs.File.RotateSize = 4 << 10 // new files often: each needs the directory
+	cfg.Outputs.File.Compression = "none"
+	logs := &lockedbuf.Buffer{}
+	a, err := New(cfg, Dependencies{Logger: slog.New(slog.NewTextHandler(logs, nil)), Clock: testutil.Clock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	if code, o := getHealthz(t, a); code != http.StatusOK || o.Status != health.OK || o.Components["file"].Status != health.OK {
+		t.Fatalf("/healthz at start: %d %+v", code, o)
+	}
+	if m := metricsText(t, a); !strings.Contains(m, "flowzero_file_flows_dropped_total 0") || !strings.Contains(m, "flowzero_file_write_errors_total 0") {
+		t.Error("the file output's drop and error series are not at 0 from the start")
+	}
+	dcfg := demo.DefaultConfiguration()
+	dcfg.NetFlow = a.Collector().ListenAddrs()[0]
+	dcfg.IPFIX, dcfg.SFlow = dcfg.NetFlow, netip.AddrPort{}
+	dcfg.FlowsPerSecond = 2000
+	dcfg.Clock = testutil.Clock()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); demo.Run(ctx, dcfg) }()
+	defer func() { cancel(); <-done }()
+	testutil.WaitUntil(t, "flows archived", func() bool { return a.File().Health().Counters["flows-written"] > 0 })
+
+	dir := cfg.Outputs.File.Directory
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, []byte("not a directory any more"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var o health.Overall
+	testutil.WaitUntil(t, "/healthz to report the file output", func() bool {
+		var code int
+		code, o = getHealthz(t, a)
+		return code == http.StatusServiceUnavailable && o.Components["file"].Status == health.Degraded
+	})
+	f := o.Components["file"]
+	if o.Status != health.Degraded || !strings.Contains(f.Reason, "cannot open an archive file") || f.Counters["flows-dropped"] == 0 ||
+		o.Components["collector"].Status != health.OK {
+		t.Errorf("/healthz %+v", o)
+	}
+	testutil.WaitUntil(t, "the drops in the metrics", func() bool {
+		return !strings.Contains(metricsText(t, a), "flowzero_file_flows_dropped_total 0\n")
+	})
+	if n := strings.Count(logs.String(), `msg="cannot open an archive file, batch dropped"`); n < 1 || n > 3 {
+		t.Errorf("%d error lines, want 1 to 3", n)
+	}
+}
+
+// TestMalformedFloodLogBounded: the first seconds of a flood of malformed datagrams (random
+// bytes, and NetFlow/IPFIX/sFlow headers over random bytes) from 64 sources, to every
+// listener through real sockets, log at most 10 "cannot decode datagram" lines (issue 24:
+// 5,328 in the first second), while every datagram is counted.
+func TestMalformedFloodLogBounded(t *testing.T) {
+	cfg := testConfig(t)
+	for i := range cfg.Collector.Listeners {
+		cfg.Collector.Listeners[i].ReceiveBuffer = 8 << 20
+	}
+	logs := &lockedbuf.Buffer{}
+	a, err := New(cfg, Dependencies{Logger: slog.New(slog.NewTextHandler(logs, nil)), Clock: testutil.Clock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	rnd := rand.New(rand.NewPCG(24, 7))
+	const sources, each = 64, 150
+	sent := 0
+	for s := range sources {
+		src := net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 24, byte(1 + s)}), 0))
+		for _, to := range a.Collector().ListenAddrs() {
+			conn, err := net.DialUDP("udp", src, net.UDPAddrFromAddrPort(to))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range each {
+				conn.Write(malformed(rnd))
+				sent++
+			}
+			conn.Close()
+		}
+	}
+	testutil.WaitUntil(t, "every datagram read or counted as dropped by the kernel", func() bool {
+		return collected(a).Datagrams+a.Collector().Health().Counters["kernel-drops"] >= uint64(sent)
+	})
+	var errs uint64
+	for _, e := range a.Collector().Exporters() {
+		errs += e.Errors
+	}
+	n := strings.Count(logs.String(), `msg="cannot decode datagram"`)
+	t.Logf("%d datagrams from %d sources, %d decode errors, %d lines", sent, sources, errs, n)
+	if errs < uint64(sent)/2 || n < 1 || n > 10 {
+		t.Errorf("%d lines for %d malformed datagrams (%d errors), want 1 to 10", n, sent, errs)
+	}
+}
+
+// malformed returns a random malformed datagram: random bytes, or a NetFlow v5, v9, IPFIX or
+// sFlow v5 header announcing more than the random bytes after it hold.
+func malformed(rnd *rand.Rand) []byte {
+	b := make([]byte, 8+rnd.IntN(300))
+	for i := range b {
+		b[i] = byte(rnd.Uint32())
+	}
+	switch rnd.IntN(5) {
+	case 0: // NetFlow v5, count larger than the records
+		b[0], b[1], b[2], b[3] = 0, 5, 0, 30
+	case 1: // NetFlow v9
+		b[0], b[1] = 0, 9
+	case 2: // IPFIX, message length past the end
+		b[0], b[1], b[2], b[3] = 0, 10, 0xff, 0xff
+	case 3: // sFlow v5, many samples
+		copy(b, []byte{0, 0, 0, 5, 0, 0, 0, 1, 192, 0, 2, 1})
+	}
+	return b
+}
