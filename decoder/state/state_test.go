@@ -87,8 +87,8 @@ type outlet struct {
 type publisher struct{ t *Topic }
 
 func (p publisher) StateLearned(r netflow.StateRecord) { p.t.Publish(r) }
-func (publisher) PendingHeld(uint64)                  {}
-func (publisher) PendingReleased(uint64, bool)        {}
+func (publisher) PendingHeld(uint64)                   {}
+func (publisher) PendingReleased(uint64, bool)         {}
 
 func newOutlet(t *testing.T, s *schema.Schema, brokers []string, topic string) *outlet {
 	d, err := netflow.New(nil, netflow.DefaultConfiguration(), s)
