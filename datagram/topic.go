@@ -11,9 +11,8 @@ type TopicConfiguration struct {
 	kafkaconn.Configuration `yaml:",inline"`
 	// Topic is the topic of datagram records.
 	Topic string `yaml:"topic"`
-	// Partitions of the topic when it has to be created: at least the number of outlet
-	// workers of all outlets, since a partition is consumed by one of them at a time
-	// (docs/scaling.md).
+	// Partitions of the topic when it has to be created: at least the number of outlets,
+	// since a partition is consumed by one outlet at a time (docs/scaling.md).
 	Partitions int32 `yaml:"partitions"`
 	// ReplicationFactor of the topic (and of the outlets' decoder state topic) when it has
 	// to be created.

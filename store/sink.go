@@ -275,6 +275,10 @@ func (s *Sink) rotateLocked() {
 	default:
 		s.m.droppedFull.Add(float64(b.flows))
 		s.log.Warn("store: insert queue full, batch dropped", "flows", b.flows)
+		if s.err == nil {
+			// For Flush: a caller committing what the sink acknowledged must know.
+			s.err = fmt.Errorf("store: insert queue full, %d flows dropped", b.flows)
+		}
 		s.reset(b)
 	}
 }
