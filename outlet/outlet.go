@@ -106,6 +106,7 @@ type Outlet struct {
 	// lastDropped is the drop count of each counting sink at its previous acknowledgement.
 	lastDropped, droppedAtStart map[output.Sink]int64
 	ready                       atomic.Bool
+	datagrams, flows            atomic.Int64
 
 	decodeLog *lograte.Limiter
 	sinkLog   *lograte.Limiter
@@ -201,6 +202,8 @@ func (o *Outlet) Start() error {
 
 func (o *Outlet) run() {
 	defer close(o.done)
+	// A poll blocks rebalances until allowed: leaving the group at Close needs it.
+	defer o.client.AllowRebalance()
 	if err := o.state.Start(o.ctx, o.applyState); err != nil {
 		if o.ctx.Err() == nil {
 			o.log.Error("outlet: cannot read the decoder state topic", "error", err)
@@ -244,6 +247,7 @@ func (o *Outlet) handle(rec *kgo.Record) {
 	}
 	p.next = rec.Offset + 1
 	o.m.datagrams.Inc()
+	o.datagrams.Add(1)
 	dg, err := datagram.Parse(rec.Value)
 	if err != nil {
 		o.m.invalid.Inc()
@@ -298,6 +302,7 @@ func (o *Outlet) emit(fm *schema.FlowMessage, tag uint64) {
 	}
 	msg := fm.Finalize()
 	o.m.flows.Inc()
+	o.flows.Add(1)
 	if o.batch != nil && len(o.batch.Data)+len(msg) > cap(o.batch.Data) {
 		o.sendBatch()
 	}
@@ -451,6 +456,10 @@ func (o *Outlet) forgetLocked(m map[string][]int32) {
 		delete(o.parts, p)
 	}
 }
+
+// Counts returns the datagram records handled and the flows handed to the sinks so far
+// (datagrams read again after a failed acknowledgement are counted again).
+func (o *Outlet) Counts() (datagrams, flows int64) { return o.datagrams.Load(), o.flows.Load() }
 
 // Ready tells whether the state topic was read and the outlet consumes.
 func (o *Outlet) Ready() bool { return o.ready.Load() }

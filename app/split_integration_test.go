@@ -1,0 +1,232 @@
+//go:build integration
+
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"flowzero/datagram"
+	"flowzero/internal/kafkatest"
+	"flowzero/internal/pcapfile"
+	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
+	"flowzero/output/file"
+	"flowzero/replay"
+	"flowzero/schema"
+)
+
+// splitTopics are the Kafka names of one split collector under test.
+type splitTopics struct {
+	brokers                []string
+	datagrams, state, group string
+}
+
+// newSplitTopics creates the datagrams topic (partitions partitions) and names the state
+// topic and the group; the state topic is deleted at the end.
+func newSplitTopics(t *testing.T, partitions int32) splitTopics {
+	st := splitTopics{brokers: kafkatest.Brokers(t), datagrams: kafkatest.Topic(t, "split-datagrams", partitions)}
+	st.state = st.datagrams + "-state"
+	st.group = st.datagrams + "-group"
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		adm := kadm.NewClient(kafkatest.Client(t))
+		_, _ = adm.DeleteTopics(ctx, st.state)
+		_, _ = adm.DeleteGroup(ctx, st.group)
+	})
+	return st
+}
+
+// splitConfig is the configuration of a role of the split collector: outlets write their
+// flows, with their identity columns, to a file sink of their own.
+func (st splitTopics) config(t *testing.T, mode string) Configuration {
+	cfg := testConfig(t)
+	cfg.Mode = mode
+	cfg.Datagrams.Brokers = st.brokers
+	cfg.Datagrams.Topic = st.datagrams
+	cfg.Outlet.Group = st.group
+	cfg.Outlet.State.Topic = st.state
+	cfg.Outlet.CommitInterval = 100 * time.Millisecond
+	cfg.Inlet.Linger = time.Millisecond
+	cfg.Schema.Enabled = []string{"DatagramPartition", "DatagramOffset", "DatagramIndex"}
+	cfg.Outputs.File.Compression = "none"
+	return cfg
+}
+
+func startApp(t *testing.T, cfg Configuration) *App {
+	a, err := New(cfg, testDeps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// flowID is a flow's identity in a split collector: its datagram record's partition and
+// offset, and its index among the datagram's flows.
+type flowID struct {
+	partition, index uint32
+	offset           uint64
+}
+
+// readFlowIDs counts the flows of every archive in dir by identity.
+func readFlowIDs(t *testing.T, s *schema.Schema, dir string, into map[flowID]int) {
+	fields := map[protowire.Number]schema.ColumnKey{}
+	for _, k := range []schema.ColumnKey{schema.ColumnDatagramPartition, schema.ColumnDatagramOffset, schema.ColumnDatagramIndex} {
+		fields[protowire.Number(s.Column(k).Field)] = k
+	}
+	files, err := file.ListArchives(dir, "flows")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range files {
+		r, err := file.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			msg, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			var id flowID
+			for len(msg) > 0 {
+				num, typ, n := protowire.ConsumeTag(msg)
+				if n < 0 {
+					t.Fatalf("%s: malformed flow", path)
+				}
+				msg = msg[n:]
+				if k, ok := fields[num]; ok && typ == protowire.VarintType {
+					v, m := protowire.ConsumeVarint(msg)
+					switch k {
+					case schema.ColumnDatagramPartition:
+						id.partition = uint32(v)
+					case schema.ColumnDatagramOffset:
+						id.offset = v
+					case schema.ColumnDatagramIndex:
+						id.index = uint32(v)
+					}
+					msg = msg[m:]
+					continue
+				}
+				m := protowire.ConsumeFieldValue(num, typ, msg)
+				if m < 0 {
+					t.Fatalf("%s: malformed flow", path)
+				}
+				msg = msg[m:]
+			}
+			into[id]++
+		}
+		r.Close()
+	}
+}
+
+// TestSplitCaptures: one inlet spreading datagrams at random over 6 partitions and three
+// outlets of one group decode every capture of the test data exactly as `flowzero decode`
+// does offline: the same number of flows, each stored once. Templates and their data sets go
+// through different partitions, to different outlets: the state topic and the pending buffer
+// make up for it.
+func TestSplitCaptures(t *testing.T) {
+	captures := testdata.AllCaptures(t)
+	st := newSplitTopics(t, 6)
+	var outlets []*App
+	var dirs []string
+	for range 3 {
+		cfg := st.config(t, ModeOutlet)
+		dirs = append(dirs, cfg.Outputs.File.Directory)
+		outlets = append(outlets, startApp(t, cfg))
+	}
+	testutil.WaitUntil(t, "the outlets to read the state topic", func() bool {
+		for _, o := range outlets {
+			if !o.Outlet().Ready() {
+				return false
+			}
+		}
+		return true
+	})
+	in := startApp(t, st.config(t, ModeInlet))
+
+	cfg := st.config(t, ModeOutlet)
+	want, err := replay.Decode(replay.Decoders{Schema: cfg.Schema, NetFlow: cfg.NetFlow, SFlow: cfg.SFlow}, captures, replay.DecodeOptions{}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Flows == 0 {
+		t.Fatal("the captures give no flow")
+	}
+	// The datagrams in capture order, one microsecond apart: the receive times order the
+	// template definitions as the offline decoder sees them.
+	at := testutil.Now()
+	sent := 0
+	for _, path := range captures {
+		dgs, err := pcapfile.ReadUDP(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dg := range dgs {
+			proto := replay.Protocol(dg.Payload)
+			if datagram.ProtocolOf(proto) == 0 {
+				continue
+			}
+			at = at.Add(time.Microsecond)
+			in.Inlet().Forward(dg.Payload, dg.Src, at, proto)
+			sent++
+		}
+	}
+	testutil.WaitUntil(t, "the inlet to deliver every datagram", func() bool {
+		_, delivered, dropped := in.Inlet().Counts()
+		return delivered+dropped == int64(sent)
+	})
+	if _, _, dropped := in.Inlet().Counts(); dropped != 0 {
+		t.Fatalf("the inlet dropped %d datagrams", dropped)
+	}
+	total := func() (d, f int64) {
+		for _, o := range outlets {
+			dd, ff := o.Outlet().Counts()
+			d, f = d+dd, f+ff
+		}
+		return
+	}
+	testutil.WaitUntil(t, fmt.Sprintf("the outlets to decode %d flows", want.Flows), func() bool {
+		d, f := total()
+		return d == int64(sent) && f >= int64(want.Flows)
+	})
+	if err := in.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range outlets {
+		if err := o.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := map[flowID]int{}
+	for _, dir := range dirs {
+		readFlowIDs(t, outlets[0].Schema(), dir, ids)
+	}
+	stored, twice := 0, 0
+	for _, n := range ids {
+		stored += n
+		if n > 1 {
+			twice++
+		}
+	}
+	d, f := total()
+	t.Logf("%d capture files, %d datagrams: %d flows offline, %d decoded by the outlets (%d datagrams), %d stored, %d flow IDs stored twice",
+		len(captures), sent, want.Flows, f, d, stored, twice)
+	if stored != want.Flows || twice != 0 {
+		t.Errorf("stored %d flows (%d twice), want %d as offline", stored, twice, want.Flows)
+	}
+}
