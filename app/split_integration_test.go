@@ -25,7 +25,7 @@ import (
 
 // splitTopics are the Kafka names of one split collector under test.
 type splitTopics struct {
-	brokers                []string
+	brokers                 []string
 	datagrams, state, group string
 }
 
