@@ -17,6 +17,10 @@ type Configuration struct {
 	// sent so far and then commits the offsets of their datagrams. A crash replays at most
 	// this much traffic (at least once); shorter costs more sink flushes.
 	CommitInterval time.Duration `yaml:"commit-interval"`
+	// SessionTimeout is how long the group waits for a silent outlet (killed, or cut from
+	// the brokers) before its partitions go to the others; the brokers accept 6s to 5m by
+	// default (group.min/max.session.timeout.ms).
+	SessionTimeout time.Duration `yaml:"session-timeout"`
 	// MaxPollRecords bounds the datagram records handled between two checks of the commit
 	// interval.
 	MaxPollRecords int `yaml:"max-poll-records"`
@@ -32,6 +36,7 @@ func DefaultConfiguration() Configuration {
 	return Configuration{
 		Group:          "flowzero-outlets",
 		CommitInterval: time.Second,
+		SessionTimeout: 45 * time.Second,
 		MaxPollRecords: 4096,
 		MaxFetchBytes:  16 << 20,
 		State:          state.DefaultConfiguration(),
@@ -45,6 +50,8 @@ func (c Configuration) Validate() error {
 		return config.Errorf("group", "must not be empty")
 	case c.CommitInterval < 10*time.Millisecond:
 		return config.Errorf("commit-interval", "must be at least 10ms, not %s", c.CommitInterval)
+	case c.SessionTimeout < time.Second:
+		return config.Errorf("session-timeout", "must be at least 1s, not %s", c.SessionTimeout)
 	case c.MaxPollRecords < 1:
 		return config.Errorf("max-poll-records", "must be at least 1, not %d", c.MaxPollRecords)
 	case c.MaxFetchBytes < 1<<16:

@@ -169,6 +169,11 @@ func New(topic datagram.TopicConfiguration, cfg Configuration, deps Dependencies
 	o.state = st
 	client, err := kgo.NewClient(append(topic.Options(),
 		kgo.ConsumerGroup(cfg.Group),
+		// Eager rebalances: every member gives its partitions back and consumes the new
+		// assignment from the committed offsets, the simplest ground for at-least-once.
+		kgo.Balancers(kgo.RoundRobinBalancer()),
+		kgo.SessionTimeout(cfg.SessionTimeout),
+		kgo.HeartbeatInterval(min(3*time.Second, cfg.SessionTimeout/3)),
 		kgo.ConsumeTopics(topic.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
@@ -351,6 +356,13 @@ func (o *Outlet) commitLocked(ctx context.Context) {
 		err = errors.New("a sink dropped a batch")
 	}
 	o.sendFailed = false
+	if err == nil {
+		// The state learned from these datagrams must reach the other outlets before the
+		// datagrams are committed: nothing would teach it to them again.
+		if serr := o.state.Flush(ctx); serr != nil {
+			err = fmt.Errorf("decoder state topic: %w", serr)
+		}
+	}
 	if err != nil {
 		o.m.errors.WithLabelValues("acknowledge").Inc()
 		if ok, suppressed := o.sinkLog.Allow(time.Now()); ok {
@@ -411,6 +423,7 @@ func (o *Outlet) commitLocked(ctx context.Context) {
 		return
 	}
 	o.m.commits.Inc()
+	o.log.Debug("outlet: offsets committed", "offsets", offsets)
 }
 
 // acknowledge asks every sink to acknowledge what it was sent.
@@ -438,6 +451,10 @@ func (o *Outlet) rewindLocked() {
 
 // revoked commits what the sinks acknowledge before the partitions go to another outlet.
 func (o *Outlet) revoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	o.log.Debug("outlet: partitions revoked", "partitions", revoked)
+	if len(revoked[o.topic.Topic]) == 0 {
+		return
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.commitLocked(ctx)
@@ -446,6 +463,7 @@ func (o *Outlet) revoked(ctx context.Context, _ *kgo.Client, revoked map[string]
 
 // lost forgets partitions that went elsewhere without a chance to commit.
 func (o *Outlet) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	o.log.Debug("outlet: partitions lost", "partitions", lost)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.forgetLocked(lost)
