@@ -479,6 +479,13 @@ func (o *Outlet) forgetLocked(m map[string][]int32) {
 // (datagrams read again after a failed acknowledgement are counted again).
 func (o *Outlet) Counts() (datagrams, flows int64) { return o.datagrams.Load(), o.flows.Load() }
 
+// Held returns the number of datagrams with data sets waiting for their template.
+func (o *Outlet) Held() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.held)
+}
+
 // Ready tells whether the state topic was read and the outlet consumes.
 func (o *Outlet) Ready() bool { return o.ready.Load() }
 
