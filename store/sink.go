@@ -488,7 +488,8 @@ func (s *Sink) insertBatch(b *batch) (int, error) {
 }
 
 // Flush inserts every flow written so far and waits until the engine has them. It returns
-// the first insert error since the previous Flush.
+// the first insert error, or the first batch dropped for a full queue, since the previous
+// Flush.
 func (s *Sink) Flush() error {
 	s.life.RLock()
 	defer s.life.RUnlock()
