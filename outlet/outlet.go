@@ -221,11 +221,18 @@ func (o *Outlet) run() {
 	o.lastCommit = o.clock.Now()
 	o.mu.Unlock()
 	for {
-		fetches := o.client.PollRecords(o.ctx, o.cfg.MaxPollRecords)
+		// The poll returns at least every commit interval, so that the last datagrams of a
+		// burst are committed without waiting for the next one.
+		pctx, cancel := context.WithTimeout(o.ctx, o.cfg.CommitInterval)
+		fetches := o.client.PollRecords(pctx, o.cfg.MaxPollRecords)
+		cancel()
 		if o.ctx.Err() != nil || fetches.IsClientClosed() {
 			return
 		}
 		fetches.EachError(func(t string, p int32, err error) {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				return
+			}
 			o.m.errors.WithLabelValues("fetch").Inc()
 			if ok, suppressed := o.sinkLog.Allow(time.Now()); ok {
 				o.log.Warn("outlet: fetch error", "topic", t, "partition", p, "error", err, "suppressed", suppressed)
