@@ -11,7 +11,7 @@ import (
 
 // acknowledgeSink waits until the batches sent to s so far are delivered, and says whether some
 // were not. The usual sinks are adapted by the methods they have: Acknowledger; Flush() error
-// (the embedded store: its inserts are done, the error is the first failed or dropped one);
+// (a store without Acknowledge: its inserts are done, the error is the first failed one);
 // Flush(ctx) error with Counts (the Kafka output: the producer's buffer is empty, and no
 // flow was dropped since the previous call); Flush() (the file output: the file has them).
 // Other sinks (stdout, summary) have nothing to wait for.

@@ -73,6 +73,10 @@ type Sink struct {
 	stopped     bool
 	err         error // first insert error since the last Flush
 
+	// ackDropped is the queue-full drop count at the previous Acknowledge.
+	ackMu      sync.Mutex
+	ackDropped float64
+
 	queue chan *batch
 	free  chan *batch
 	done  chan struct{}
@@ -275,10 +279,6 @@ func (s *Sink) rotateLocked() {
 	default:
 		s.m.droppedFull.Add(float64(b.flows))
 		s.log.Warn("store: insert queue full, batch dropped", "flows", b.flows)
-		if s.err == nil {
-			// For Flush: a caller committing what the sink acknowledged must know.
-			s.err = fmt.Errorf("store: insert queue full, %d flows dropped", b.flows)
-		}
 		s.reset(b)
 	}
 }
@@ -488,8 +488,7 @@ func (s *Sink) insertBatch(b *batch) (int, error) {
 }
 
 // Flush inserts every flow written so far and waits until the engine has them. It returns
-// the first insert error, or the first batch dropped for a full queue, since the previous
-// Flush.
+// the first insert error since the previous Flush.
 func (s *Sink) Flush() error {
 	s.life.RLock()
 	defer s.life.RUnlock()
