@@ -22,8 +22,10 @@ import (
 	"flowzero/demo"
 	"flowzero/enrich"
 	"flowzero/enrich/networks"
+	"flowzero/inlet"
 	"flowzero/internal/clock"
 	"flowzero/internal/lograte"
+	"flowzero/outlet"
 	"flowzero/output"
 	"flowzero/output/file"
 	"flowzero/output/jsonl"
@@ -75,6 +77,8 @@ type App struct {
 	kafka      *kafka.Sink
 	file       *file.Sink
 	store      *store.Sink
+	inlet      *inlet.Inlet
+	outlet     *outlet.Outlet
 	demoCancel context.CancelFunc
 	demoDone   chan struct{}
 
@@ -150,6 +154,10 @@ func New(cfg Configuration, deps Dependencies) (*App, error) {
 	default:
 		a.enricher = steps
 	}
+	if cfg.Mode == ModeInlet {
+		// An inlet decodes nothing and has no sink.
+		return a, a.newSplit()
+	}
 	if cfg.Outputs.Kafka.Enabled {
 		k, err := kafka.New(a.registry, log, cfg.Outputs.Kafka.Configuration, s.Hash())
 		if err != nil {
@@ -179,6 +187,14 @@ func New(cfg Configuration, deps Dependencies) (*App, error) {
 	return a, nil
 }
 
+// startOutlet is Start's end in mode outlet: the sinks it adds go to the outlet too.
+func (a *App) startOutlet() error {
+	if err := a.newSplit(); err != nil {
+		return err
+	}
+	return a.outlet.Start()
+}
+
 // Start checks every path the configuration names (CheckPaths), then starts the sinks, the
 // decoders' background work and the collector.
 func (a *App) Start() error {
@@ -195,13 +211,19 @@ func (a *App) Start() error {
 		sum.clock = a.clock
 		a.sinks = append(a.sinks, sum)
 	}
-	if err := a.netflow.Start(); err != nil {
+	if a.cfg.Mode == ModeInlet {
+		if err := a.inlet.Start(); err != nil {
+			return fmt.Errorf("inlet: %w", err)
+		}
+	} else if err := a.netflow.Start(); err != nil {
 		return fmt.Errorf("netflow: %w", err)
 	}
 	// The RIB is loaded (snapshot, then MRT) before the first flow is decoded, so that
 	// enrichment works from the first second.
-	if err := a.routing.Start(); err != nil {
-		return fmt.Errorf("routing: %w", err)
+	if a.cfg.Mode != ModeInlet {
+		if err := a.routing.Start(); err != nil {
+			return fmt.Errorf("routing: %w", err)
+		}
 	}
 	// The SNMP cache file is read before the first flow.
 	if a.metadata != nil {
@@ -227,7 +249,8 @@ func (a *App) Start() error {
 			decoders[p] = a.wrapDecoder(p, d)
 		}
 	}
-	c, err := collector.New(a.cfg.Collector, collector.Dependencies{
+	ccfg := a.cfg.Collector
+	cdeps := collector.Dependencies{
 		Schema:   a.schema,
 		Decoders: decoders,
 		Enricher: a.enricher, // an interface: nil stays nil
@@ -240,13 +263,20 @@ func (a *App) Start() error {
 			return exporterDetails(addr, map[string]detailsSource{"netflow": a.netflow, "sflow": a.sflow})
 		},
 		Clock: a.clock,
-	})
+	}
+	a.splitCollector(&ccfg, &cdeps)
+	c, err := collector.New(ccfg, cdeps)
 	if err != nil {
 		return err
 	}
 	a.collector = c
 	if err := c.Start(); err != nil {
 		return err
+	}
+	if a.cfg.Mode == ModeOutlet {
+		if err := a.startOutlet(); err != nil {
+			return err
+		}
 	}
 	if a.cfg.Capture.Enabled {
 		deps := server.Dependencies{Logger: a.log, Stdout: a.Stdout}
@@ -268,7 +298,7 @@ func (a *App) Start() error {
 		a.capture = srv
 	}
 	a.log.Info("flowzero collector started", "schema", a.schema.Hash(), "summary", a.cfg.summary())
-	if a.Demo != nil {
+	if a.Demo != nil && a.cfg.Mode != ModeOutlet {
 		a.startDemo(*a.Demo)
 	}
 	return nil
@@ -332,8 +362,21 @@ func (a *App) Stop() error {
 			a.aggregator.Flush()
 		}
 	}
+	if a.outlet != nil {
+		// Before the collector stops the sinks: the last flows are acknowledged.
+		if e := a.outlet.Stop(); e != nil && err == nil {
+			err = e
+		}
+	}
 	if e := a.collector.Stop(); e != nil && err == nil {
 		err = e
+	}
+	if a.inlet != nil {
+		// After the workers stopped forwarding.
+		if e := a.inlet.Stop(); e != nil && err == nil {
+			err = e
+		}
+		return err
 	}
 	if e := a.netflow.Stop(); e != nil && err == nil {
 		err = e

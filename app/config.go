@@ -12,10 +12,13 @@ import (
 	"flowzero/capture/flows"
 	"flowzero/capture/server"
 	"flowzero/collector"
+	"flowzero/datagram"
 	"flowzero/decoder/netflow"
 	"flowzero/decoder/sflow"
 	"flowzero/enrich"
+	"flowzero/inlet"
 	"flowzero/internal/config"
+	"flowzero/outlet"
 	"flowzero/output/file"
 	"flowzero/output/kafka"
 	"flowzero/routing"
@@ -25,6 +28,19 @@ import (
 
 // Configuration is the whole configuration file.
 type Configuration struct {
+	// Mode is all (one process receives, decodes, enriches and stores), inlet (receive the
+	// datagrams and write them undecoded to the datagrams topic in Kafka) or outlet (consume
+	// that topic, decode, enrich and store): several inlets and outlets scale a collector
+	// out (docs/scaling.md). Each role reads the sections it uses from the same file.
+	Mode string `yaml:"mode"`
+	// Datagrams is the Kafka topic between inlets and outlets, and its brokers (mode
+	// inlet or outlet).
+	Datagrams datagram.TopicConfiguration `yaml:"datagrams"`
+	// Inlet configures how an inlet produces datagrams (mode inlet).
+	Inlet inlet.Configuration `yaml:"inlet"`
+	// Outlet configures how an outlet consumes datagrams and commits their offsets, and the
+	// decoder state topic the outlets share (mode outlet).
+	Outlet outlet.Configuration `yaml:"outlet"`
 	// Log configures logging.
 	Log LogConfiguration `yaml:"log"`
 	// Collector configures the UDP listeners, the HTTP server and exporter policies.
@@ -113,7 +129,7 @@ type StdoutOutput struct {
 // DefaultConfiguration returns the configuration used when no file is given: every listener
 // on its usual port, HTTP on loopback, flows archived under var/flows.
 func DefaultConfiguration() Configuration {
-	return Configuration{
+	c := Configuration{
 		Log:       LogConfiguration{Level: "info", Format: "text"},
 		Collector: collector.DefaultConfiguration(),
 		Schema:    schema.DefaultConfiguration(),
@@ -131,6 +147,8 @@ func DefaultConfiguration() Configuration {
 			Store: StoreOutput{Configuration: store.DefaultConfiguration()},
 		},
 	}
+	splitDefaults(&c)
+	return c
 }
 
 // Validate checks every section, naming the bad key with its full path.
@@ -144,6 +162,9 @@ func (c *Configuration) Validate() error {
 	case "text", "json":
 	default:
 		return config.Errorf("log.format", "must be text or json, not %q", c.Log.Format)
+	}
+	if err := c.validateSplit(); err != nil {
+		return err
 	}
 	if err := c.Collector.Validate(); err != nil {
 		return config.Prefix("collector", err)

@@ -109,3 +109,33 @@ func TestListenerItemDefaults(t *testing.T) {
 		t.Errorf("default listener %+v", def)
 	}
 }
+
+// TestConfigurationSplit: mode and the sections of a split collector are checked, naming the
+// key.
+func TestConfigurationSplit(t *testing.T) {
+	for _, tc := range []struct {
+		change func(*Configuration)
+		key    string
+	}{
+		{func(c *Configuration) { c.Mode = "both" }, "mode"},
+		{func(c *Configuration) { c.Mode = ModeInlet; c.Datagrams.Brokers = nil }, "datagrams.brokers"},
+		{func(c *Configuration) { c.Mode = ModeInlet; c.Inlet.Key = "flow" }, "inlet.key"},
+		{func(c *Configuration) { c.Mode = ModeInlet; c.Collector.Listeners = nil }, "collector.listeners"},
+		{func(c *Configuration) { c.Mode = ModeOutlet; c.Outlet.Group = "" }, "outlet.group"},
+		{func(c *Configuration) { c.Mode = ModeOutlet; c.Datagrams.Partitions = 0 }, "datagrams.partitions"},
+	} {
+		c := DefaultConfiguration()
+		tc.change(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%s: got %v, want an error naming the key", tc.key, err)
+		}
+	}
+	for _, mode := range []string{ModeAll, ModeInlet, ModeOutlet} {
+		c := DefaultConfiguration()
+		c.Mode = mode
+		if err := c.Validate(); err != nil {
+			t.Errorf("mode %s with the defaults: %v", mode, err)
+		}
+	}
+}

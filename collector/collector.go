@@ -39,6 +39,13 @@ type Decoder interface {
 	Decode(payload []byte, exporter netip.AddrPort, received time.Time, fm *schema.FlowMessage, emit func(*schema.FlowMessage)) error
 }
 
+// Forwarder takes the datagrams of allowed exporters in place of the decoders: the inlet of a
+// split collector (mode: inlet) sends them on, undecoded. Forward is called from the socket's
+// worker; payload is valid during the call only.
+type Forwarder interface {
+	Forward(payload []byte, exporter netip.AddrPort, received time.Time, protocol string)
+}
+
 // Enricher fills flow fields from other sources (routing table, interface metadata) between
 // decoding and encoding. A flow it rejects (FlowMessage.Rejected) is dropped.
 type Enricher interface {
@@ -50,6 +57,9 @@ type Dependencies struct {
 	Schema *schema.Schema
 	// Decoders by listener protocol ("netflow", "sflow").
 	Decoders map[string]Decoder
+	// Forward, when set, receives every datagram of an allowed exporter instead of the
+	// decoders (which are then not needed), with the listener's protocol.
+	Forward Forwarder
 	// Enricher may be nil.
 	Enricher Enricher
 	// Sinks receive every batch.
@@ -127,7 +137,7 @@ func New(cfg Configuration, deps Dependencies) (*Collector, error) {
 		return nil, errors.New("collector: a schema is required")
 	}
 	for i, l := range cfg.Listeners {
-		if deps.Decoders[l.Protocol] == nil {
+		if deps.Decoders[l.Protocol] == nil && deps.Forward == nil {
 			return nil, fmt.Errorf("collector: listeners[%d]: no decoder for protocol %q", i, l.Protocol)
 		}
 	}

@@ -186,6 +186,10 @@ func (w *worker) handle(payload []byte, from netip.AddrPort) {
 	}
 	e.info.datagrams.Add(1)
 	e.info.lastSeen.Store(w.now.UnixNano())
+	if f := w.c.deps.Forward; f != nil {
+		f.Forward(payload, from, w.now, w.protocol)
+		return
+	}
 	w.cur = e
 	w.emitted = 0
 	err := w.dec.Decode(payload, from, w.now, w.fm, w.emitFn)

@@ -101,6 +101,12 @@ const (
 	ColumnVXLANVNI
 	ColumnGREKey
 	ColumnSRv6SIDs
+	// Where a flow was decoded from in a split collector (mode: outlet): the Kafka partition
+	// and offset of its datagram record, and its index among the datagram's flows. Together
+	// they identify a flow; a flow stored twice would show the same three values twice.
+	ColumnDatagramPartition
+	ColumnDatagramOffset
+	ColumnDatagramIndex
 
 	// Columns computed by ClickHouse from other columns: they have no protobuf field and
 	// appending to them is a no-op.

@@ -106,6 +106,9 @@ var columnTable = []Column{
 	{Key: ColumnVXLANVNI, Field: 86, Kind: KindUint32, ClickHouseType: "UInt32", Group: GroupTunnel},
 	{Key: ColumnGREKey, Field: 87, Kind: KindUint32, ClickHouseType: "UInt32", Group: GroupTunnel},
 	{Key: ColumnSRv6SIDs, Field: 88, Kind: KindArrayIP, ClickHouseType: "Array(IPv6)", Group: GroupTunnel},
+	{Key: ColumnDatagramPartition, Field: 89, Kind: KindUint32, ClickHouseType: "UInt32"},
+	{Key: ColumnDatagramOffset, Field: 90, Kind: KindUint64, ClickHouseType: "UInt64", ClickHouseCodec: "Delta, LZ4"},
+	{Key: ColumnDatagramIndex, Field: 91, Kind: KindUint32, ClickHouseType: "UInt32"},
 
 	// Derived columns, computed by ClickHouse.
 	{Key: ColumnSrcNetPrefix, ClickHouseType: "String", ClickHouseExpr: netPrefixExpr("Src"), Default: true, Group: GroupRouting,

@@ -75,6 +75,10 @@ type Sink struct {
 	stopped     bool
 	err         error // first insert error since the last Flush
 
+	// ackDropped is the queue-full drop count at the previous Acknowledge.
+	ackMu      sync.Mutex
+	ackDropped float64
+
 	queue chan *batch
 	free  chan *batch
 	done  chan struct{}

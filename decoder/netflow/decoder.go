@@ -19,6 +19,10 @@ type Packet struct {
 	Payload      []byte
 	Exporter     netip.AddrPort
 	TimeReceived time.Time
+	// Tag is the caller's identifier of the datagram, handed back with each of its flows by
+	// DecodeTagged and ApplyState, also for the flows of its data sets decoded later from the
+	// pending buffer, and to the Observer's pending calls.
+	Tag uint64
 }
 
 // Errors returned by Decode. They are sentinel values so that returning one allocates
@@ -72,6 +76,10 @@ type Decoder struct {
 	tsSource tsSource
 
 	persist persistState
+
+	// observer, when set, is told of the state learned and of the data sets held (see
+	// SetObserver).
+	observer Observer
 }
 
 // exporter is the state of one exporter transport session (address and source port).
@@ -202,6 +210,14 @@ func (d *Decoder) evictSession(now int64) bool {
 // bound. Called with d.mu held.
 func (d *Decoder) evict(e *exporter, why evictReason) {
 	delete(d.exporters, e.addr)
+	if d.observer != nil {
+		e.mu.Lock()
+		for _, p := range e.pending {
+			d.observer.PendingReleased(p.tag, false)
+		}
+		e.pending, e.pendingBytes = nil, 0
+		e.mu.Unlock()
+	}
 	d.unproven.remove(e)
 	d.metrics.evicted[why].Inc()
 	addr := e.addr.Addr().Unmap()
@@ -292,7 +308,7 @@ func (d *Decoder) Decode(pkt Packet, fm *schema.FlowMessage, emit func(*schema.F
 		return err
 	}
 	e.lastSeen.Store(now)
-	valid, err := d.decode(e, pkt, fm, emit)
+	valid, err := d.decode(e, pkt, fm, emit, nil)
 	if !e.established.Load() {
 		d.sessionSeen(e, valid) // after e.mu: d.mu comes first (see saveTemplates)
 	}
@@ -301,7 +317,7 @@ func (d *Decoder) Decode(pkt Packet, fm *schema.FlowMessage, emit func(*schema.F
 
 // decode decodes a datagram of session e under its lock. valid tells whether it brought a
 // template or a flow.
-func (d *Decoder) decode(e *exporter, pkt Packet, fm *schema.FlowMessage, emit func(*schema.FlowMessage)) (valid bool, err error) {
+func (d *Decoder) decode(e *exporter, pkt Packet, fm *schema.FlowMessage, emit func(*schema.FlowMessage), emitTag func(*schema.FlowMessage, uint64)) (valid bool, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	data := pkt.Payload
@@ -309,7 +325,7 @@ func (d *Decoder) decode(e *exporter, pkt Packet, fm *schema.FlowMessage, emit f
 		return false, e.fail(reasonTruncatedHeader)
 	}
 	stored := e.templatesStored
-	ctx := decodeContext{d: d, e: e, fm: fm, emit: emit, recv: pkt.TimeReceived, recvSec: uint64(pkt.TimeReceived.Unix())}
+	ctx := decodeContext{d: d, e: e, fm: fm, emit: emit, emitTag: emitTag, tag: pkt.Tag, recv: pkt.TimeReceived, recvSec: uint64(pkt.TimeReceived.Unix())}
 	switch binary.BigEndian.Uint16(data) {
 	case 5:
 		e.m.packets[verV5].Inc()
@@ -335,7 +351,14 @@ type decodeContext struct {
 	e    *exporter
 	fm   *schema.FlowMessage
 	emit func(*schema.FlowMessage)
-	recv time.Time
+	// emitTag, when set, is called instead of emit with the tag of the datagram a flow
+	// comes from (DecodeTagged, ApplyState).
+	emitTag func(*schema.FlowMessage, uint64)
+	tag     uint64
+	// applying is set while a state record is applied (ApplyState): what it installs is not
+	// reported to the observer, which published it.
+	applying bool
+	recv     time.Time
 	// recvSec is recv in unix seconds, computed once per datagram.
 	recvSec uint64
 
@@ -388,6 +411,10 @@ func (c *decodeContext) finish(rate uint64) {
 	}
 	c.fm.SamplingRate = rate
 	c.flows++
+	if c.emitTag != nil {
+		c.emitTag(c.fm, c.tag)
+		return
+	}
 	c.emit(c.fm)
 }
 

@@ -95,6 +95,19 @@
 // limit evicts an idle session, the Prometheus series of its address go with it (unless
 // another session of the address remains), so that spoofed sources cannot grow them forever.
 //
+// # Shared state
+//
+// Several decoders in different processes can decode one exporter's datagrams (mode: outlet
+// spreads them over Kafka partitions): an Observer (SetObserver) hears of every template,
+// options template, withdrawal, sampling rate and system init time a datagram brings or
+// changes, to publish it, and ApplyState installs what another decoder published, through the
+// same parser as a received template set, decoding the pending data sets it was missing.
+// With an observer, a definition from an older datagram never replaces a newer one, so the
+// decoders agree whatever order they see the datagrams in. DecodeTagged hands each flow to the
+// caller with the tag of its datagram, also when it comes out of the pending buffer later, and
+// the observer hears when a datagram's data set is held and released: a caller that commits
+// what it consumed (the outlet's Kafka offsets) waits for them.
+//
 // # Templates file
 //
 // With templates-file set, templates and learned sampling rates are saved as JSON:

@@ -22,6 +22,7 @@ const (
 	reasonPendingExpired
 	reasonDataLink
 	reasonTooManySamplers // counted, not returned: the record itself is fine
+	reasonStaleTemplate   // counted, not returned: a newer definition is kept (SetObserver)
 	reasonCount
 )
 
@@ -39,6 +40,7 @@ var reasonNames = [reasonCount]string{
 	reasonPendingExpired:   "pending-expired",
 	reasonDataLink:         "datalink-section",
 	reasonTooManySamplers:  "too-many-samplers",
+	reasonStaleTemplate:    "stale-template",
 }
 
 const (

@@ -7,6 +7,7 @@ import "time"
 // first data after a collector restart or a template change is lost.
 type pendingSet struct {
 	key       templateKey
+	tag       uint64 // the datagram's Packet.Tag
 	exportSec uint32
 	sysUptime uint32
 	recv      time.Time
@@ -33,10 +34,13 @@ func (c *decodeContext) keepPending(key templateKey, body []byte) error {
 		e.pending = append(e.pending, pendingSet{})
 	}
 	p := &e.pending[n]
-	p.key, p.exportSec, p.sysUptime, p.recv = key, c.exportSec, c.sysUptime, c.recv
+	p.key, p.tag, p.exportSec, p.sysUptime, p.recv = key, c.tag, c.exportSec, c.sysUptime, c.recv
 	p.data = append(p.data[:0], body...)
 	e.pendingBytes += len(body)
 	e.m.pending.Inc()
+	if o := c.d.observer; o != nil {
+		o.PendingHeld(c.tag)
+	}
 	return nil
 }
 
@@ -55,13 +59,19 @@ func (c *decodeContext) replayPending() {
 			continue
 		}
 		e.pendingBytes -= len(p.data)
+		decoded := false
 		if c.d.cfg.PendingMaxAge > 0 && !saved.recv.IsZero() && saved.recv.Sub(p.recv) > c.d.cfg.PendingMaxAge {
 			e.m.errors[reasonPendingExpired].Inc()
 		} else {
 			c.version, c.domain, c.exportSec, c.sysUptime, c.recv = p.key.version, p.key.domain, p.exportSec, p.sysUptime, p.recv
 			c.recvSec = uint64(p.recv.Unix())
+			c.tag = p.tag
 			c.rateCache.valid = false
 			_ = c.decodeDataSet(t, p.data) // errors are counted
+			decoded = true
+		}
+		if o := c.d.observer; o != nil {
+			o.PendingReleased(p.tag, decoded) // after the set's flows
 		}
 		free = append(free, p)
 	}
@@ -90,6 +100,9 @@ func (c *decodeContext) expirePending() {
 		if c.recv.Sub(e.pending[i].recv) > maxAge {
 			e.pendingBytes -= len(e.pending[i].data)
 			e.m.errors[reasonPendingExpired].Inc()
+			if o := c.d.observer; o != nil {
+				o.PendingReleased(e.pending[i].tag, false)
+			}
 			continue
 		}
 		// Swap rather than copy so that the dropped entry's buffer stays for reuse.

@@ -522,13 +522,20 @@ func (c *decodeContext) optionsRecord(t *template, rec []byte) (int, reason) {
 				c.rateCache.valid = false
 				e.dirty = true
 				e.m.samplers.Inc()
+				c.learnedState(StateSamplingRate, sampling.samplerID, rate)
 			} else {
 				e.m.errors[reasonTooManySamplers].Inc()
 			}
 		}
 	}
-	if sysInit != 0 && !putBounded(e.sysInit, c.domain, sysInit, limit) {
-		e.m.errors[reasonTooManySamplers].Inc()
+	if sysInit != 0 {
+		if old, ok := e.sysInit[c.domain]; !ok || old != sysInit {
+			if putBounded(e.sysInit, c.domain, sysInit, limit) {
+				c.learnedState(StateSystemInit, 0, sysInit)
+			} else {
+				e.m.errors[reasonTooManySamplers].Inc()
+			}
+		}
 	}
 	return off, reasonNone
 }

@@ -183,7 +183,7 @@ func (c *decodeContext) templateRecords(setID uint16, body []byte, options, stor
 		if c.version == 10 && count == 0 {
 			// Withdrawal; the set ID as template ID withdraws all of that kind.
 			if store {
-				c.d.withdrawTemplate(e, key, id == setID, options)
+				c.d.withdrawTemplate(e, key, id == setID, options, c.recv.UnixNano(), c.applying)
 			}
 			body = body[4:]
 			continue
@@ -195,7 +195,7 @@ func (c *decodeContext) templateRecords(setID uint16, body []byte, options, stor
 		if !framed || id < minDataSetID || (c.version == 10 && options && (scope == 0 || scope > count)) {
 			return false
 		}
-		if store && !c.d.storeTemplate(e, key, c.version, body[hdr:hdr+n], count, scope, options, body[:hdr+n], int64(c.recvSec)) {
+		if store && !c.d.storeTemplate(e, key, c.version, body[hdr:hdr+n], count, scope, options, body[:hdr+n], int64(c.recvSec), learnedAt(c.recv), c.applying) {
 			ok = false
 		}
 		body = body[hdr+n:]

@@ -3,6 +3,7 @@ package netflow
 import (
 	"bytes"
 	"encoding/binary"
+	"time"
 
 	"flowzero/decoder/packet"
 	"flowzero/schema"
@@ -61,6 +62,10 @@ type template struct {
 	// received and used are the unix seconds at which the template record was last
 	// received and a data set last decoded with it (for ExporterDetails; 0: never).
 	received, used int64
+	// learned is the receive time, in unix ns, of the datagram that brought this definition
+	// (0 when loaded from the templates file): with an observer, a different definition
+	// from an older datagram does not replace it (see SetObserver).
+	learned int64
 }
 
 const variableLength = 0xFFFF
@@ -336,11 +341,18 @@ func (d *Decoder) specFor(s spec) spec {
 
 // storeTemplate adds or replaces a template; it returns false (and counts) when the
 // session is full. A refresh with identical bytes changes nothing.
-func (d *Decoder) storeTemplate(e *exporter, key templateKey, version uint16, fieldSpecs []byte, count, scopeFields int, options bool, wire []byte, received int64) bool {
+func (d *Decoder) storeTemplate(e *exporter, key templateKey, version uint16, fieldSpecs []byte, count, scopeFields int, options bool, wire []byte, received, learned int64, applying bool) bool {
 	e.templatesStored++
 	old := e.templates[key]
 	if old != nil && old.options == options && bytes.Equal(old.wire, wire) {
-		old.received = received
+		old.received = max(old.received, received)
+		old.learned = max(old.learned, learned)
+		return true
+	}
+	if old != nil && d.observer != nil && learned < old.learned {
+		// Several decoders share this state (mode: outlet): the definition from the most
+		// recent datagram wins everywhere, whatever order they decode in.
+		e.m.errors[reasonStaleTemplate].Inc()
 		return true
 	}
 	if old == nil && len(e.templates) >= d.cfg.MaxTemplatesPerExporter {
@@ -352,9 +364,17 @@ func (d *Decoder) storeTemplate(e *exporter, key templateKey, version uint16, fi
 		e.m.errors[r].Inc()
 		return false
 	}
-	t.received = received
+	t.received, t.learned = received, learned
 	e.templates[key] = t
 	e.dirty = true
+	if d.observer != nil && !applying {
+		kind := StateTemplate
+		if options {
+			kind = StateOptionsTemplate
+		}
+		d.observer.StateLearned(StateRecord{Kind: kind, Exporter: e.addr, Version: version, Domain: key.domain,
+			ID: uint64(key.id), Received: time.Unix(0, learned), Record: wire})
+	}
 	if options {
 		e.m.templates[tplOptions].Inc()
 	} else {
@@ -366,15 +386,28 @@ func (d *Decoder) storeTemplate(e *exporter, key templateKey, version uint16, fi
 
 // withdrawTemplate removes one template, or all templates of a domain (and set kind) when
 // id is the set ID (RFC 7011 §8.1).
-func (d *Decoder) withdrawTemplate(e *exporter, key templateKey, all bool, options bool) {
+func (d *Decoder) withdrawTemplate(e *exporter, key templateKey, all bool, options bool, learned int64, applying bool) {
+	report := func(k templateKey, options bool) {
+		if d.observer == nil || applying {
+			return
+		}
+		kind := StateTemplate
+		if options {
+			kind = StateOptionsTemplate
+		}
+		d.observer.StateLearned(StateRecord{Kind: kind, Exporter: e.addr, Version: k.version, Domain: k.domain,
+			ID: uint64(k.id), Received: time.Unix(0, learned), Withdrawn: true})
+	}
 	if all {
 		for k, t := range e.templates {
 			if k.version == key.version && k.domain == key.domain && t.options == options {
 				delete(e.templates, k)
+				report(k, options)
 			}
 		}
-	} else {
+	} else if t := e.templates[key]; t != nil {
 		delete(e.templates, key)
+		report(key, t.options)
 	}
 	e.dirty = true
 	e.m.templates[tplWithdrawn].Inc()

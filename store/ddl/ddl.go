@@ -308,6 +308,7 @@ var notAggregated = map[schema.ColumnKey]bool{
 	schema.ColumnTimeFlowStart: true, schema.ColumnTimeFlowEnd: true,
 	schema.ColumnTunnelSrcAddr: true, schema.ColumnTunnelDstAddr: true, schema.ColumnSRv6SIDs: true,
 	schema.ColumnVXLANVNI: true, schema.ColumnGREKey: true,
+	schema.ColumnDatagramPartition: true, schema.ColumnDatagramOffset: true, schema.ColumnDatagramIndex: true,
 	schema.ColumnMPLSLabels: true, schema.ColumnMPLS1stLabel: true, schema.ColumnMPLS2ndLabel: true,
 	schema.ColumnMPLS3rdLabel: true, schema.ColumnMPLS4thLabel: true,
 	schema.ColumnPacketSize: true, schema.ColumnPacketSizeBucket: true,

@@ -1,0 +1,140 @@
+//go:build integration
+
+package app
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"flowzero/internal/kafkatest"
+	"flowzero/internal/pcapfile"
+	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
+	"flowzero/replay"
+)
+
+// ownBroker runs a broker of the test's own with scripts/kafka.sh, for tests that stop it.
+type ownBroker struct {
+	script string
+	env    []string
+}
+
+func (b *ownBroker) run(t *testing.T, cmd string) string {
+	t.Helper()
+	c := exec.Command(b.script, cmd)
+	c.Env = append(os.Environ(), b.env...)
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("kafka.sh %s: %v", cmd, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func startOwnBroker(t *testing.T) (*ownBroker, string) {
+	kafkatest.Brokers(t) // skips (or fails when required) like every Kafka test
+	script, err := filepath.Abs("../scripts/kafka.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &ownBroker{script: script, env: []string{"KAFKA_PORT=auto", "KAFKA_DATA=" + t.TempDir()}}
+	b.run(t, "start")
+	t.Cleanup(func() { b.run(t, "clean") })
+	return b, b.run(t, "status")
+}
+
+// TestSplitBrokerOutage: the only broker stops for 30 s while an inlet receives datagrams and
+// three outlets consume; it comes back. The inlet buffers meanwhile (sent = delivered +
+// dropped, nothing dropped within max-buffered-bytes), and every flow of the delivered
+// datagrams is stored, at least once.
+func TestSplitBrokerOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stops a broker for 30 s")
+	}
+	broker, addr := startOwnBroker(t)
+	capture := testdata.Path(t, "netflow", "data+templates.pcap")
+	dgs, err := pcapfile.ReadUDP(capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := splitTopics{brokers: []string{addr}, datagrams: "outage-datagrams", state: "outage-state", group: "outage-group"}
+	cfg := st.config(t, ModeOutlet)
+	once, err := replay.Decode(replay.Decoders{Schema: cfg.Schema, NetFlow: cfg.NetFlow, SFlow: cfg.SFlow}, []string{capture}, replay.DecodeOptions{}, io.Discard)
+	if err != nil || once.Flows == 0 {
+		t.Fatalf("offline: %d flows, %v", once.Flows, err)
+	}
+	var outlets []*App
+	var dirs []string
+	for range 3 {
+		cfg := st.config(t, ModeOutlet)
+		cfg.Outlet.SessionTimeout = 45 * time.Second // longer than the outage
+		dirs = append(dirs, cfg.Outputs.File.Directory)
+		outlets = append(outlets, startApp(t, cfg))
+	}
+	icfg := st.config(t, ModeInlet)
+	icfg.Datagrams.Partitions = 6
+	in := startApp(t, icfg)
+	at := testutil.Now()
+	forward := func(passes int) {
+		for range passes {
+			for _, dg := range dgs {
+				at = at.Add(time.Millisecond)
+				in.Inlet().Forward(dg.Payload, dg.Src, at, "netflow")
+			}
+		}
+	}
+	decoded := func() int64 {
+		f := int64(0)
+		for _, o := range outlets {
+			_, ff := o.Outlet().Counts()
+			f += ff
+		}
+		return f
+	}
+	forward(100)
+	testutil.WaitUntil(t, "the outlets to decode the first datagrams", func() bool { return decoded() >= int64(100*once.Flows) })
+	broker.run(t, "stop")
+	// The outage lasts 30 s, traffic going on: a duration of the scenario, not a wait for
+	// something to happen.
+	for range 30 {
+		forward(10)
+		time.Sleep(time.Second)
+	}
+	broker.run(t, "start")
+	forward(100)
+	if err := in.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	sent, delivered, dropped := in.Inlet().Counts()
+	if sent != delivered+dropped || dropped != 0 {
+		t.Fatalf("inlet: sent %d, delivered %d, dropped %d", sent, delivered, dropped)
+	}
+	want := int(delivered) * once.Flows
+	testutil.WaitUntil(t, fmt.Sprintf("the outlets to decode %d flows", want), func() bool { return decoded() >= int64(want) })
+	for _, o := range outlets {
+		if err := o.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := map[flowID]int{}
+	for _, dir := range dirs {
+		readFlowIDs(t, outlets[0].Schema(), dir, ids)
+	}
+	stored, twice := 0, 0
+	for _, n := range ids {
+		stored += n
+		if n > 1 {
+			twice++
+		}
+	}
+	t.Logf("30 s outage: %d datagrams sent, %d delivered, %d dropped; %d distinct flows stored of %d, %d rows, %d stored more than once",
+		sent, delivered, dropped, len(ids), want, stored, twice)
+	if len(ids) != want {
+		t.Errorf("%d distinct flows stored, want %d", len(ids), want)
+	}
+}

@@ -1,0 +1,182 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"net/netip"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"flowzero/decoder/netflow"
+	"flowzero/internal/kafkaconn"
+	"flowzero/internal/pcapfile"
+	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
+	"flowzero/schema"
+)
+
+func TestCodecRoundTrip(t *testing.T) {
+	for _, r := range []netflow.StateRecord{
+		{Kind: netflow.StateTemplate, Exporter: netip.MustParseAddrPort("192.0.2.1:2055"), Version: 10, Domain: 7, ID: 300,
+			Received: testutil.Now(), Record: []byte{1, 44, 0, 1, 0, 8, 0, 4}},
+		{Kind: netflow.StateOptionsTemplate, Exporter: netip.MustParseAddrPort("[2001:db8::1]:9"), Version: 9, Domain: 1, ID: 257,
+			Received: testutil.Now(), Withdrawn: true},
+		{Kind: netflow.StateSamplingRate, Exporter: netip.MustParseAddrPort("192.0.2.1:2055"), Version: 9, ID: 3, Received: testutil.Now(), Value: 1000},
+		{Kind: netflow.StateSystemInit, Exporter: netip.MustParseAddrPort("192.0.2.1:2055"), Version: 10, Domain: 2, Received: testutil.Now(), Value: 1700000000000},
+	} {
+		got, err := Parse(AppendKey(nil, r), AppendValue(nil, r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Kind != r.Kind || got.Exporter != r.Exporter || got.Version != r.Version || got.Domain != r.Domain || got.ID != r.ID ||
+			!got.Received.Equal(r.Received) || got.Withdrawn != r.Withdrawn || !bytes.Equal(got.Record, r.Record) || got.Value != r.Value {
+			t.Errorf("got %+v, want %+v", got, r)
+		}
+	}
+	r := netflow.StateRecord{Kind: netflow.StateTemplate, Exporter: netip.MustParseAddrPort("192.0.2.1:1"), Version: 9, ID: 256, Received: testutil.Now()}
+	key, value := AppendKey(nil, r), AppendValue(nil, r)
+	for _, tc := range []struct {
+		name       string
+		key, value []byte
+	}{
+		{"short key", key[:33], value},
+		{"key version", append([]byte{2}, key[1:]...), value},
+		{"kind", append([]byte{1, 9}, key[2:]...), value},
+		{"short value", key, value[:17]},
+		{"value version", key, append([]byte{0}, value[1:]...)},
+		{"flags", key, append([]byte{1, 2}, value[2:]...)},
+		{"withdrawal with record", key, append(append([]byte{1, 1}, value[2:]...), 1)},
+	} {
+		if _, err := Parse(tc.key, tc.value); err == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+}
+
+// FuzzParse: no record of the topic makes Parse or ApplyState panic.
+func FuzzParse(f *testing.F) {
+	r := netflow.StateRecord{Kind: netflow.StateTemplate, Exporter: netip.MustParseAddrPort("192.0.2.1:1"), Version: 10, ID: 300,
+		Record: []byte{1, 44, 0, 2, 0, 8, 0, 4, 0, 12, 0, 4}}
+	f.Add(AppendKey(nil, r), AppendValue(nil, r))
+	r.Kind, r.Value, r.Record = netflow.StateSamplingRate, 100, nil
+	f.Add(AppendKey(nil, r), AppendValue(nil, r))
+	s, _ := schema.New(schema.DefaultConfiguration())
+	d, _ := netflow.New(nil, netflow.DefaultConfiguration(), s)
+	fm := s.NewFlowMessage()
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		r, err := Parse(key, value)
+		if err != nil {
+			return
+		}
+		_ = d.ApplyState(r, fm, func(*schema.FlowMessage, uint64) {})
+	})
+}
+
+// outlet is one decoder wired to the state topic as an outlet wires it.
+type outlet struct {
+	mu    sync.Mutex
+	d     *netflow.Decoder
+	topic *Topic
+	flows []string
+}
+
+type publisher struct{ t *Topic }
+
+func (p publisher) StateLearned(r netflow.StateRecord) { p.t.Publish(r) }
+func (publisher) PendingHeld(uint64)                   {}
+func (publisher) PendingReleased(uint64, bool)         {}
+
+func newOutlet(t *testing.T, s *schema.Schema, brokers []string, topic string) *outlet {
+	d, err := netflow.New(nil, netflow.DefaultConfiguration(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := New(prometheus.NewRegistry(), nil, kafkaconn.Configuration{Brokers: brokers}, Configuration{Topic: topic, ReplicationFactor: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.SetObserver(publisher{tp})
+	o := &outlet{d: d, topic: tp}
+	fm := s.NewFlowMessage()
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
+	defer cancel()
+	if err := tp.Start(ctx, func(r netflow.StateRecord) error {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return d.ApplyState(r, fm, func(fm *schema.FlowMessage, _ uint64) { o.flows = append(o.flows, string(fm.Finalize())) })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tp.Stop() })
+	return o
+}
+
+func (o *outlet) decode(t *testing.T, s *schema.Schema, name string) {
+	dgs, err := pcapfile.ReadUDP(testdata.Path(t, "netflow", name+".pcap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fm := s.NewFlowMessage()
+	for _, dg := range dgs {
+		o.mu.Lock()
+		_ = o.d.Decode(netflow.Packet{Payload: dg.Payload, Exporter: netip.MustParseAddrPort("192.0.2.1:2055"), TimeReceived: dg.Time},
+			fm, func(fm *schema.FlowMessage) { o.flows = append(o.flows, string(fm.Finalize())) })
+		o.mu.Unlock()
+	}
+}
+
+func (o *outlet) count() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.flows)
+}
+
+// TestSharedState (franz-go's in-process broker): outlet A decodes the templates and options
+// of the classic NetFlow v9 capture; outlet B, which had received the data datagram first,
+// decodes it once A's state arrives, into the flows a single decoder gives; outlet C, started
+// afterwards, reads the topic before its first datagram and decodes the data at once.
+func TestSharedState(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	s, _ := schema.New(schema.DefaultConfiguration())
+	brokers := cluster.ListenAddrs()
+
+	single := &outlet{}
+	single.d, _ = netflow.New(nil, netflow.DefaultConfiguration(), s)
+	for _, n := range []string{"options-template", "options-data", "template", "data"} {
+		single.decode(t, s, n)
+	}
+
+	a := newOutlet(t, s, brokers, "state")
+	b := newOutlet(t, s, brokers, "state")
+	b.decode(t, s, "data")
+	if b.count() != 0 {
+		t.Fatalf("outlet B decoded %d flows without the templates", b.count())
+	}
+	for _, n := range []string{"options-template", "options-data", "template"} {
+		a.decode(t, s, n)
+	}
+	testutil.WaitUntil(t, "outlet B to decode its pending data with A's templates", func() bool { return b.count() == 4 })
+	c := newOutlet(t, s, brokers, "state")
+	c.decode(t, s, "data")
+	if c.count() != 4 {
+		t.Fatalf("outlet C decoded %d flows after loading the state, want 4", c.count())
+	}
+	for name, o := range map[string]*outlet{"B": b, "C": c} {
+		got, want := append([]string(nil), o.flows...), append([]string(nil), single.flows...)
+		sort.Strings(got)
+		sort.Strings(want)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("outlet %s flow %d differs from the single decoder's", name, i)
+			}
+		}
+	}
+}

@@ -1,0 +1,55 @@
+package inlet
+
+import (
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"flowzero/internal/pcapfile"
+	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
+)
+
+// BenchmarkInletForward hands the datagrams of a NetFlow v9 capture to the inlet as a socket's
+// worker does: the worker thread's CPU per datagram (cpu-ns/op: header, copy into a recycled
+// record, hand-off to the producer) and its allocations. The producer's own goroutines
+// (batching, compression, the broker connection) run on other threads: the whole inlet's CPU
+// per datagram is measured by `make bench-collector` (BENCH_MODES=split). The broker is
+// franz-go's in-process fake, or the real one of FLOWZERO_KAFKA_BROKERS when set.
+func BenchmarkInletForward(b *testing.B) {
+	dgs, err := pcapfile.ReadUDP(testdata.Path(b, "netflow", "data.pcap"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload := dgs[0].Payload
+	topic := kfakeTopic(b, 8)
+	if v := os.Getenv("FLOWZERO_KAFKA_BROKERS"); v != "" {
+		topic.Brokers = strings.Split(v, ",")
+		topic.Topic = "bench-inlet"
+	}
+	cfg := DefaultConfiguration()
+	in, err := New(prometheus.NewRegistry(), nil, topic, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := in.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer in.Stop()
+	testutil.WaitUntil(b, "the topic to exist", in.ready.Load)
+	ap := netip.MustParseAddrPort("192.0.2.1:2055")
+	now := testutil.Now()
+	for range 10000 { // warm the record pool
+		in.Forward(payload, ap, now, "netflow")
+	}
+	testutil.WaitUntil(b, "the warm-up to be delivered", func() bool { s, dl, _ := in.Counts(); return dl == s })
+	b.SetBytes(int64(len(payload)))
+	cpu := testutil.StartCPU(b)
+	for range b.N {
+		in.Forward(payload, ap, now, "netflow")
+	}
+	cpu.Stop(b)
+}

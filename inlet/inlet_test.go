@@ -1,0 +1,202 @@
+package inlet
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"flowzero/datagram"
+	"flowzero/internal/pcapfile"
+	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
+	"flowzero/replay"
+)
+
+func kfakeTopic(t testing.TB, partitions int32) datagram.TopicConfiguration {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	topic := datagram.DefaultTopicConfiguration()
+	topic.Brokers = cluster.ListenAddrs()
+	topic.Partitions = partitions
+	return topic
+}
+
+// consume reads n records of the topic.
+func consume(t *testing.T, topic datagram.TopicConfiguration, n int) []*kgo.Record {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(topic.Brokers...), kgo.ConsumeTopics(topic.Topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < n && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { out = append(out, r) })
+	}
+	if len(out) != n {
+		t.Fatalf("consumed %d records, want %d", len(out), n)
+	}
+	return out
+}
+
+// TestInletRecords: every datagram of every capture, forwarded as the collector's workers do,
+// is a record that reads back to the same payload, exporter, protocol and receive time;
+// spread over the partitions (key random) or keyed by the exporter's address.
+func TestInletRecords(t *testing.T) {
+	var dgs []datagram.Datagram
+	for _, p := range testdata.AllCaptures(t) {
+		in, err := pcapfile.ReadUDP(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dg := range in {
+			proto := datagram.ProtocolOf(replay.Protocol(dg.Payload))
+			if proto == 0 {
+				continue
+			}
+			dgs = append(dgs, datagram.Datagram{Received: testutil.Now(), Exporter: dg.Src, Protocol: proto, Payload: dg.Payload})
+		}
+	}
+	for _, key := range []string{"random", "exporter"} {
+		t.Run(key, func(t *testing.T) {
+			topic := kfakeTopic(t, 4)
+			cfg := DefaultConfiguration()
+			cfg.Key, cfg.Linger = key, 0
+			in, err := New(prometheus.NewRegistry(), nil, topic, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := in.Start(); err != nil {
+				t.Fatal(err)
+			}
+			testutil.WaitUntil(t, "the topic to exist", in.ready.Load)
+			for _, d := range dgs {
+				in.Forward(d.Payload, d.Exporter, d.Received, d.Protocol.String())
+			}
+			in.Stop()
+			if s, dl, dr := in.Counts(); s != int64(len(dgs)) || dl != s || dr != 0 {
+				t.Fatalf("sent %d delivered %d dropped %d, want %d delivered", s, dl, dr, len(dgs))
+			}
+			recs := consume(t, topic, len(dgs))
+			want := map[string]int{}
+			for _, d := range dgs {
+				want[string(datagram.Append(nil, d))]++
+			}
+			partitions := map[int32]int{}
+			for _, r := range recs {
+				d, err := datagram.Parse(r.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want[string(r.Value)]--
+				partitions[r.Partition]++
+				if key == "exporter" {
+					a := d.Exporter.Addr()
+					if k, _ := netip.AddrFromSlice(r.Key); k != a {
+						t.Fatalf("record key % x, exporter %s", r.Key, a)
+					}
+				} else if r.Key != nil {
+					t.Fatalf("random spreading with a key % x", r.Key)
+				}
+				if !r.Timestamp.Equal(d.Received.Truncate(time.Millisecond)) {
+					t.Errorf("record timestamp %s, received %s", r.Timestamp, d.Received)
+				}
+			}
+			for v, n := range want {
+				if n != 0 {
+					d, _ := datagram.Parse([]byte(v))
+					t.Fatalf("datagram from %s: %+d (lost or duplicated)", d.Exporter, n)
+				}
+			}
+			if key == "random" && len(partitions) != 4 {
+				t.Errorf("random spreading used partitions %v", partitions)
+			}
+		})
+	}
+}
+
+// TestInletBufferFull: with no broker, datagrams beyond max-buffered-bytes are dropped at
+// once and the rest when the stop's flush times out: sent = delivered + dropped.
+func TestInletBufferFull(t *testing.T) {
+	topic := datagram.DefaultTopicConfiguration()
+	topic.Brokers = []string{"127.0.0.1:1"}
+	cfg := DefaultConfiguration()
+	cfg.MaxBufferedBytes = 1 << 20
+	cfg.FlushTimeout = 200 * time.Millisecond
+	reg := prometheus.NewRegistry()
+	in, err := New(reg, nil, topic, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Start()
+	payload := make([]byte, 1400)
+	ap := netip.MustParseAddrPort("192.0.2.1:2055")
+	for range 2000 {
+		in.Forward(payload, ap, testutil.Now(), "netflow")
+	}
+	in.Stop()
+	var s, dl, dr int64
+	if !testutil.Poll(testutil.WaitTimeout, func() bool { s, dl, dr = in.Counts(); return dl+dr == s }) || dr == 0 {
+		t.Fatalf("sent %d delivered %d dropped %d", s, dl, dr)
+	}
+	full := testutilCounter(t, reg, "flowzero_inlet_datagrams_dropped_total", "buffer-full")
+	failed := testutilCounter(t, reg, "flowzero_inlet_datagrams_dropped_total", "delivery-failed")
+	if full == 0 || failed == 0 || int64(full+failed) != dr {
+		t.Fatalf("dropped %d: buffer-full %v, delivery-failed %v", dr, full, failed)
+	}
+}
+
+func testutilCounter(t *testing.T, reg *prometheus.Registry, name, reason string) float64 {
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == reason {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s{reason=%q}", name, reason)
+	return 0
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		mutate func(*Configuration)
+		err    string
+	}{
+		{func(c *Configuration) { c.Key = "hash" }, `key: must be random or exporter, not "hash"`},
+		{func(c *Configuration) { c.Compression = "brotli" }, "compression: must be"},
+		{func(c *Configuration) { c.MaxBufferedBytes = 10 }, "max-buffered-bytes: must be at least 1 MiB"},
+		{func(c *Configuration) { c.FlushTimeout = 0 }, "flush-timeout: must be positive"},
+	} {
+		c := DefaultConfiguration()
+		tc.mutate(&c)
+		if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+			t.Errorf("got %v, want %q", err, tc.err)
+		}
+	}
+	topic := datagram.DefaultTopicConfiguration()
+	topic.Partitions = 0
+	if err := topic.Validate(); err == nil || err.Error() != "partitions: must be at least 1, not 0" {
+		t.Errorf("got %v", err)
+	}
+}

@@ -1,0 +1,64 @@
+package outlet
+
+import (
+	"time"
+
+	"flowzero/decoder/state"
+	"flowzero/internal/config"
+)
+
+// Configuration of the outlet (the `outlet:` section, used with mode: outlet): how datagram
+// records are consumed, and when their offsets are committed.
+type Configuration struct {
+	// Group is the Kafka consumer group of the outlets: the partitions of the datagrams
+	// topic are shared among the outlets of one group.
+	Group string `yaml:"group"`
+	// CommitInterval is how often the outlet waits for its sinks to acknowledge the flows
+	// sent so far and then commits the offsets of their datagrams. A crash replays at most
+	// this much traffic (at least once); shorter costs more sink flushes.
+	CommitInterval time.Duration `yaml:"commit-interval"`
+	// SessionTimeout is how long the group waits for a silent outlet (killed, or cut from
+	// the brokers) before its partitions go to the others; the brokers accept 6s to 5m by
+	// default (group.min/max.session.timeout.ms).
+	SessionTimeout time.Duration `yaml:"session-timeout"`
+	// MaxPollRecords bounds the datagram records handled between two checks of the commit
+	// interval.
+	MaxPollRecords int `yaml:"max-poll-records"`
+	// MaxFetchBytes bounds the bytes of one fetch response (per broker).
+	MaxFetchBytes int32 `yaml:"max-fetch-bytes"`
+	// State is the compacted topic through which the outlets share the NetFlow/IPFIX
+	// templates, sampling rates and withdrawals they learn.
+	State state.Configuration `yaml:"state"`
+}
+
+// DefaultConfiguration returns the defaults.
+func DefaultConfiguration() Configuration {
+	return Configuration{
+		Group:          "flowzero-outlets",
+		CommitInterval: time.Second,
+		SessionTimeout: 45 * time.Second,
+		MaxPollRecords: 4096,
+		MaxFetchBytes:  16 << 20,
+		State:          state.DefaultConfiguration(),
+	}
+}
+
+// Validate checks the configuration, naming the bad key.
+func (c Configuration) Validate() error {
+	switch {
+	case c.Group == "":
+		return config.Errorf("group", "must not be empty")
+	case c.CommitInterval < 10*time.Millisecond:
+		return config.Errorf("commit-interval", "must be at least 10ms, not %s", c.CommitInterval)
+	case c.SessionTimeout < time.Second:
+		return config.Errorf("session-timeout", "must be at least 1s, not %s", c.SessionTimeout)
+	case c.MaxPollRecords < 1:
+		return config.Errorf("max-poll-records", "must be at least 1, not %d", c.MaxPollRecords)
+	case c.MaxFetchBytes < 1<<16:
+		return config.Errorf("max-fetch-bytes", "must be at least 64 KiB, not %d", c.MaxFetchBytes)
+	}
+	if err := c.State.Validate(); err != nil {
+		return config.Prefix("state", err)
+	}
+	return nil
+}

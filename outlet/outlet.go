@@ -1,0 +1,538 @@
+// Package outlet is the decoding half of a split collector (mode: outlet): a member of a Kafka
+// consumer group reading the datagram records that the inlets wrote (flowzero/datagram),
+// decoding them with the usual decoders, enriching the flows and handing them to the usual
+// sinks, in batches.
+//
+// Delivery is at least once: the offset of a datagram is committed only once every sink has
+// acknowledged its flows and none of its data sets waits for a template in the
+// decoder's pending buffer. Every commit interval, and before its partitions are revoked, the
+// outlet sends its current batch, asks each sink to acknowledge everything sent so far, and
+// commits; when a sink cannot, nothing is committed and the partitions are read again from
+// their last committed offsets. docs/scaling.md describes the guarantees and their limits.
+//
+// The NetFlow/IPFIX decoder state (templates, sampling rates) is shared with the other
+// outlets through the state topic (flowzero/decoder/state): what this outlet's decoder learns
+// is published, what the others publish is applied, so any outlet decodes any partition.
+package outlet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"flowzero/datagram"
+	"flowzero/decoder/netflow"
+	"flowzero/decoder/sflow"
+	"flowzero/decoder/state"
+	"flowzero/internal/clock"
+	"flowzero/internal/lograte"
+	"flowzero/output"
+	"flowzero/schema"
+)
+
+// Enricher fills flow fields between decoding and encoding (collector.Enricher).
+type Enricher interface {
+	Enrich(fm *schema.FlowMessage)
+}
+
+// Acknowledger is a sink that can tell when the flows sent to it are delivered: Acknowledge
+// returns once every batch sent before the call is stored or delivered, with an error when
+// some of them were dropped or failed since the previous call.
+type Acknowledger interface {
+	Acknowledge(ctx context.Context) error
+}
+
+// Dependencies are what an Outlet needs besides its configuration.
+type Dependencies struct {
+	Schema  *schema.Schema
+	NetFlow *netflow.Decoder
+	SFlow   *sflow.Decoder
+	// Enricher may be nil.
+	Enricher Enricher
+	// Sinks receive every batch; the outlet neither starts nor stops them. A sink that is
+	// not an Acknowledger (see acknowledgeSink for the adapters of the usual sinks) is taken as
+	// delivering everything it accepts.
+	Sinks []output.Sink
+	// BatchSize is the bytes of flows per batch (collector.batch-size).
+	BatchSize int
+	Registry  prometheus.Registerer
+	Logger    *slog.Logger
+	Clock     clock.Clock
+}
+
+// Outlet consumes datagram records.
+type Outlet struct {
+	cfg   Configuration
+	topic datagram.TopicConfiguration
+	deps  Dependencies
+	log   *slog.Logger
+	clock clock.Clock
+	m     *metrics
+	state *state.Topic
+	pool  *output.BatchPool
+
+	client *kgo.Client
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	// mu serialises everything that touches the decoders and the batch: the consuming
+	// loop, the state topic's records, commits and rebalances.
+	mu         sync.Mutex
+	fm         *schema.FlowMessage
+	emitFn     func(*schema.FlowMessage, uint64)
+	sflowEmit  func(*schema.FlowMessage)
+	batch      *output.Batch
+	sendFailed bool
+	// The datagram being decoded and the flows it gave so far.
+	curTag   uint64
+	curIndex uint32
+	// held counts the data sets of each datagram (by tag) waiting in the pending buffer;
+	// later is the index of the next flow of such a datagram.
+	held       map[uint64]int
+	later      map[uint64]uint32
+	parts      map[int32]*partition
+	latest     time.Time // receive time of the newest datagram decoded
+	lastCommit time.Time
+
+	// lastDropped is the drop count of each counting sink at its previous acknowledgement.
+	lastDropped, droppedAtStart map[output.Sink]int64
+	ready                       atomic.Bool
+	datagrams, flows            atomic.Int64
+
+	decodeLog *lograte.Limiter
+	sinkLog   *lograte.Limiter
+}
+
+// partition is what the outlet knows of a partition it consumes.
+type partition struct {
+	next      int64 // offset after the last record handled
+	committed int64 // offset committed (or where consuming started)
+}
+
+// Tags pack a datagram's partition and offset: 16 bits of partition, 48 of offset.
+const offsetBits = 48
+
+func tagOf(p int32, offset int64) uint64 { return uint64(p)<<offsetBits | uint64(offset) }
+
+func splitTag(tag uint64) (int32, int64) {
+	return int32(tag >> offsetBits), int64(tag & (1<<offsetBits - 1))
+}
+
+// New returns an outlet; nothing is contacted before Start.
+func New(topic datagram.TopicConfiguration, cfg Configuration, deps Dependencies) (*Outlet, error) {
+	if err := topic.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Schema == nil || deps.NetFlow == nil || deps.SFlow == nil {
+		return nil, errors.New("outlet: a schema and both decoders are required")
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	if deps.BatchSize <= 0 {
+		deps.BatchSize = 64 << 10
+	}
+	o := &Outlet{
+		cfg: cfg, topic: topic, deps: deps, log: deps.Logger.With("component", "outlet"), clock: clock.Or(deps.Clock),
+		pool:        output.NewBatchPool(deps.BatchSize+deps.BatchSize/4, 64),
+		fm:          deps.Schema.NewFlowMessage(),
+		held:        map[uint64]int{},
+		later:       map[uint64]uint32{},
+		parts:       map[int32]*partition{},
+		lastDropped: map[output.Sink]int64{}, droppedAtStart: map[output.Sink]int64{},
+		decodeLog: lograte.New(3, 30*time.Second),
+		sinkLog:   lograte.New(3, 30*time.Second),
+	}
+	o.emitFn = o.emit
+	o.sflowEmit = func(fm *schema.FlowMessage) { o.emit(fm, o.curTag) }
+	m, err := newMetrics(deps.Registry, o)
+	if err != nil {
+		return nil, err
+	}
+	o.m = m
+	st, err := state.New(deps.Registry, deps.Logger, topic.Configuration, cfg.State)
+	if err != nil {
+		return nil, err
+	}
+	o.state = st
+	client, err := kgo.NewClient(append(topic.Options(),
+		kgo.ConsumerGroup(cfg.Group),
+		// Eager rebalances: every member gives its partitions back and consumes the new
+		// assignment from the committed offsets, the simplest ground for at-least-once.
+		kgo.Balancers(kgo.RoundRobinBalancer()),
+		kgo.SessionTimeout(cfg.SessionTimeout),
+		kgo.HeartbeatInterval(min(3*time.Second, cfg.SessionTimeout/3)),
+		kgo.ConsumeTopics(topic.Topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.FetchMaxBytes(cfg.MaxFetchBytes),
+		kgo.OnPartitionsRevoked(o.revoked),
+		kgo.OnPartitionsLost(o.lost),
+	)...)
+	if err != nil {
+		st.Stop()
+		return nil, fmt.Errorf("outlet: %w", err)
+	}
+	o.client = client
+	deps.NetFlow.SetObserver(observer{o})
+	return o, nil
+}
+
+// Start reads the state topic to its end, then joins the group and consumes, in the
+// background: a broker down at start delays decoding, it does not fail the process.
+func (o *Outlet) Start() error {
+	for _, sink := range o.deps.Sinks {
+		if c, ok := sink.(interface{ Counts() (int64, int64, int64) }); ok {
+			_, _, o.droppedAtStart[sink] = c.Counts()
+		}
+	}
+	o.ctx, o.cancel = context.WithCancel(context.Background())
+	o.done = make(chan struct{})
+	go o.run()
+	return nil
+}
+
+func (o *Outlet) run() {
+	defer close(o.done)
+	// A poll blocks rebalances until allowed: leaving the group at Close needs it.
+	defer o.client.AllowRebalance()
+	if err := o.state.Start(o.ctx, o.applyState); err != nil {
+		if o.ctx.Err() == nil {
+			o.log.Error("outlet: cannot read the decoder state topic", "error", err)
+		}
+		return
+	}
+	o.m.ready.Set(1)
+	o.ready.Store(true)
+	o.mu.Lock()
+	o.lastCommit = o.clock.Now()
+	o.mu.Unlock()
+	for {
+		// The poll returns at least every commit interval, so that the last datagrams of a
+		// burst are committed without waiting for the next one.
+		pctx, cancel := context.WithTimeout(o.ctx, o.cfg.CommitInterval)
+		fetches := o.client.PollRecords(pctx, o.cfg.MaxPollRecords)
+		cancel()
+		if o.ctx.Err() != nil || fetches.IsClientClosed() {
+			return
+		}
+		fetches.EachError(func(t string, p int32, err error) {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				return
+			}
+			o.m.errors.WithLabelValues("fetch").Inc()
+			if ok, suppressed := o.sinkLog.Allow(time.Now()); ok {
+				o.log.Warn("outlet: fetch error", "topic", t, "partition", p, "error", err, "suppressed", suppressed)
+			}
+		})
+		o.mu.Lock()
+		fetches.EachRecord(o.handle)
+		if now := o.clock.Now(); now.Sub(o.lastCommit) >= o.cfg.CommitInterval {
+			o.commitLocked(o.ctx)
+		}
+		o.mu.Unlock()
+		o.client.AllowRebalance()
+	}
+}
+
+// handle decodes one datagram record (o.mu held).
+func (o *Outlet) handle(rec *kgo.Record) {
+	p := o.parts[rec.Partition]
+	if p == nil {
+		// The first record since the partition was assigned is where consuming starts:
+		// the group's committed offset.
+		p = &partition{committed: rec.Offset}
+		o.parts[rec.Partition] = p
+	}
+	p.next = rec.Offset + 1
+	o.m.datagrams.Inc()
+	o.datagrams.Add(1)
+	dg, err := datagram.Parse(rec.Value)
+	if err != nil {
+		o.m.invalid.Inc()
+		o.logDecode("invalid datagram record", rec, err)
+		return
+	}
+	tag := tagOf(rec.Partition, rec.Offset)
+	o.curTag, o.curIndex = tag, 0
+	if dg.Received.After(o.latest) {
+		o.latest = dg.Received
+	}
+	switch dg.Protocol {
+	case datagram.NetFlow:
+		err = o.deps.NetFlow.DecodeTagged(netflow.Packet{Payload: dg.Payload, Exporter: dg.Exporter, TimeReceived: dg.Received, Tag: tag}, o.fm, o.emitFn)
+	case datagram.SFlow:
+		err = o.deps.SFlow.Decode(sflow.Packet{Payload: dg.Payload, Exporter: dg.Exporter, TimeReceived: dg.Received}, o.fm, o.sflowEmit)
+	default:
+		err = fmt.Errorf("unknown protocol %s", dg.Protocol)
+	}
+	if err != nil {
+		o.m.decodeErrors.WithLabelValues(dg.Protocol.String()).Inc()
+		o.logDecode("cannot decode datagram", rec, err)
+	}
+	if o.held[tag] > 0 {
+		o.later[tag] = o.curIndex
+	}
+}
+
+func (o *Outlet) logDecode(msg string, rec *kgo.Record, err error) {
+	if ok, suppressed := o.decodeLog.Allow(time.Now()); ok {
+		o.log.Warn("outlet: "+msg, "partition", rec.Partition, "offset", rec.Offset, "error", err, "suppressed", suppressed)
+	}
+}
+
+// emit takes a flow of the datagram tagged tag: it gets its identity (partition, offset,
+// index in the datagram), is enriched and goes into the batch (o.mu held).
+func (o *Outlet) emit(fm *schema.FlowMessage, tag uint64) {
+	var idx uint32
+	if tag == o.curTag {
+		idx = o.curIndex
+		o.curIndex++
+	} else {
+		idx = o.later[tag]
+		o.later[tag] = idx + 1
+	}
+	p, off := splitTag(tag)
+	fm.AppendUint(schema.ColumnDatagramPartition, uint64(p))
+	fm.AppendUint(schema.ColumnDatagramOffset, uint64(off))
+	fm.AppendUint(schema.ColumnDatagramIndex, uint64(idx))
+	if o.deps.Enricher != nil {
+		o.deps.Enricher.Enrich(fm)
+	}
+	msg := fm.Finalize()
+	o.m.flows.Inc()
+	o.flows.Add(1)
+	if o.batch != nil && len(o.batch.Data)+len(msg) > cap(o.batch.Data) {
+		o.sendBatch()
+	}
+	if o.batch == nil {
+		o.batch = o.pool.Get()
+	}
+	o.batch.Append(msg)
+}
+
+// sendBatch hands the current batch to every sink (o.mu held).
+func (o *Outlet) sendBatch() {
+	b := o.batch
+	if b == nil {
+		return
+	}
+	o.batch = nil
+	if b.Flows == 0 || len(o.deps.Sinks) == 0 {
+		b.Release()
+		return
+	}
+	b.Retain(len(o.deps.Sinks) - 1)
+	for _, s := range o.deps.Sinks {
+		if !s.Send(b) {
+			o.sendFailed = true
+		}
+	}
+}
+
+// applyState applies a record of the state topic; the pending data sets it completes are
+// decoded into the batch.
+func (o *Outlet) applyState(r netflow.StateRecord) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.deps.NetFlow.ApplyState(r, o.fm, o.emitFn)
+}
+
+// commitLocked sends the batch, waits for the sinks' acknowledgements and commits the offsets
+// of the datagrams whose flows they hold (o.mu held). When a sink fails, nothing is
+// committed and the partitions are consumed again from their committed offsets.
+func (o *Outlet) commitLocked(ctx context.Context) {
+	o.lastCommit = o.clock.Now()
+	o.deps.NetFlow.ExpirePending(o.latest)
+	o.sendBatch()
+	err := o.acknowledge(ctx)
+	if err == nil && o.sendFailed {
+		err = errors.New("a sink dropped a batch")
+	}
+	o.sendFailed = false
+	if err == nil {
+		// The state learned from these datagrams must reach the other outlets before the
+		// datagrams are committed: nothing would teach it to them again.
+		if serr := o.state.Flush(ctx); serr != nil {
+			err = fmt.Errorf("decoder state topic: %w", serr)
+		}
+	}
+	if err != nil {
+		o.m.errors.WithLabelValues("acknowledge").Inc()
+		if ok, suppressed := o.sinkLog.Allow(time.Now()); ok {
+			o.log.Warn("outlet: the sinks did not acknowledge every flow: consuming again from the committed offsets",
+				"error", err, "suppressed", suppressed)
+		}
+		o.rewindLocked()
+		return
+	}
+	// A partition's datagrams are acknowledged up to the first one still waiting for a
+	// template.
+	upTo := map[int32]int64{}
+	for p, ps := range o.parts {
+		upTo[p] = ps.next
+	}
+	for tag, n := range o.held {
+		if n <= 0 {
+			continue
+		}
+		p, off := splitTag(tag)
+		if cur, ok := upTo[p]; ok && off < cur {
+			upTo[p] = off
+		}
+	}
+	offsets := map[int32]kgo.EpochOffset{}
+	for p, off := range upTo {
+		if off > o.parts[p].committed {
+			offsets[p] = kgo.EpochOffset{Epoch: -1, Offset: off}
+		}
+	}
+	if len(offsets) == 0 {
+		return
+	}
+	var cerr error
+	o.client.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{o.topic.Topic: offsets},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err != nil {
+				cerr = err
+				return
+			}
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if e := kerrOf(p.ErrorCode); e != nil {
+						cerr = e
+						continue
+					}
+					if ps := o.parts[p.Partition]; ps != nil {
+						ps.committed = offsets[p.Partition].Offset
+					}
+				}
+			}
+		})
+	if cerr != nil {
+		o.m.errors.WithLabelValues("commit").Inc()
+		if ok, suppressed := o.sinkLog.Allow(time.Now()); ok {
+			o.log.Warn("outlet: offset commit failed (the datagrams will be decoded again)", "error", cerr, "suppressed", suppressed)
+		}
+		return
+	}
+	o.m.commits.Inc()
+	o.log.Debug("outlet: offsets committed", "offsets", offsets)
+}
+
+// acknowledge asks every sink to acknowledge what it was sent.
+func (o *Outlet) acknowledge(ctx context.Context) error {
+	var errs []error
+	for _, s := range o.deps.Sinks {
+		if err := o.acknowledgeSink(ctx, s); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// rewindLocked makes the consumer read every partition again from its committed offset.
+func (o *Outlet) rewindLocked() {
+	offsets := map[int32]kgo.EpochOffset{}
+	for p, ps := range o.parts {
+		offsets[p] = kgo.EpochOffset{Epoch: -1, Offset: ps.committed}
+		ps.next = ps.committed
+	}
+	if len(offsets) > 0 {
+		o.client.SetOffsets(map[string]map[int32]kgo.EpochOffset{o.topic.Topic: offsets})
+	}
+}
+
+// revoked commits what the sinks acknowledge before the partitions go to another outlet.
+func (o *Outlet) revoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	o.log.Debug("outlet: partitions revoked", "partitions", revoked)
+	if len(revoked[o.topic.Topic]) == 0 {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.commitLocked(ctx)
+	o.forgetLocked(revoked)
+}
+
+// lost forgets partitions that went elsewhere without a chance to commit.
+func (o *Outlet) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	o.log.Debug("outlet: partitions lost", "partitions", lost)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.forgetLocked(lost)
+}
+
+func (o *Outlet) forgetLocked(m map[string][]int32) {
+	for _, p := range m[o.topic.Topic] {
+		delete(o.parts, p)
+	}
+}
+
+// Counts returns the datagram records handled and the flows handed to the sinks so far
+// (datagrams read again after a failed acknowledgement are counted again).
+func (o *Outlet) Counts() (datagrams, flows int64) { return o.datagrams.Load(), o.flows.Load() }
+
+// Held returns the number of datagrams with data sets waiting for their template.
+func (o *Outlet) Held() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.held)
+}
+
+// Ready tells whether the state topic was read and the outlet consumes.
+func (o *Outlet) Ready() bool { return o.ready.Load() }
+
+// Stop stops consuming, sends the last batch, commits what the sinks acknowledge and leaves
+// the group. Stop the sinks after it.
+func (o *Outlet) Stop() error {
+	if o.cancel != nil {
+		o.cancel()
+		<-o.done
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	o.mu.Lock()
+	o.commitLocked(ctx)
+	o.mu.Unlock()
+	// Leaving the group revokes the partitions (revoked commits again: nothing new).
+	o.client.Close()
+	return o.state.Stop()
+}
+
+// observer hears the netflow decoder: learned state goes to the state topic, held data
+// sets delay the commit of their datagrams. Its methods run inside decoder calls, that is
+// with o.mu held.
+type observer struct{ o *Outlet }
+
+func (ob observer) StateLearned(r netflow.StateRecord) { ob.o.state.Publish(r) }
+
+func (ob observer) PendingHeld(tag uint64) {
+	ob.o.held[tag]++
+	ob.o.m.held.Inc()
+}
+
+func (ob observer) PendingReleased(tag uint64, decoded bool) {
+	o := ob.o
+	o.m.held.Dec()
+	if o.held[tag]--; o.held[tag] <= 0 {
+		delete(o.held, tag)
+		delete(o.later, tag)
+	}
+	if !decoded {
+		o.m.pendingDropped.Inc()
+	}
+}
