@@ -17,6 +17,7 @@ import (
 	"flowzero/capture/flows"
 	"flowzero/capture/server"
 	"flowzero/collector"
+	"flowzero/console"
 	"flowzero/decoder/netflow"
 	"flowzero/decoder/sflow"
 	"flowzero/demo"
@@ -72,6 +73,7 @@ type App struct {
 	kafka      *kafka.Sink
 	file       *file.Sink
 	store      *store.Sink
+	console    *console.Console // nil when not served
 	demoCancel context.CancelFunc
 	demoDone   chan struct{}
 }
@@ -160,6 +162,9 @@ func New(cfg Configuration, deps Dependencies) (*App, error) {
 		a.store = st
 		a.sinks = append(a.sinks, st)
 	}
+	if err := a.newConsole(); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -185,6 +190,8 @@ func (a *App) Start() error {
 	if err != nil {
 		return err
 	}
+	handlers := map[string]http.Handler{ribhttp.Path: lookup} // any method: the handler counts its 405s
+	a.addConsoleHandlers(handlers)
 	c, err := collector.New(a.cfg.Collector, collector.Dependencies{
 		Schema: a.schema,
 		Decoders: map[string]collector.Decoder{
@@ -196,7 +203,7 @@ func (a *App) Start() error {
 		Registry: a.registry,
 		Logger:   a.log,
 		Reload:   a.Reload,
-		Handlers: map[string]http.Handler{ribhttp.Path: lookup}, // any method: the handler counts its 405s
+		Handlers: handlers,
 		ExporterDetails: func(addr netip.Addr) any {
 			return exporterDetails(addr, map[string]detailsSource{"netflow": a.netflow, "sflow": a.sflow})
 		},

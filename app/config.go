@@ -12,6 +12,7 @@ import (
 	"flowzero/capture/flows"
 	"flowzero/capture/server"
 	"flowzero/collector"
+	"flowzero/console"
 	"flowzero/decoder/netflow"
 	"flowzero/decoder/sflow"
 	"flowzero/enrich"
@@ -46,6 +47,9 @@ type Configuration struct {
 	Capture CaptureSection `yaml:"capture"`
 	// Outputs selects and configures the sinks.
 	Outputs OutputsConfiguration `yaml:"outputs"`
+	// Console serves the web console on the collector's HTTP listener (collector.http.listen,
+	// loopback by default), beside the API it reads.
+	Console console.Configuration `yaml:"console"`
 }
 
 // CaptureSection is the embedded capture server with its switch.
@@ -129,7 +133,16 @@ func DefaultConfiguration() Configuration {
 			File:  FileOutput{Enabled: true, Configuration: file.DefaultConfiguration()},
 			Store: StoreOutput{Configuration: store.DefaultConfiguration()},
 		},
+		Console: defaultConsole(),
 	}
+}
+
+// defaultConsole is the console's defaults with its views file left to follow the store
+// (consoleConfiguration).
+func defaultConsole() console.Configuration {
+	c := console.DefaultConfiguration()
+	c.ViewsFile = ""
+	return c
 }
 
 // Validate checks every section, naming the bad key with its full path.
@@ -189,6 +202,9 @@ func (c *Configuration) Validate() error {
 		if err := c.Outputs.Store.ValidateSink(); err != nil {
 			return config.Prefix("outputs.store", err)
 		}
+	}
+	if err := c.consoleConfiguration().Validate(); err != nil {
+		return config.Prefix("console", err)
 	}
 	return nil
 }

@@ -55,6 +55,9 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 	if err := a.Start(); err != nil {
 		return err
 	}
+	if u := a.ConsoleURL(); u != "" {
+		fmt.Fprintf(stdout, "web console: %s\n", u)
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	for s := range sig {
