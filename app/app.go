@@ -27,6 +27,7 @@ import (
 	"flowzero/output/file"
 	"flowzero/output/jsonl"
 	"flowzero/output/kafka"
+	"flowzero/query/httpapi"
 	"flowzero/rib/ribhttp"
 	"flowzero/routing"
 	"flowzero/schema"
@@ -41,6 +42,8 @@ type Dependencies struct {
 	// first and last datagrams, the demo exporters' flow times (clock.System{} when nil;
 	// tests give testutil.Clock()).
 	Clock clock.Clock
+	// Version is the collector's version, which the query API's config route reports.
+	Version string
 }
 
 // App is a running `flowzero collect`.
@@ -48,6 +51,7 @@ type App struct {
 	cfg       Configuration
 	log       *slog.Logger
 	clock     clock.Clock
+	version   string
 	registry  *prometheus.Registry
 	schema    *schema.Schema
 	netflow   *netflow.Decoder
@@ -85,7 +89,7 @@ func New(cfg Configuration, deps Dependencies) (*App, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &App{cfg: cfg, log: log, clock: clock.Or(deps.Clock), registry: prometheus.NewRegistry(), Stdout: os.Stdout}
+	a := &App{cfg: cfg, log: log, clock: clock.Or(deps.Clock), version: deps.Version, registry: prometheus.NewRegistry(), Stdout: os.Stdout}
 	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s, err := schema.New(cfg.Schema)
 	if err != nil {
@@ -185,6 +189,10 @@ func (a *App) Start() error {
 	if err != nil {
 		return err
 	}
+	queryAPI, err := a.queryHandler()
+	if err != nil {
+		return err
+	}
 	c, err := collector.New(a.cfg.Collector, collector.Dependencies{
 		Schema: a.schema,
 		Decoders: map[string]collector.Decoder{
@@ -196,7 +204,8 @@ func (a *App) Start() error {
 		Registry: a.registry,
 		Logger:   a.log,
 		Reload:   a.Reload,
-		Handlers: map[string]http.Handler{ribhttp.Path: lookup}, // any method: the handler counts its 405s
+		// Any method: the handlers count their 405s.
+		Handlers: map[string]http.Handler{ribhttp.Path: lookup, httpapi.Prefix: queryAPI},
 		ExporterDetails: func(addr netip.Addr) any {
 			return exporterDetails(addr, map[string]detailsSource{"netflow": a.netflow, "sflow": a.sflow})
 		},

@@ -18,6 +18,7 @@ import (
 	"flowzero/internal/config"
 	"flowzero/output/file"
 	"flowzero/output/kafka"
+	"flowzero/query"
 	"flowzero/routing"
 	"flowzero/schema"
 	"flowzero/store"
@@ -46,6 +47,10 @@ type Configuration struct {
 	Capture CaptureSection `yaml:"capture"`
 	// Outputs selects and configures the sinks.
 	Outputs OutputsConfiguration `yaml:"outputs"`
+	// Query bounds and tunes the query API (/api/v0/query/..., `flowzero query`), served on
+	// the embedded engine with outputs.store.enabled, else on the ClickHouse server of
+	// outputs.store.clickhouse.url.
+	Query query.Configuration `yaml:"query"`
 }
 
 // CaptureSection is the embedded capture server with its switch.
@@ -129,6 +134,7 @@ func DefaultConfiguration() Configuration {
 			File:  FileOutput{Enabled: true, Configuration: file.DefaultConfiguration()},
 			Store: StoreOutput{Configuration: store.DefaultConfiguration()},
 		},
+		Query: query.DefaultConfiguration(),
 	}
 }
 
@@ -189,6 +195,14 @@ func (c *Configuration) Validate() error {
 		if err := c.Outputs.Store.ValidateSink(); err != nil {
 			return config.Prefix("outputs.store", err)
 		}
+	} else if c.Outputs.Store.ClickHouse.URL != "" {
+		// The query API reads that server.
+		if err := c.Outputs.Store.Validate(); err != nil {
+			return config.Prefix("outputs.store", err)
+		}
+	}
+	if err := c.Query.Validate(); err != nil {
+		return config.Prefix("query", err)
 	}
 	return nil
 }
