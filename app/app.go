@@ -28,6 +28,7 @@ import (
 	"flowzero/output/file"
 	"flowzero/output/jsonl"
 	"flowzero/output/kafka"
+	"flowzero/query/httpapi"
 	"flowzero/rib/ribhttp"
 	"flowzero/routing"
 	"flowzero/schema"
@@ -42,6 +43,8 @@ type Dependencies struct {
 	// first and last datagrams, the demo exporters' flow times (clock.System{} when nil;
 	// tests give testutil.Clock()).
 	Clock clock.Clock
+	// Version is the collector's version, which the query API's config route reports.
+	Version string
 }
 
 // App is a running `flowzero collect`.
@@ -49,6 +52,7 @@ type App struct {
 	cfg       Configuration
 	log       *slog.Logger
 	clock     clock.Clock
+	version   string
 	registry  *prometheus.Registry
 	schema    *schema.Schema
 	netflow   *netflow.Decoder
@@ -87,7 +91,7 @@ func New(cfg Configuration, deps Dependencies) (*App, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &App{cfg: cfg, log: log, clock: clock.Or(deps.Clock), registry: prometheus.NewRegistry(), Stdout: os.Stdout}
+	a := &App{cfg: cfg, log: log, clock: clock.Or(deps.Clock), version: deps.Version, registry: prometheus.NewRegistry(), Stdout: os.Stdout}
 	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s, err := schema.New(cfg.Schema)
 	if err != nil {
@@ -190,7 +194,12 @@ func (a *App) Start() error {
 	if err != nil {
 		return err
 	}
-	handlers := map[string]http.Handler{ribhttp.Path: lookup} // any method: the handler counts its 405s
+	queryAPI, err := a.queryHandler()
+	if err != nil {
+		return err
+	}
+	// Any method: the handlers count their 405s.
+	handlers := map[string]http.Handler{ribhttp.Path: lookup, httpapi.Prefix: queryAPI}
 	a.addConsoleHandlers(handlers)
 	c, err := collector.New(a.cfg.Collector, collector.Dependencies{
 		Schema: a.schema,

@@ -19,6 +19,7 @@ import (
 	"flowzero/internal/config"
 	"flowzero/output/file"
 	"flowzero/output/kafka"
+	"flowzero/query"
 	"flowzero/routing"
 	"flowzero/schema"
 	"flowzero/store"
@@ -47,6 +48,10 @@ type Configuration struct {
 	Capture CaptureSection `yaml:"capture"`
 	// Outputs selects and configures the sinks.
 	Outputs OutputsConfiguration `yaml:"outputs"`
+	// Query bounds and tunes the query API (/api/v0/query/..., `flowzero query`), served on
+	// the embedded engine with outputs.store.enabled, else on the ClickHouse server of
+	// outputs.store.clickhouse.url.
+	Query query.Configuration `yaml:"query"`
 	// Console serves the web console on the collector's HTTP listener (collector.http.listen,
 	// loopback by default), beside the API it reads.
 	Console console.Configuration `yaml:"console"`
@@ -133,6 +138,7 @@ func DefaultConfiguration() Configuration {
 			File:  FileOutput{Enabled: true, Configuration: file.DefaultConfiguration()},
 			Store: StoreOutput{Configuration: store.DefaultConfiguration()},
 		},
+		Query:   query.DefaultConfiguration(),
 		Console: defaultConsole(),
 	}
 }
@@ -202,6 +208,14 @@ func (c *Configuration) Validate() error {
 		if err := c.Outputs.Store.ValidateSink(); err != nil {
 			return config.Prefix("outputs.store", err)
 		}
+	} else if c.Outputs.Store.ClickHouse.URL != "" {
+		// The query API reads that server.
+		if err := c.Outputs.Store.Validate(); err != nil {
+			return config.Prefix("outputs.store", err)
+		}
+	}
+	if err := c.Query.Validate(); err != nil {
+		return config.Prefix("query", err)
 	}
 	if err := c.consoleConfiguration().Validate(); err != nil {
 		return config.Prefix("console", err)

@@ -37,7 +37,7 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 		cfg.Enrich.Exporters = app.DemoMetadata()
 	}
 	log := cfg.Log.NewLogger(stderr)
-	a, err := app.New(cfg, app.Dependencies{Logger: log})
+	a, err := app.New(cfg, app.Dependencies{Logger: log, Version: version})
 	if err != nil {
 		return err
 	}
