@@ -78,6 +78,12 @@ func TestChoose(t *testing.T) {
 		"flows": now.Add(-7 * time.Minute), "flows_1m": alignDown(now.Add(-7*time.Minute), time.Minute),
 		"flows_5m": alignDown(now.Add(-7*time.Minute), 5*time.Minute), "flows_1h": alignDown(now, time.Hour),
 	}
+	// A collector started late in the hour: the hour's table has a row at the top of the
+	// hour, minutes before the first flow.
+	late := map[string]time.Time{
+		"flows": now.Add(-3 * time.Minute), "flows_1m": alignDown(now.Add(-3*time.Minute), time.Minute),
+		"flows_5m": alignDown(now.Add(-3*time.Minute), 5*time.Minute), "flows_1h": alignDown(now, time.Hour),
+	}
 	withCount := testCatalog(t)
 	for i := range withCount.Aggregated {
 		withCount.Aggregated[i].FlowCount = true
@@ -105,6 +111,8 @@ func TestChoose(t *testing.T) {
 		{"24h/200 counting flows, with Flows", withCount, full, 24 * time.Hour, 200, false, true, "flows_5m", 5 * time.Minute, 288},
 		{"24h/200, young", cat, young, 24 * time.Hour, 200, false, false, "flows_5m", 5 * time.Minute, 288},
 		{"1h/60, young", cat, young, time.Hour, 60, false, false, "flows_1m", time.Minute, 60},
+		{"6h/200, started late in the hour", cat, late, 6 * time.Hour, 200, false, false, "flows_1m", time.Minute, 360},
+		{"24h/200, started late in the hour", cat, late, 24 * time.Hour, 200, false, false, "flows_5m", 5 * time.Minute, 288},
 		{"24h/200, empty", cat, map[string]time.Time{}, 24 * time.Hour, 200, false, false, "flows_5m", 5 * time.Minute, 288},
 		{"2s/5", cat, full, 2 * time.Second, 5, false, false, "flows", time.Second, 2},
 	} {
