@@ -84,6 +84,12 @@ func TestChoose(t *testing.T) {
 		"flows": now.Add(-3 * time.Minute), "flows_1m": alignDown(now.Add(-3*time.Minute), time.Minute),
 		"flows_5m": alignDown(now.Add(-3*time.Minute), 5*time.Minute), "flows_1h": alignDown(now, time.Hour),
 	}
+	// A collector started 20 s ago: its aggregated tables hold only buckets still open,
+	// which the windows, made of whole intervals, leave out.
+	started := map[string]time.Time{
+		"flows": now.Add(-20 * time.Second), "flows_1m": alignDown(now, time.Minute),
+		"flows_5m": alignDown(now, 5*time.Minute), "flows_1h": alignDown(now, time.Hour),
+	}
 	withCount := testCatalog(t)
 	for i := range withCount.Aggregated {
 		withCount.Aggregated[i].FlowCount = true
@@ -113,6 +119,8 @@ func TestChoose(t *testing.T) {
 		{"1h/60, young", cat, young, time.Hour, 60, false, false, "flows_1m", time.Minute, 60},
 		{"6h/200, started late in the hour", cat, late, 6 * time.Hour, 200, false, false, "flows_1m", time.Minute, 360},
 		{"24h/200, started late in the hour", cat, late, 24 * time.Hour, 200, false, false, "flows_5m", 5 * time.Minute, 288},
+		{"24h/200, started 20 s ago", cat, started, 24 * time.Hour, 200, false, false, "flows", 432 * time.Second, 200},
+		{"5m/5, started 20 s ago", cat, started, 5 * time.Minute, 5, false, false, "flows", time.Minute, 5},
 		{"24h/200, empty", cat, map[string]time.Time{}, 24 * time.Hour, 200, false, false, "flows_5m", 5 * time.Minute, 288},
 		{"2s/5", cat, full, 2 * time.Second, 5, false, false, "flows", time.Second, 2},
 	} {
