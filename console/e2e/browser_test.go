@@ -245,6 +245,7 @@ func (b *browser) calls(part string) []apiCall {
 // lastCall returns the page's last answered call to part.
 func (b *browser) lastCall(part string) apiCall {
 	b.t.Helper()
+	b.waitFor("a call to "+part, fmt.Sprintf(`(window.__flowzeroAPI || []).some((c) => c.url.includes(%q))`, part))
 	calls := b.calls(part)
 	if len(calls) == 0 {
 		b.t.Fatalf("the page made no call to %s", part)
