@@ -299,8 +299,8 @@ func TestLinePreviousPeriod(t *testing.T) {
 	}
 }
 
-// TestLineUnits checks each unit against the oracle; flows per second need the flows table
-// (the aggregated tables do not count flows).
+// TestLineUnits checks each unit against the oracle, flows per second included (the
+// aggregated tables count flows).
 func TestLineUnits(t *testing.T) {
 	s, e := newService(t)
 	start := e.Anchor.Add(-querytest.Recent)
@@ -312,9 +312,6 @@ func TestLineUnits(t *testing.T) {
 				t.Fatal(err)
 			}
 			table, interval := "flows_1m", time.Minute
-			if u == UnitFps {
-				table, interval = "flows", 108*time.Second
-			}
 			if res.Table != table || res.Interval != int64(interval/time.Second) {
 				t.Fatalf("table %s, interval %d", res.Table, res.Interval)
 			}
@@ -683,11 +680,8 @@ func TestTable(t *testing.T) {
 				t.Errorf("%s row %s: bytes %d packets %d, want %+v", force, name, r.Bytes, r.Packets, w)
 				continue
 			}
-			if force == "flows" && (r.Flows == nil || uint64(*r.Flows) != w.flows) {
+			if r.Flows == nil || uint64(*r.Flows) != w.flows {
 				t.Errorf("%s row %s: flows %v, want %d", force, name, r.Flows, w.flows)
-			}
-			if force == "" && r.Flows != nil {
-				t.Errorf("row %s: flows %d from an aggregated table without a flow count", name, *r.Flows)
 			}
 			if name == "Other" {
 				continue
@@ -956,3 +950,4 @@ func TestDimensionKinds(t *testing.T) {
 		}
 	}
 }
+
