@@ -4,6 +4,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -951,3 +952,59 @@ func TestDimensionKinds(t *testing.T) {
 	}
 }
 
+// TestRawSQL runs the user's statements of `flowzero store query` through the service:
+// SELECTs answer in the format asked; statements that write, change settings, read files
+// or URLs, or hold a second statement are refused, by the service or by the engine.
+func TestRawSQL(t *testing.T) {
+	s, e := newService(t)
+	ctx := context.Background()
+	res, err := s.RawSQL(ctx, RawSQLRequest{SQL: "SELECT count() FROM flowzero.flows;\n", Format: "TSV"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%d\n", len(e.Flows)); res.Output != want || res.Format != "TSV" {
+		t.Errorf("count: %+v, want %q", res, want)
+	}
+	res, err = s.RawSQL(ctx, RawSQLRequest{SQL: "WITH 2 AS two SELECT two, format('{}-{}', 'a', 'b')"})
+	if err != nil || res.Output != "2\ta-b\n" {
+		t.Errorf("WITH: %+v %v", res, err)
+	}
+	for _, c := range []struct{ sql, format, field string }{
+		{"INSERT INTO flowzero.flows (Bytes) VALUES (1)", "", "sql"},
+		{"DROP TABLE flowzero.flows", "", "sql"},
+		{"SELECT 1; DROP TABLE flowzero.flows", "", "sql"},
+		{"SELECT 1 -- comment", "", "sql"},
+		{"SELECT 1 SETTINGS readonly = 0", "", "sql"},
+		{"SELECT 1 FORMAT JSON", "", "sql"},
+		{"SELECT 1 INTO OUTFILE '/tmp/x'", "", "sql"},
+		{"", "", "sql"},
+		{"SELECT 1", "JSON; DROP", "format"},
+	} {
+		_, err := s.RawSQL(ctx, RawSQLRequest{SQL: c.sql, Format: c.format})
+		var re *RequestError
+		if !errors.As(err, &re) || re.Field != c.field {
+			t.Errorf("%q: %v, want an error on %s", c.sql, err, c.field)
+		}
+	}
+	for _, sql := range []string{
+		"SELECT * FROM file('/etc/hostname', 'LineAsString')",
+		"SELECT * FROM url('http://127.0.0.1:1/', 'LineAsString')",
+		"SELECT (SELECT 1) FROM (INSERT INTO flowzero.flows (Bytes) VALUES (1))",
+	} {
+		if res, err := s.RawSQL(ctx, RawSQLRequest{SQL: sql}); err == nil {
+			t.Errorf("%q ran: %q", sql, res.Output)
+		}
+	}
+	if got := e.Flows; fmt.Sprint(len(got)) != strings.TrimSpace(mustRaw(t, s, "SELECT count() FROM flowzero.flows")) {
+		t.Error("the flows table changed")
+	}
+}
+
+func mustRaw(t *testing.T, s *Service, sql string) string {
+	t.Helper()
+	res, err := s.RawSQL(context.Background(), RawSQLRequest{SQL: sql})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Output
+}
