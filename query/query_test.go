@@ -90,9 +90,9 @@ func TestChoose(t *testing.T) {
 		"flows": now.Add(-20 * time.Second), "flows_1m": alignDown(now, time.Minute),
 		"flows_5m": alignDown(now, 5*time.Minute), "flows_1h": alignDown(now, time.Hour),
 	}
-	withCount := testCatalog(t)
-	for i := range withCount.Aggregated {
-		withCount.Aggregated[i].FlowCount = true
+	withoutCount := testCatalog(t) // tables that do not count flows
+	for i := range withoutCount.Aggregated {
+		withoutCount.Aggregated[i].FlowCount = false
 	}
 	for _, c := range []struct {
 		name      string
@@ -113,8 +113,8 @@ func TestChoose(t *testing.T) {
 		{"30d/200: flows_1m is too young", cat, full, 30 * 24 * time.Hour, 200, false, false, "flows_1h", 3 * time.Hour, 240},
 		{"20d/200: the flows table too", cat, full, 20 * 24 * time.Hour, 2000, false, false, "flows_5m", 10 * time.Minute, 2880},
 		{"24h/200 flows only", cat, full, 24 * time.Hour, 200, true, false, "flows", 432 * time.Second, 200},
-		{"24h/200 counting flows", cat, full, 24 * time.Hour, 200, false, true, "flows", 432 * time.Second, 200},
-		{"24h/200 counting flows, with Flows", withCount, full, 24 * time.Hour, 200, false, true, "flows_5m", 5 * time.Minute, 288},
+		{"24h/200 counting flows, without Flows", withoutCount, full, 24 * time.Hour, 200, false, true, "flows", 432 * time.Second, 200},
+		{"24h/200 counting flows", cat, full, 24 * time.Hour, 200, false, true, "flows_5m", 5 * time.Minute, 288},
 		{"24h/200, young", cat, young, 24 * time.Hour, 200, false, false, "flows_5m", 5 * time.Minute, 288},
 		{"1h/60, young", cat, young, time.Hour, 60, false, false, "flows_1m", time.Minute, 60},
 		{"6h/200, started late in the hour", cat, late, 6 * time.Hour, 200, false, false, "flows_1m", time.Minute, 360},
@@ -258,8 +258,10 @@ func TestValidate(t *testing.T) {
 
 // fakeEngine answers every query with answer (or err) and records the statements.
 type fakeEngine struct {
-	mu      sync.Mutex
-	answer  string
+	mu     sync.Mutex
+	answer string
+	tables string // the answer to the tables' oldest rows, when not the default
+
 	err     error
 	queries []string
 }
@@ -271,8 +273,11 @@ func (f *fakeEngine) Query(_ context.Context, sql, _ string) ([]byte, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
+	if strings.Contains(sql, "min(TimeReceived)") && f.tables != "" {
+		return []byte(f.tables), nil
+	}
 	if strings.Contains(sql, "min(TimeReceived)") {
-		return []byte(`{"meta":[{"name":"name","type":"String"},{"name":"oldest","type":"UInt32"},{"name":"n","type":"UInt64"}],"data":[["flows",1,1],["flows_1m",1,1]]}`), nil
+		return []byte(`{"meta":[{"name":"name","type":"String"},{"name":"oldest","type":"UInt32"},{"name":"n","type":"UInt64"},{"name":"counted","type":"UInt32"},{"name":"nc","type":"UInt64"}],"data":[["flows",1,1,1,1],["flows_1m",1,1,1,1]]}`), nil
 	}
 	return []byte(f.answer), nil
 }
@@ -394,5 +399,52 @@ func TestCompleteValues(t *testing.T) {
 	}
 	if strings.Join(vs.asked, ",") != "InIfDescription:tr,SrcAS:" {
 		t.Errorf("asked %v", vs.asked)
+	}
+}
+
+// TestCountedRows: rows an aggregated table got before it had its Flows column count no
+// flows. Flows per second read a table from its oldest row that counts flows, and the table
+// route gives no flow count for a range its table did not count.
+func TestCountedRows(t *testing.T) {
+	now := testutil.Now().Truncate(time.Hour)
+	day, hour := now.Add(-24*time.Hour).Unix(), now.Add(-time.Hour).Unix()
+	eng := &fakeEngine{
+		tables: fmt.Sprintf(`{"meta":[{"name":"name","type":"String"},{"name":"oldest","type":"UInt32"},{"name":"n","type":"UInt64"},`+
+			`{"name":"counted","type":"UInt32"},{"name":"nc","type":"UInt64"}],"data":[["flows",%[1]d,1,%[1]d,1],["flows_1m",%[1]d,1,%[2]d,1]]}`, day, hour),
+		answer: `{"meta":[{"name":"axis","type":"UInt8"},{"name":"b","type":"Int64"},{"name":"dims","type":"Array(String)"},` +
+			`{"name":"v","type":"Float64"},{"name":"bytes","type":"UInt64"},{"name":"packets","type":"UInt64"},{"name":"flows","type":"Nullable(UInt64)"}],` +
+			`"data":[[1,0,["AS64500"],8000,1000,10,3]]}`,
+	}
+	s, err := New(DefaultConfiguration(), testCatalog(t), eng, &stepClock{t: now}, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		since time.Duration
+		units Unit
+		table string
+		flows bool
+	}{
+		{6 * time.Hour, UnitL3bps, "flows_1m", false},
+		{6 * time.Hour, UnitFps, "flows", true},
+		{30 * time.Minute, UnitFps, "flows_1m", true},
+		{30 * time.Minute, UnitL3bps, "flows_1m", true},
+	} {
+		req := TableRequest{Common: Common{Start: now.Add(-c.since), End: now, Units: c.units, Dimensions: []string{"SrcAS"}}, Points: 30}
+		res, err := s.Table(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Table != c.table || len(res.Rows) != 1 || (res.Rows[0].Flows != nil) != c.flows {
+			t.Errorf("%s in %s over %s: table %s, rows %+v, want %s with flows counted: %v", c.units, "table", c.since, res.Table, res.Rows, c.table, c.flows)
+		}
+		line, err := s.Line(ctx, LineRequest{Common: req.Common, Points: 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line.Table != c.table {
+			t.Errorf("%s in line over %s: table %s, want %s", c.units, c.since, line.Table, c.table)
+		}
 	}
 }
