@@ -136,8 +136,8 @@ func (c *collectorRun) waitStored(t *testing.T, what string, at time.Time) {
 	testutil.WaitUntil(t, what, func() bool { return c.newestFlow(t).After(at) })
 }
 
-// shotsDir is var/console-e2e at the repository's root, emptied of previous screenshots.
-func shotsDir(t *testing.T) string {
+// shotsDir is var/<name> at the repository's root, emptied of previous screenshots.
+func shotsDir(t *testing.T, name string) string {
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func shotsDir(t *testing.T) string {
 		}
 		root = parent
 	}
-	dir := filepath.Join(root, "var", "console-e2e")
+	dir := filepath.Join(root, "var", name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -21,14 +21,14 @@ import (
 
 // lineAnswer is the answer of /api/v0/query/line (and of the home page's graph).
 type lineAnswer struct {
-	Table     string             `json:"table"`
-	Interval  int                `json:"interval"`
-	T         []string           `json:"t"`
-	Rows      [][]string         `json:"rows"`
-	Axis      []int              `json:"axis"`
-	Points    [][]float64        `json:"points"`
-	Avg       []float64          `json:"avg"`
-	Total     []float64          `json:"total"`
+	Table     string            `json:"table"`
+	Interval  int               `json:"interval"`
+	T         []string          `json:"t"`
+	Rows      [][]string        `json:"rows"`
+	Axis      []int             `json:"axis"`
+	Points    [][]float64       `json:"points"`
+	Avg       []float64         `json:"avg"`
+	Total     []float64         `json:"total"`
 	AxisNames map[string]string `json:"axisNames"`
 }
 
@@ -57,7 +57,7 @@ func TestConsole(t *testing.T) {
 	exe := chromiumPath(t)
 	start := testutil.Now()
 	c := startCollector(t)
-	dir := shotsDir(t)
+	dir := shotsDir(t, "console-e2e")
 	// The Visualize pages show a fixed range of the first 45 s of data: their answers do
 	// not change while the test compares them with direct calls. The pages of live data
 	// come first, while that range fills.
@@ -143,7 +143,8 @@ func testHome(t *testing.T, b *browser, c *collectorRun, dir string) {
 			Value float64
 		}
 		json.Unmarshal(pie.Series[0].Data, &data)
-		if len(data) != len(top.Top) || len(data) < 2 {
+		// One slice is possible: the external traffic goes to the demo's own AS.
+		if len(data) != len(top.Top) || len(data) == 0 {
 			t.Errorf("pie %s: %d slices, the answer %d", title, len(data), len(top.Top))
 			continue
 		}
@@ -228,6 +229,7 @@ func testVisualize(t *testing.T, b *browser, c *collectorRun, dir, query, graph 
 		checkLineChart(t, graph, charts[0], l, graph)
 		checkLineTable(t, graph, l, rows)
 	}
+	b.waitFor("the chart's animation", `document.querySelector("[data-settled=true]")`)
 	b.screenshot(dir, "02-visualize-"+graph, false)
 	b.noConsoleErrors("visualize " + graph)
 	return ms
@@ -330,6 +332,7 @@ func testSavedViews(t *testing.T, b *browser, c *collectorRun, dir, query string
 	if g := eval[string](b, `document.querySelector("aside button[aria-pressed=true]").textContent.trim()`); g != "Sankey" {
 		t.Errorf("the view opened as %q", g)
 	}
+	b.waitFor("the chart's animation", `document.querySelector("[data-settled=true]")`)
 	b.screenshot(dir, "04-saved-view", false)
 
 	b.open("/views")

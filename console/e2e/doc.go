@@ -2,7 +2,8 @@
 // demo exporters and the embedded store, driven by a real Chromium through the DevTools
 // protocol (chromedp). Every page is opened, the charts' data are read from the page and
 // compared with the API's answers, the browser's console must stay free of errors, and a
-// screenshot of each page is written under var/console-e2e/.
+// screenshot of each page is written under var/console-e2e/ (var/console-perf/ for
+// TestConsolePerformance).
 //
 // The test needs the embedded engine and the built console: `make console-e2e` (part of
 // `make test`'s integration phase) builds both and runs it with the tags chdb and
