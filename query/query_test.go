@@ -347,6 +347,29 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestTablesEmpty checks that the state of tables all empty is read again within
+// tablesRetry, not TablesRefresh: a collector's first flows are seen early.
+func TestTablesEmpty(t *testing.T) {
+	eng := &fakeEngine{answer: `{"meta":[],"data":[]}`, tables: `{"meta":[{"name":"name","type":"String"},{"name":"oldest","type":"UInt32"},{"name":"n","type":"UInt64"},{"name":"counted","type":"UInt32"},{"name":"nc","type":"UInt64"}],"data":[["flows",0,0,0,0],["flows_1m",0,0,0,0]]}`}
+	clk := &stepClock{t: testutil.Now()}
+	s, err := New(DefaultConfiguration(), testCatalog(t), eng, clk, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.Tables(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := len(eng.queries)
+	if _, err := s.Tables(ctx); err != nil || len(eng.queries) != n {
+		t.Fatalf("read again at once: %d statements, %v", len(eng.queries)-n, err)
+	}
+	clk.add(tablesRetry)
+	if _, err := s.Tables(ctx); err != nil || len(eng.queries) == n {
+		t.Fatalf("not read again after %s: %v", tablesRetry, err)
+	}
+}
+
 // fakeValues proposes fixed values.
 type fakeValues struct{ asked []string }
 

@@ -86,7 +86,8 @@ func (s *Service) Configuration() Configuration { return s.cfg }
 // Now returns the service's clock's time.
 func (s *Service) Now() time.Time { return s.clock.Now() }
 
-// tablesRetry is when the tables' state is read again after a failure.
+// tablesRetry is when the tables' state is read again after a failure, or when every table
+// was empty.
 const tablesRetry = 5 * time.Second
 
 // tables returns the state of the tables, read again when older than TablesRefresh. When
@@ -118,6 +119,13 @@ func (s *Service) tables(ctx context.Context) (*tablesState, error) {
 		return &kept, nil
 	}
 	st = v.(*tablesState)
+	if len(st.oldest) == 0 {
+		// No table holds a row yet (a collector just started): read again soon, not in
+		// TablesRefresh, so that the first flows are drawn from the right tables.
+		young := *st
+		young.read = st.read.Add(tablesRetry - s.cfg.TablesRefresh)
+		st = &young
+	}
 	s.mu.Lock()
 	s.state = st
 	s.mu.Unlock()
