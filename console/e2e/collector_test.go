@@ -37,8 +37,8 @@ func (l testLog) Write(p []byte) (int, error) {
 
 // startCollector starts what `make run` starts, on free loopback ports: the demo exporters
 // (with their metadata) sending to the collector, which stores the flows in the embedded
-// engine, serves the query API and the console. The store inserts every half second and
-// its aggregated tables follow within a second, so that pages see data early.
+// engine, serves the query API and the console. The store inserts every second and its
+// aggregated tables follow within a second, so that pages see data early.
 func startCollector(t *testing.T) *collectorRun {
 	cfg := app.DefaultConfiguration()
 	cfg.Log.Level = "warn"
@@ -52,7 +52,9 @@ func startCollector(t *testing.T) *collectorRun {
 	cfg.Outputs.Store.Enabled = true
 	dir := t.TempDir()
 	cfg.Outputs.Store.Embedded.Path = filepath.Join(dir, "chdb")
-	cfg.Outputs.Store.Embedded.FlushInterval = 500 * time.Millisecond
+	cfg.Outputs.Store.Embedded.FlushInterval = time.Second
+	// Room for the batches of a machine busy with other tests: none dropped.
+	cfg.Outputs.Store.Embedded.QueueLength = 32
 	cfg.Outputs.Store.Embedded.PreAggregateInterval = time.Second
 	cfg.Outputs.Store.Embedded.MaxThreads = 2
 	cfg.Enrich.Exporters = app.DemoMetadata()

@@ -58,11 +58,11 @@ func TestConsole(t *testing.T) {
 	start := testutil.Now()
 	c := startCollector(t)
 	dir := shotsDir(t, "console-e2e")
-	// The Visualize pages show a fixed range of the first 45 s of data: their answers do
+	// The Visualize pages show a fixed range of the first 30 s of data: their answers do
 	// not change while the test compares them with direct calls. The pages of live data
 	// come first, while that range fills.
 	from := start.Truncate(time.Second).Add(time.Second)
-	to := from.Add(45 * time.Second)
+	to := from.Add(30 * time.Second)
 	c.waitStored(t, "the first seconds of flows", from.Add(4*time.Second))
 	b := newBrowser(t, exe, c.base)
 
