@@ -62,6 +62,7 @@ INTEGRATION_TARGETS += console-e2e
 
 QUERY_BENCH_DIR ?= $(abspath $(CACHE))/bench-query
 console-perf: console chdb-fetch
+	@test -f $(QUERY_BENCH_DIR)/dataset.json || { echo "console-perf: no data set in $(QUERY_BENCH_DIR): make bench-query-data builds it"; exit 1; }
 	FLOWZERO_CONSOLE_BENCH=$(QUERY_BENCH_DIR)/chdb $(GO) test -count=1 -timeout 20m -tags 'chdb integration' \
 	  -run '^TestConsolePerformance$$' -v ./console/e2e
 

@@ -82,6 +82,9 @@ func TestConsolePerformance(t *testing.T) {
 		homeDOM = append(homeDOM, eval[float64](b, `performance.getEntriesByType("navigation")[0].domContentLoadedEventEnd`))
 		homeAPI = append(homeAPI, eval[float64](b, `Math.max(...performance.getEntriesByType("resource").filter((r) => r.name.includes("/api/v0/query/")).map((r) => r.duration))`))
 	}
+	// Where the last load's time went: each request from the navigation's start.
+	t.Logf("Home, the last load's requests (start → end, ms):\n%s", eval[string](b, `performance.getEntriesByType("resource").map((r) =>
+		"  " + Math.round(r.startTime) + " → " + Math.round(r.responseEnd) + "  " + r.name.replace(location.origin, "")).join("\n")`))
 	b.screenshot(dir, "home", true)
 	t.Logf("Home, every widget drawn: median %.0f ms %v (DOMContentLoaded median %.0f ms; slowest API call median %.0f ms)",
 		median(home), roundAll(home), median(homeDOM), median(homeAPI))
