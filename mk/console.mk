@@ -56,7 +56,7 @@ console-size: console
 
 # The browser test embeds the built console and runs the engine: both are made first.
 console-e2e: console chdb-fetch
-	$(GO) test -count=1 -timeout 5m -tags 'chdb integration' -run '^TestConsole' -v ./console/e2e
+	$(GO) test -count=1 -timeout 5m -tags 'chdb integration' -run '^TestConsole$$' -v ./console/e2e
 
 INTEGRATION_TARGETS += console-e2e
 

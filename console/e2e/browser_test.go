@@ -18,10 +18,13 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"flowzero/internal/kafkatest"
 )
 
 // chromiumPath finds the browser: $FLOWZERO_CHROMIUM, else Debian's chromium or a Chrome on
-// the PATH. Without one the test skips: browsers cannot be downloaded here.
+// the PATH. Without one the test skips (browsers cannot be downloaded here), or fails where
+// real services are required (CI=true or FLOWZERO_REQUIRE_SERVICES=1).
 func chromiumPath(t *testing.T) string {
 	if p := os.Getenv("FLOWZERO_CHROMIUM"); p != "" {
 		return p
@@ -31,7 +34,11 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("no Chromium found: install Debian's chromium (make deps does it as root) or set FLOWZERO_CHROMIUM to a Chrome binary")
+	const missing = "no Chromium found: install Debian's chromium (make deps does it as root) or set FLOWZERO_CHROMIUM to a Chrome binary"
+	if kafkatest.Required() {
+		t.Fatal(missing)
+	}
+	t.Skip(missing)
 	return ""
 }
 

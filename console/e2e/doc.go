@@ -8,6 +8,7 @@
 // The test needs the embedded engine and the built console: `make console-e2e` (part of
 // `make test`'s integration phase) builds both and runs it with the tags chdb and
 // integration. It skips, saying so, when no Chromium is found (FLOWZERO_CHROMIUM names one;
-// `make deps` installs Debian's chromium as root). With FLOWZERO_CONSOLE_BENCH naming a
+// `make deps` installs Debian's chromium as root), and fails instead where real services are
+// required (CI=true or FLOWZERO_REQUIRE_SERVICES=1). With FLOWZERO_CONSOLE_BENCH naming a
 // store built by `make bench-query`, TestConsolePerformance measures Home and Visualize on it.
 package e2e
