@@ -60,11 +60,11 @@ const apiRecorder = `(() => {
   };
 })();`
 
-// chartsScript returns the options of the ECharts charts on the page, in document order,
-// each with the title of the card holding it. It walks Vue's tree from the root element
-// (the production build keeps it: container._vnode, components' exposed API) to the
-// vue-echarts components, whose chart instance gives the option as drawn.
-const chartsScript = `(() => {
+// echartsComponents is a JavaScript function returning the vue-echarts components of the
+// page (their exposed API: chart, root, setOption), in document order. It walks Vue's tree
+// from the root element (the production build keeps it: container._vnode, components'
+// exposed API).
+const echartsComponents = `(() => {
   const out = [];
   const seen = new Set();
   const visit = (v) => {
@@ -73,18 +73,7 @@ const chartsScript = `(() => {
     const c = v.component;
     if (c) {
       const ex = c.exposed;
-      if (ex && typeof ex.setOption === "function" && ex.chart) {
-        const root = ex.root;
-        const card = root && root.closest(".card");
-        const title = card && card.querySelector(".card-title");
-        const opt = ex.chart.getOption();
-        const rect = root ? root.getBoundingClientRect() : { width: 0, height: 0 };
-        out.push({
-          title: title ? title.textContent.replace(/\s+/g, " ").trim() : "",
-          width: rect.width, height: rect.height,
-          series: (opt.series || []).map((s) => ({ type: s.type, name: s.name, data: s.data, links: s.links })),
-        });
-      }
+      if (ex && typeof ex.setOption === "function" && ex.chart) out.push(ex);
       visit(c.subTree);
     }
     if (Array.isArray(v.children)) v.children.forEach(visit);
@@ -92,7 +81,26 @@ const chartsScript = `(() => {
   };
   visit(document.getElementById("app")._vnode);
   return out;
-})()`
+})`
+
+// chartsScript returns the options of the ECharts charts on the page, each with the title
+// of the card holding it, as drawn.
+const chartsScript = echartsComponents + `().map((ex) => {
+  const root = ex.root;
+  const card = root && root.closest(".card");
+  const title = card && card.querySelector(".card-title");
+  const opt = ex.chart.getOption();
+  const rect = root ? root.getBoundingClientRect() : { width: 0, height: 0 };
+  return {
+    title: title ? title.textContent.replace(/\s+/g, " ").trim() : "",
+    width: rect.width, height: rect.height,
+    series: (opt.series || []).map((s) => ({ type: s.type, name: s.name, data: s.data, links: s.links })),
+  };
+})`
+
+// chartsSettled is true once no chart of the page is animating (zrender's animation loop
+// has no clip left): screenshots wait for it.
+const chartsSettled = echartsComponents + `().every((ex) => ex.chart.getZr().animation.isFinished())`
 
 // chartOption is what chartsScript returns for one chart.
 type chartOption struct {
@@ -291,9 +299,11 @@ func (b *browser) darkMode(dark bool) {
 	}
 }
 
-// screenshot writes the viewport (or the whole page) as PNG under dir.
+// screenshot writes the viewport (or the whole page) as PNG under dir, once the charts
+// have finished their animations.
 func (b *browser) screenshot(dir, name string, full bool) {
 	b.t.Helper()
+	b.waitFor("the charts' animations", chartsSettled)
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
 	shot := chromedp.CaptureScreenshot()
