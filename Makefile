@@ -82,9 +82,11 @@ $(CACHE)/gobin/benchstat:
 clean:
 	rm -rf $(BIN) $(VAR)
 
-## run: the collector with embedded defaults, fed by the built-in demo exporters; flows are
-## archived under var/flows, a summary is printed every 5 s, metrics and the exporters API
-## are on http://127.0.0.1:8080 (/metrics, /api/v0/exporters). Ctrl-C stops it cleanly.
-RUN_FLAGS ?= --demo --summary 5s
-run: build
+## run: the collector fed by the built-in demo exporters, storing flows in the embedded
+## engine (demo/collect.yaml; the binary of build-chdb, which fetches libchdb and builds the
+## console) and archiving them under var/flows; it prints the web console's URL
+## (http://127.0.0.1:8080/, beside /metrics and the API), then a summary every 30 s.
+## Ctrl-C stops it cleanly.
+RUN_FLAGS ?= --demo --summary 30s --config demo/collect.yaml
+run: build-chdb
 	$(BIN)/flowzero collect $(RUN_FLAGS)

@@ -17,6 +17,7 @@ import (
 	"flowzero/capture/flows"
 	"flowzero/capture/server"
 	"flowzero/collector"
+	"flowzero/console"
 	"flowzero/decoder/netflow"
 	"flowzero/decoder/sflow"
 	"flowzero/demo"
@@ -30,6 +31,7 @@ import (
 	"flowzero/output/file"
 	"flowzero/output/jsonl"
 	"flowzero/output/kafka"
+	"flowzero/query/httpapi"
 	"flowzero/rib/ribhttp"
 	"flowzero/routing"
 	"flowzero/schema"
@@ -44,6 +46,8 @@ type Dependencies struct {
 	// first and last datagrams, the demo exporters' flow times (clock.System{} when nil;
 	// tests give testutil.Clock()).
 	Clock clock.Clock
+	// Version is the collector's version, which the query API's config route reports.
+	Version string
 }
 
 // App is a running `flowzero collect`.
@@ -51,6 +55,7 @@ type App struct {
 	cfg       Configuration
 	log       *slog.Logger
 	clock     clock.Clock
+	version   string
 	registry  *prometheus.Registry
 	schema    *schema.Schema
 	netflow   *netflow.Decoder
@@ -79,6 +84,7 @@ type App struct {
 	store      *store.Sink
 	inlet      *inlet.Inlet
 	outlet     *outlet.Outlet
+	console    *console.Console // nil when not served
 	demoCancel context.CancelFunc
 	demoDone   chan struct{}
 
@@ -96,7 +102,7 @@ func New(cfg Configuration, deps Dependencies) (*App, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &App{cfg: cfg, log: log, clock: clock.Or(deps.Clock), registry: prometheus.NewRegistry(), Stdout: os.Stdout}
+	a := &App{cfg: cfg, log: log, clock: clock.Or(deps.Clock), version: deps.Version, registry: prometheus.NewRegistry(), Stdout: os.Stdout}
 	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s, err := schema.New(cfg.Schema)
 	if err != nil {
@@ -184,6 +190,9 @@ func New(cfg Configuration, deps Dependencies) (*App, error) {
 		a.store = st
 		a.sinks = append(a.sinks, st)
 	}
+	if err := a.newConsole(); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -240,6 +249,13 @@ func (a *App) Start() error {
 	if err != nil {
 		return err
 	}
+	queryAPI, err := a.queryHandler()
+	if err != nil {
+		return err
+	}
+	// Any method: the handlers count their 405s.
+	handlers := map[string]http.Handler{ribhttp.Path: lookup, httpapi.Prefix: queryAPI}
+	a.addConsoleHandlers(handlers)
 	decoders := map[string]collector.Decoder{
 		"netflow": netflowDecoder{a.netflow},
 		"sflow":   sflowDecoder{a.sflow},
@@ -258,7 +274,7 @@ func (a *App) Start() error {
 		Registry: a.registry,
 		Logger:   a.log,
 		Reload:   a.Reload,
-		Handlers: map[string]http.Handler{ribhttp.Path: lookup}, // any method: the handler counts its 405s
+		Handlers: handlers,
 		ExporterDetails: func(addr netip.Addr) any {
 			return exporterDetails(addr, map[string]detailsSource{"netflow": a.netflow, "sflow": a.sflow})
 		},

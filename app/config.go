@@ -12,6 +12,7 @@ import (
 	"flowzero/capture/flows"
 	"flowzero/capture/server"
 	"flowzero/collector"
+	"flowzero/console"
 	"flowzero/datagram"
 	"flowzero/decoder/netflow"
 	"flowzero/decoder/sflow"
@@ -21,6 +22,7 @@ import (
 	"flowzero/outlet"
 	"flowzero/output/file"
 	"flowzero/output/kafka"
+	"flowzero/query"
 	"flowzero/routing"
 	"flowzero/schema"
 	"flowzero/store"
@@ -62,6 +64,13 @@ type Configuration struct {
 	Capture CaptureSection `yaml:"capture"`
 	// Outputs selects and configures the sinks.
 	Outputs OutputsConfiguration `yaml:"outputs"`
+	// Query bounds and tunes the query API (/api/v0/query/..., `flowzero query`), served on
+	// the embedded engine with outputs.store.enabled, else on the ClickHouse server of
+	// outputs.store.clickhouse.url.
+	Query query.Configuration `yaml:"query"`
+	// Console serves the web console on the collector's HTTP listener (collector.http.listen,
+	// loopback by default), beside the API it reads.
+	Console console.Configuration `yaml:"console"`
 }
 
 // CaptureSection is the embedded capture server with its switch.
@@ -146,8 +155,18 @@ func DefaultConfiguration() Configuration {
 			File:  FileOutput{Enabled: true, Configuration: file.DefaultConfiguration()},
 			Store: StoreOutput{Configuration: store.DefaultConfiguration()},
 		},
+		Query:   query.DefaultConfiguration(),
+		Console: defaultConsole(),
 	}
 	splitDefaults(&c)
+	return c
+}
+
+// defaultConsole is the console's defaults with its views file left to follow the store
+// (consoleConfiguration).
+func defaultConsole() console.Configuration {
+	c := console.DefaultConfiguration()
+	c.ViewsFile = ""
 	return c
 }
 
@@ -219,6 +238,17 @@ func (c *Configuration) Validate() error {
 					"(by the store sink, and by the Kafka table reading the kafka output's topic): "+
 					"keep outputs.store.enabled to store directly, or outputs.store.kafka.enabled to store through Kafka")
 		}
+	} else if c.Outputs.Store.ClickHouse.URL != "" {
+		// The query API reads that server.
+		if err := c.Outputs.Store.Validate(); err != nil {
+			return config.Prefix("outputs.store", err)
+		}
+	}
+	if err := c.Query.Validate(); err != nil {
+		return config.Prefix("query", err)
+	}
+	if err := c.consoleConfiguration().Validate(); err != nil {
+		return config.Prefix("console", err)
 	}
 	return nil
 }

@@ -24,7 +24,9 @@ type Configuration struct {
 	// come: only let the proxy reach the listener.
 	Auth AuthConfiguration `yaml:"auth"`
 	// ViewsFile is the JSON file holding the saved views (written atomically: a new file
-	// renamed over the old one). Its directory is created when missing.
+	// renamed over the old one). Its directory is created when missing. In the collector's
+	// configuration, empty is console-views.json beside the embedded store's data directory
+	// (outputs.store.embedded.path), var/console-views.json by default.
 	ViewsFile string `yaml:"views-file"`
 }
 

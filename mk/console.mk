@@ -8,6 +8,11 @@
 #   make console-dev   Vite's dev server on http://127.0.0.1:5173 with the fake API of
 #                      console/frontend/dev; FLOWZERO_API=http://127.0.0.1:8080 uses a collector's
 #   make console-size  the JavaScript shipped, raw and gzip (budget: 1.5 MB gzip)
+#   make console-e2e   the console in Chromium against a collector with the demo exporters and
+#                      the embedded store (console/e2e; screenshots in var/console-e2e); part of
+#                      make test's integration phase; skips without Chromium (make deps)
+#   make console-perf  Home and a 24 h Visualize query timed in Chromium (medians) on the data
+#                      set of make bench-query (built by make bench-query-data, in .cache)
 CONSOLE_FRONTEND := console/frontend
 CONSOLE_DIST     := console/dist
 CONSOLE_NPM      := $(CONSOLE_FRONTEND)/scripts/install-deps.sh $(CACHE)
@@ -15,7 +20,7 @@ CONSOLE_SOURCES  := $(shell find $(CONSOLE_FRONTEND) -name node_modules -prune -
 	-o -type f ! -name '*.test.ts' -print 2>/dev/null)
 CONSOLE_TEST_ZONES ?= America/Los_Angeles Asia/Kolkata Pacific/Kiritimati
 
-.PHONY: console console-deps console-test console-dev console-size console-clean
+.PHONY: console console-deps console-test console-dev console-size console-clean console-e2e console-perf
 
 console: $(CONSOLE_DIST)/index.html
 
@@ -48,6 +53,18 @@ console-size: console
 	  raw=$$(stat -c %s $$f); gz=$$(gzip -9c $$f | wc -c); total=$$((total+raw)); totalgz=$$((totalgz+gz)); \
 	  printf '%9d %9d  %s\n' $$raw $$gz $$f; done; \
 	  printf '%9d %9d  JavaScript shipped (bytes raw, gzip -9)\n' $$total $$totalgz
+
+# The browser test embeds the built console and runs the engine: both are made first.
+console-e2e: console chdb-fetch
+	$(GO) test -count=1 -timeout 5m -tags 'chdb integration' -run '^TestConsole$$' -v ./console/e2e
+
+INTEGRATION_TARGETS += console-e2e
+
+QUERY_BENCH_DIR ?= $(abspath $(CACHE))/bench-query
+console-perf: console chdb-fetch
+	@test -f $(QUERY_BENCH_DIR)/dataset.json || { echo "console-perf: no data set in $(QUERY_BENCH_DIR): make bench-query-data builds it"; exit 1; }
+	FLOWZERO_CONSOLE_BENCH=$(QUERY_BENCH_DIR)/chdb $(GO) test -count=1 -timeout 20m -tags 'chdb integration' \
+	  -run '^TestConsolePerformance$$' -v ./console/e2e
 
 console-clean:
 	find $(CONSOLE_DIST) -mindepth 1 ! -name .gitkeep -delete

@@ -39,8 +39,10 @@ func alignDown(t time.Time, d time.Duration) time.Time {
 //   - the candidates are the aggregated tables (those counting flows when needCount) and
 //     the flows table, or the flows table alone when flowsOnly;
 //   - a candidate reaches back when its oldest row is at most one target interval after
-//     start (or after the oldest row of any candidate, when start is older than all data:
-//     a collector started an hour ago still gets its 24 h graph from the right table);
+//     start (or after the data begins, when start is older than all data: a collector
+//     started an hour ago still gets its 24 h graph from the right table), and comes
+//     before the end of its window, which holds whole intervals only (a collector started
+//     a minute ago has all its data in the 5-minute table's last bucket, still open);
 //   - among those, the coarsest whose resolution is at most the target, or the finest;
 //   - the interval is the target rounded down to a multiple of the table's resolution, at
 //     least the resolution; the range starts at start rounded down to the resolution and
@@ -57,10 +59,13 @@ func choose(cat *catalog.Catalog, oldest map[string]time.Time, start, end time.T
 	}
 	slices.SortStableFunc(candidates, func(a, b catalog.Table) int { return int(resolution(a) - resolution(b)) })
 	from := start
+	// earliest is when the data begins at the latest: an aggregated table's oldest row is
+	// the start of its bucket, and its first flow may come up to a resolution later (an
+	// hour's table started at 13:00 for a collector started at 13:48).
 	var earliest time.Time
 	for _, t := range candidates {
-		if o, ok := oldest[t.Name]; ok && (earliest.IsZero() || o.Before(earliest)) {
-			earliest = o
+		if o, ok := oldest[t.Name]; ok && (earliest.IsZero() || o.Add(resolution(t)).Before(earliest)) {
+			earliest = o.Add(resolution(t))
 		}
 	}
 	if earliest.After(from) {
@@ -68,9 +73,13 @@ func choose(cat *catalog.Catalog, oldest map[string]time.Time, start, end time.T
 	}
 	var reaching []catalog.Table
 	for _, t := range candidates {
-		if o, ok := oldest[t.Name]; (ok && !o.After(from.Add(target))) || earliest.IsZero() {
+		o, ok := oldest[t.Name]
+		if earliest.IsZero() || (ok && !o.After(from.Add(target)) && o.Before(windowOn(t, start, end, target).end())) {
 			reaching = append(reaching, t)
 		}
+	}
+	if len(reaching) == 0 {
+		reaching = candidates[:1]
 	}
 	chosen := reaching[0]
 	for _, t := range reaching {

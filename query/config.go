@@ -23,10 +23,12 @@ type Configuration struct {
 	// MaxMemory bounds the memory of one query in the engine, in bytes (max_memory_usage):
 	// past it, the query fails rather than take the collector's memory.
 	MaxMemory int64 `yaml:"max-memory"`
-	// MaxConcurrent is the number of API queries run at once; MaxQueued more wait for their
+	// MaxConcurrent is the number of API queries run at once; max-queued more wait for their
 	// turn (at most Timeout). Past both, the API answers 429 with Retry-After.
 	MaxConcurrent int `yaml:"max-concurrent"`
-	MaxQueued     int `yaml:"max-queued"`
+	// MaxQueued is the number of API queries waiting for their turn while max-concurrent
+	// run; past it, the API answers 429 with Retry-After.
+	MaxQueued int `yaml:"max-queued"`
 	// CacheDuration is how long the API answers the same request with the same result
 	// (a console auto-refreshing, several users on one dashboard); 0 disables the cache.
 	CacheDuration time.Duration `yaml:"cache-duration"`

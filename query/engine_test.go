@@ -4,6 +4,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -299,8 +300,8 @@ func TestLinePreviousPeriod(t *testing.T) {
 	}
 }
 
-// TestLineUnits checks each unit against the oracle; flows per second need the flows table
-// (the aggregated tables do not count flows).
+// TestLineUnits checks each unit against the oracle, flows per second included (the
+// aggregated tables count flows).
 func TestLineUnits(t *testing.T) {
 	s, e := newService(t)
 	start := e.Anchor.Add(-querytest.Recent)
@@ -312,9 +313,6 @@ func TestLineUnits(t *testing.T) {
 				t.Fatal(err)
 			}
 			table, interval := "flows_1m", time.Minute
-			if u == UnitFps {
-				table, interval = "flows", 108*time.Second
-			}
 			if res.Table != table || res.Interval != int64(interval/time.Second) {
 				t.Fatalf("table %s, interval %d", res.Table, res.Interval)
 			}
@@ -683,11 +681,8 @@ func TestTable(t *testing.T) {
 				t.Errorf("%s row %s: bytes %d packets %d, want %+v", force, name, r.Bytes, r.Packets, w)
 				continue
 			}
-			if force == "flows" && (r.Flows == nil || uint64(*r.Flows) != w.flows) {
+			if r.Flows == nil || uint64(*r.Flows) != w.flows {
 				t.Errorf("%s row %s: flows %v, want %d", force, name, r.Flows, w.flows)
-			}
-			if force == "" && r.Flows != nil {
-				t.Errorf("row %s: flows %d from an aggregated table without a flow count", name, *r.Flows)
 			}
 			if name == "Other" {
 				continue
@@ -955,4 +950,61 @@ func TestDimensionKinds(t *testing.T) {
 			t.Errorf("%v: rows %s, want %s", c.dims, got, c.rows)
 		}
 	}
+}
+
+// TestRawSQL runs the user's statements of `flowzero store query` through the service:
+// SELECTs answer in the format asked; statements that write, change settings, read files
+// or URLs, or hold a second statement are refused, by the service or by the engine.
+func TestRawSQL(t *testing.T) {
+	s, e := newService(t)
+	ctx := context.Background()
+	res, err := s.RawSQL(ctx, RawSQLRequest{SQL: "SELECT count() FROM flowzero.flows;\n", Format: "TSV"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%d\n", len(e.Flows)); res.Output != want || res.Format != "TSV" {
+		t.Errorf("count: %+v, want %q", res, want)
+	}
+	res, err = s.RawSQL(ctx, RawSQLRequest{SQL: "WITH 2 AS two SELECT two, format('{}-{}', 'a', 'b')"})
+	if err != nil || res.Output != "2\ta-b\n" {
+		t.Errorf("WITH: %+v %v", res, err)
+	}
+	for _, c := range []struct{ sql, format, field string }{
+		{"INSERT INTO flowzero.flows (Bytes) VALUES (1)", "", "sql"},
+		{"DROP TABLE flowzero.flows", "", "sql"},
+		{"SELECT 1; DROP TABLE flowzero.flows", "", "sql"},
+		{"SELECT 1 -- comment", "", "sql"},
+		{"SELECT 1 SETTINGS readonly = 0", "", "sql"},
+		{"SELECT 1 FORMAT JSON", "", "sql"},
+		{"SELECT 1 INTO OUTFILE '/tmp/x'", "", "sql"},
+		{"", "", "sql"},
+		{"SELECT 1", "JSON; DROP", "format"},
+	} {
+		_, err := s.RawSQL(ctx, RawSQLRequest{SQL: c.sql, Format: c.format})
+		var re *RequestError
+		if !errors.As(err, &re) || re.Field != c.field {
+			t.Errorf("%q: %v, want an error on %s", c.sql, err, c.field)
+		}
+	}
+	for _, sql := range []string{
+		"SELECT * FROM file('/etc/hostname', 'LineAsString')",
+		"SELECT * FROM url('http://127.0.0.1:1/', 'LineAsString')",
+		"SELECT (SELECT 1) FROM (INSERT INTO flowzero.flows (Bytes) VALUES (1))",
+	} {
+		if res, err := s.RawSQL(ctx, RawSQLRequest{SQL: sql}); err == nil {
+			t.Errorf("%q ran: %q", sql, res.Output)
+		}
+	}
+	if got := e.Flows; fmt.Sprint(len(got)) != strings.TrimSpace(mustRaw(t, s, "SELECT count() FROM flowzero.flows")) {
+		t.Error("the flows table changed")
+	}
+}
+
+func mustRaw(t *testing.T, s *Service, sql string) string {
+	t.Helper()
+	res, err := s.RawSQL(context.Background(), RawSQLRequest{SQL: sql})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Output
 }

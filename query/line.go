@@ -65,7 +65,7 @@ func (s *Service) Line(ctx context.Context, req LineRequest) (*LineResult, error
 	}
 	flowsOnly := c.needsFlowsTable(cat, req.Bidirectional)
 	needCount := c.units == UnitFps
-	w := choose(cat, st.oldest, c.start, c.end, points, flowsOnly, needCount)
+	w := choose(cat, st.oldestFor(needCount), c.start, c.end, points, flowsOnly, needCount)
 	axes := []axis{{id: 1, w: w}}
 	names := map[int]string{1: "Direct"}
 	if req.Bidirectional {
@@ -74,7 +74,7 @@ func (s *Service) Line(ctx context.Context, req LineRequest) (*LineResult, error
 	}
 	if req.PreviousPeriod {
 		shift, name := previousPeriod(w.start, w.end())
-		pw := previousWindow(cat, st.oldest, w, shift, flowsOnly, needCount)
+		pw := previousWindow(cat, st.oldestFor(needCount), w, shift, flowsOnly, needCount)
 		axes = append(axes, axis{id: 3, w: pw})
 		names[3] = "Previous " + name
 		if req.Bidirectional {

@@ -78,9 +78,21 @@ func TestChoose(t *testing.T) {
 		"flows": now.Add(-7 * time.Minute), "flows_1m": alignDown(now.Add(-7*time.Minute), time.Minute),
 		"flows_5m": alignDown(now.Add(-7*time.Minute), 5*time.Minute), "flows_1h": alignDown(now, time.Hour),
 	}
-	withCount := testCatalog(t)
-	for i := range withCount.Aggregated {
-		withCount.Aggregated[i].FlowCount = true
+	// A collector started late in the hour: the hour's table has a row at the top of the
+	// hour, minutes before the first flow.
+	late := map[string]time.Time{
+		"flows": now.Add(-3 * time.Minute), "flows_1m": alignDown(now.Add(-3*time.Minute), time.Minute),
+		"flows_5m": alignDown(now.Add(-3*time.Minute), 5*time.Minute), "flows_1h": alignDown(now, time.Hour),
+	}
+	// A collector started 20 s ago: its aggregated tables hold only buckets still open,
+	// which the windows, made of whole intervals, leave out.
+	started := map[string]time.Time{
+		"flows": now.Add(-20 * time.Second), "flows_1m": alignDown(now, time.Minute),
+		"flows_5m": alignDown(now, 5*time.Minute), "flows_1h": alignDown(now, time.Hour),
+	}
+	withoutCount := testCatalog(t) // tables that do not count flows
+	for i := range withoutCount.Aggregated {
+		withoutCount.Aggregated[i].FlowCount = false
 	}
 	for _, c := range []struct {
 		name      string
@@ -101,10 +113,14 @@ func TestChoose(t *testing.T) {
 		{"30d/200: flows_1m is too young", cat, full, 30 * 24 * time.Hour, 200, false, false, "flows_1h", 3 * time.Hour, 240},
 		{"20d/200: the flows table too", cat, full, 20 * 24 * time.Hour, 2000, false, false, "flows_5m", 10 * time.Minute, 2880},
 		{"24h/200 flows only", cat, full, 24 * time.Hour, 200, true, false, "flows", 432 * time.Second, 200},
-		{"24h/200 counting flows", cat, full, 24 * time.Hour, 200, false, true, "flows", 432 * time.Second, 200},
-		{"24h/200 counting flows, with Flows", withCount, full, 24 * time.Hour, 200, false, true, "flows_5m", 5 * time.Minute, 288},
+		{"24h/200 counting flows, without Flows", withoutCount, full, 24 * time.Hour, 200, false, true, "flows", 432 * time.Second, 200},
+		{"24h/200 counting flows", cat, full, 24 * time.Hour, 200, false, true, "flows_5m", 5 * time.Minute, 288},
 		{"24h/200, young", cat, young, 24 * time.Hour, 200, false, false, "flows_5m", 5 * time.Minute, 288},
 		{"1h/60, young", cat, young, time.Hour, 60, false, false, "flows_1m", time.Minute, 60},
+		{"6h/200, started late in the hour", cat, late, 6 * time.Hour, 200, false, false, "flows_1m", time.Minute, 360},
+		{"24h/200, started late in the hour", cat, late, 24 * time.Hour, 200, false, false, "flows_5m", 5 * time.Minute, 288},
+		{"24h/200, started 20 s ago", cat, started, 24 * time.Hour, 200, false, false, "flows", 432 * time.Second, 200},
+		{"5m/5, started 20 s ago", cat, started, 5 * time.Minute, 5, false, false, "flows", time.Minute, 5},
 		{"24h/200, empty", cat, map[string]time.Time{}, 24 * time.Hour, 200, false, false, "flows_5m", 5 * time.Minute, 288},
 		{"2s/5", cat, full, 2 * time.Second, 5, false, false, "flows", time.Second, 2},
 	} {
@@ -242,8 +258,10 @@ func TestValidate(t *testing.T) {
 
 // fakeEngine answers every query with answer (or err) and records the statements.
 type fakeEngine struct {
-	mu      sync.Mutex
-	answer  string
+	mu     sync.Mutex
+	answer string
+	tables string // the answer to the tables' oldest rows, when not the default
+
 	err     error
 	queries []string
 }
@@ -255,8 +273,11 @@ func (f *fakeEngine) Query(_ context.Context, sql, _ string) ([]byte, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
+	if strings.Contains(sql, "min(TimeReceived)") && f.tables != "" {
+		return []byte(f.tables), nil
+	}
 	if strings.Contains(sql, "min(TimeReceived)") {
-		return []byte(`{"meta":[{"name":"name","type":"String"},{"name":"oldest","type":"UInt32"},{"name":"n","type":"UInt64"}],"data":[["flows",1,1],["flows_1m",1,1]]}`), nil
+		return []byte(`{"meta":[{"name":"name","type":"String"},{"name":"oldest","type":"UInt32"},{"name":"n","type":"UInt64"},{"name":"counted","type":"UInt32"},{"name":"nc","type":"UInt64"}],"data":[["flows",1,1,1,1],["flows_1m",1,1,1,1]]}`), nil
 	}
 	return []byte(f.answer), nil
 }
@@ -326,6 +347,29 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestTablesEmpty checks that the state of tables all empty is read again within
+// tablesRetry, not TablesRefresh: a collector's first flows are seen early.
+func TestTablesEmpty(t *testing.T) {
+	eng := &fakeEngine{answer: `{"meta":[],"data":[]}`, tables: `{"meta":[{"name":"name","type":"String"},{"name":"oldest","type":"UInt32"},{"name":"n","type":"UInt64"},{"name":"counted","type":"UInt32"},{"name":"nc","type":"UInt64"}],"data":[["flows",0,0,0,0],["flows_1m",0,0,0,0]]}`}
+	clk := &stepClock{t: testutil.Now()}
+	s, err := New(DefaultConfiguration(), testCatalog(t), eng, clk, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.Tables(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := len(eng.queries)
+	if _, err := s.Tables(ctx); err != nil || len(eng.queries) != n {
+		t.Fatalf("read again at once: %d statements, %v", len(eng.queries)-n, err)
+	}
+	clk.add(tablesRetry)
+	if _, err := s.Tables(ctx); err != nil || len(eng.queries) == n {
+		t.Fatalf("not read again after %s: %v", tablesRetry, err)
+	}
+}
+
 // fakeValues proposes fixed values.
 type fakeValues struct{ asked []string }
 
@@ -378,5 +422,52 @@ func TestCompleteValues(t *testing.T) {
 	}
 	if strings.Join(vs.asked, ",") != "InIfDescription:tr,SrcAS:" {
 		t.Errorf("asked %v", vs.asked)
+	}
+}
+
+// TestCountedRows: rows an aggregated table got before it had its Flows column count no
+// flows. Flows per second read a table from its oldest row that counts flows, and the table
+// route gives no flow count for a range its table did not count.
+func TestCountedRows(t *testing.T) {
+	now := testutil.Now().Truncate(time.Hour)
+	day, hour := now.Add(-24*time.Hour).Unix(), now.Add(-time.Hour).Unix()
+	eng := &fakeEngine{
+		tables: fmt.Sprintf(`{"meta":[{"name":"name","type":"String"},{"name":"oldest","type":"UInt32"},{"name":"n","type":"UInt64"},`+
+			`{"name":"counted","type":"UInt32"},{"name":"nc","type":"UInt64"}],"data":[["flows",%[1]d,1,%[1]d,1],["flows_1m",%[1]d,1,%[2]d,1]]}`, day, hour),
+		answer: `{"meta":[{"name":"axis","type":"UInt8"},{"name":"b","type":"Int64"},{"name":"dims","type":"Array(String)"},` +
+			`{"name":"v","type":"Float64"},{"name":"bytes","type":"UInt64"},{"name":"packets","type":"UInt64"},{"name":"flows","type":"Nullable(UInt64)"}],` +
+			`"data":[[1,0,["AS64500"],8000,1000,10,3]]}`,
+	}
+	s, err := New(DefaultConfiguration(), testCatalog(t), eng, &stepClock{t: now}, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		since time.Duration
+		units Unit
+		table string
+		flows bool
+	}{
+		{6 * time.Hour, UnitL3bps, "flows_1m", false},
+		{6 * time.Hour, UnitFps, "flows", true},
+		{30 * time.Minute, UnitFps, "flows_1m", true},
+		{30 * time.Minute, UnitL3bps, "flows_1m", true},
+	} {
+		req := TableRequest{Common: Common{Start: now.Add(-c.since), End: now, Units: c.units, Dimensions: []string{"SrcAS"}}, Points: 30}
+		res, err := s.Table(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Table != c.table || len(res.Rows) != 1 || (res.Rows[0].Flows != nil) != c.flows {
+			t.Errorf("%s in %s over %s: table %s, rows %+v, want %s with flows counted: %v", c.units, "table", c.since, res.Table, res.Rows, c.table, c.flows)
+		}
+		line, err := s.Line(ctx, LineRequest{Common: req.Common, Points: 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line.Table != c.table {
+			t.Errorf("%s in line over %s: table %s, want %s", c.units, c.since, line.Table, c.table)
+		}
 	}
 }

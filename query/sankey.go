@@ -47,7 +47,7 @@ func (s *Service) Sankey(ctx context.Context, req SankeyRequest) (*SankeyResult,
 	if err != nil {
 		return nil, err
 	}
-	w := choose(cat, st.oldest, c.start, c.end, SankeyPoints, c.needsFlowsTable(cat, false), c.units == UnitFps)
+	w := choose(cat, st.oldestFor(c.units == UnitFps), c.start, c.end, SankeyPoints, c.needsFlowsTable(cat, false), c.units == UnitFps)
 	q := &seriesQuery{cat: cat, c: c, e: exprs{cat: cat, t4: c.t4, t6: c.t6}, axes: []axis{{id: 1, w: w}}}
 	var dims []string
 	for i, d := range c.dims {

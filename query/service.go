@@ -33,11 +33,30 @@ type Service struct {
 }
 
 // tablesState is what the table choice and the filters read from the engine: the oldest
-// row of each table (zero when the table is empty or unreadable) and the protocol names.
+// row of each table (absent when the table is empty or unreadable), the oldest row that
+// counts flows (aggregated tables made before their Flows column hold rows with 0 flows)
+// and the protocol names.
 type tablesState struct {
 	read    time.Time
 	oldest  map[string]time.Time
+	counted map[string]time.Time
 	catalog *catalog.Catalog // base with the protocol names
+}
+
+// oldestFor returns the oldest rows the table choice reads: those counting flows when the
+// query needs flow counts.
+func (st *tablesState) oldestFor(needCount bool) map[string]time.Time {
+	if needCount {
+		return st.counted
+	}
+	return st.oldest
+}
+
+// countsFrom tells whether table t counts the flows of w's whole range: its oldest row
+// counting flows is at most one interval after w's start.
+func (st *tablesState) countsFrom(w window) bool {
+	o, ok := st.counted[w.table.Name]
+	return w.table.FlowCount && ok && !o.After(w.start.Add(w.interval))
 }
 
 // New returns a service reading the flows of cat through engine, with clk as its clock
@@ -67,7 +86,8 @@ func (s *Service) Configuration() Configuration { return s.cfg }
 // Now returns the service's clock's time.
 func (s *Service) Now() time.Time { return s.clock.Now() }
 
-// tablesRetry is when the tables' state is read again after a failure.
+// tablesRetry is when the tables' state is read again after a failure, or when every table
+// was empty.
 const tablesRetry = 5 * time.Second
 
 // tables returns the state of the tables, read again when older than TablesRefresh. When
@@ -99,6 +119,13 @@ func (s *Service) tables(ctx context.Context) (*tablesState, error) {
 		return &kept, nil
 	}
 	st = v.(*tablesState)
+	if len(st.oldest) == 0 {
+		// No table holds a row yet (a collector just started): read again soon, not in
+		// TablesRefresh, so that the first flows are drawn from the right tables.
+		young := *st
+		young.read = st.read.Add(tablesRetry - s.cfg.TablesRefresh)
+		st = &young
+	}
 	s.mu.Lock()
 	s.state = st
 	s.mu.Unlock()
@@ -113,19 +140,30 @@ func (s *Service) InvalidateTables() {
 }
 
 func (s *Service) readTables(ctx context.Context) (*tablesState, error) {
-	st := &tablesState{read: s.clock.Now(), oldest: map[string]time.Time{}, catalog: s.base}
+	st := &tablesState{read: s.clock.Now(), oldest: map[string]time.Time{}, counted: map[string]time.Time{}, catalog: s.base}
 	var parts []string
 	for _, t := range append([]catalog.Table{s.base.Flows}, s.base.Aggregated...) {
-		parts = append(parts, fmt.Sprintf("SELECT %s AS name, toUnixTimestamp(min(TimeReceived)) AS oldest, count() AS n FROM %s",
-			chsql.String(t.Name), chsql.Table(s.base.Database, t.Name)))
+		// Rows of an aggregated table written before it had its Flows column hold 0 flows.
+		counted := "toUnixTimestamp(min(TimeReceived)) AS counted, count() AS nc"
+		switch {
+		case !t.FlowCount:
+			counted = "0 AS counted, 0 AS nc"
+		case t.Resolution > 0:
+			counted = "toUnixTimestamp(minIf(TimeReceived, Flows > 0)) AS counted, countIf(Flows > 0) AS nc"
+		}
+		parts = append(parts, fmt.Sprintf("SELECT %s AS name, toUnixTimestamp(min(TimeReceived)) AS oldest, count() AS n, %s FROM %s",
+			chsql.String(t.Name), counted, chsql.Table(s.base.Database, t.Name)))
 	}
-	res, err := s.run(ctx, "SELECT * FROM (\n"+strings.Join(parts, "\nUNION ALL\n")+"\n)", 3, 0)
+	res, err := s.run(ctx, "SELECT * FROM (\n"+strings.Join(parts, "\nUNION ALL\n")+"\n)", 5, 0)
 	if err != nil {
 		return nil, err
 	}
 	for _, row := range res.Data {
 		if cellUint(row[2]) > 0 {
 			st.oldest[cellString(row[0])] = time.Unix(cellInt(row[1]), 0).UTC()
+		}
+		if cellUint(row[4]) > 0 {
+			st.counted[cellString(row[0])] = time.Unix(cellInt(row[3]), 0).UTC()
 		}
 	}
 	res, err = s.run(ctx, "SELECT proto, name FROM "+chsql.Table(s.base.Database, "protocols")+" ORDER BY proto", 2, 0)

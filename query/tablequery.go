@@ -57,8 +57,15 @@ func (s *Service) Table(ctx context.Context, req TableRequest) (*TableResult, er
 	if points < 1 || points > MaxPoints {
 		return nil, fieldError("points", "must be in 1..%d, not %d", MaxPoints, req.Points)
 	}
-	w := choose(cat, st.oldest, c.start, c.end, points, c.needsFlowsTable(cat, false), c.units == UnitFps)
-	return s.table(ctx, cat, c, w)
+	w := choose(cat, st.oldestFor(c.units == UnitFps), c.start, c.end, points, c.needsFlowsTable(cat, false), c.units == UnitFps)
+	res, err := s.table(ctx, cat, c, w)
+	if err == nil && !st.countsFrom(w) {
+		// Rows written before the table counted flows would make the count short: no count.
+		for i := range res.Rows {
+			res.Rows[i].Flows = nil
+		}
+	}
+	return res, err
 }
 
 func (s *Service) table(ctx context.Context, cat *catalog.Catalog, c common, w window) (*TableResult, error) {

@@ -49,7 +49,7 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	log := cfg.Log.NewLogger(stderr)
-	a, err := app.New(cfg, app.Dependencies{Logger: log})
+	a, err := app.New(cfg, app.Dependencies{Logger: log, Version: version})
 	if err != nil {
 		return err
 	}
@@ -66,6 +66,9 @@ func runCollect(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := a.Start(); err != nil {
 		return err
+	}
+	if u := a.ConsoleURL(); u != "" {
+		fmt.Fprintf(stdout, "web console: %s\n", u)
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)

@@ -86,6 +86,7 @@ var routes = []route{
 	{"sankey", http.MethodPost, decodeThen((*query.Service).Sankey), true},
 	{"table", http.MethodPost, decodeThen((*query.Service).Table), true},
 	{"flows", http.MethodPost, decodeThen((*query.Service).Flows), true},
+	{"sql", http.MethodPost, decodeThen((*query.Service).RawSQL), false},
 	{"filter/validate", http.MethodPost, (*Handler).validate, true},
 	{"filter/complete", http.MethodPost, (*Handler).complete, true},
 	{"config", http.MethodGet, func(h *Handler, r *http.Request, _ []byte) (any, error) {

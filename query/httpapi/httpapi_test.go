@@ -40,7 +40,7 @@ type fakeEngine struct {
 func (f *fakeEngine) Query(ctx context.Context, sql, _ string) ([]byte, error) {
 	switch {
 	case strings.Contains(sql, "min(TimeReceived)"):
-		return []byte(`{"meta":[{"name":"name","type":"String"},{"name":"oldest","type":"UInt32"},{"name":"n","type":"UInt64"}],"data":[["flows",1,1],["flows_1m",1,1],["flows_5m",1,1],["flows_1h",1,1]]}`), nil
+		return []byte(`{"meta":[{"name":"name","type":"String"},{"name":"oldest","type":"UInt32"},{"name":"n","type":"UInt64"},{"name":"counted","type":"UInt32"},{"name":"nc","type":"UInt64"}],"data":[["flows",1,1,1,1],["flows_1m",1,1,1,1],["flows_5m",1,1,1,1],["flows_1h",1,1,1,1]]}`), nil
 	case strings.Contains(sql, "SELECT proto, name"):
 		return []byte(`{"meta":[{"name":"proto","type":"UInt8"},{"name":"name","type":"String"}],"data":[[6,"TCP"],[17,"UDP"]]}`), nil
 	}

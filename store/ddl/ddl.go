@@ -316,7 +316,7 @@ var notAggregated = map[schema.ColumnKey]bool{
 
 // AggregatedColumns returns the dimensions of the aggregated tables (stored columns that
 // are not arrays and not in notAggregated; MATERIALIZED derived columns become plain
-// columns) followed by Bytes and Packets, and the sorting key: the flows table's key, then
+// columns) followed by Bytes, Packets and Flows (the number of flows summed), and the sorting key: the flows table's key, then
 // every other dimension, so that SummingMergeTree folds exactly the rows that agree on all of
 // them. The first primaryLen expressions of the key are the primary key.
 func (d *DDL) AggregatedColumns() (cols []ColumnDef, key []string, primaryLen int) {
@@ -354,7 +354,8 @@ func (d *DDL) AggregatedColumns() (cols []ColumnDef, key []string, primaryLen in
 	}
 	cols = append(cols,
 		ColumnDef{Name: "Bytes", Definition: "Bytes UInt64 CODEC(T64, LZ4)"},
-		ColumnDef{Name: "Packets", Definition: "Packets UInt64 CODEC(T64, LZ4)"})
+		ColumnDef{Name: "Packets", Definition: "Packets UInt64 CODEC(T64, LZ4)"},
+		ColumnDef{Name: "Flows", Definition: "Flows UInt64 CODEC(T64, LZ4)"})
 	return cols, key, primaryLen
 }
 
@@ -422,10 +423,14 @@ func (d *DDL) PreAggregatedKeyDims(ctx context.Context, e engine.Executor, r Res
 	return d.dimsInKey(splitKey(rows[0][0])), nil
 }
 
+// SummedColumns are the columns the aggregated tables' SummingMergeTree sums when it merges
+// rows of the same dimensions.
+const SummedColumns = "(Bytes, Packets, Flows)"
+
 // AggregatedTableName returns the name of a resolution's table, for example flows_5m.
 func AggregatedTableName(r Resolution) string { return "flows_" + r.suffix() }
 
-// AggregatedObjects returns a resolution's table (SummingMergeTree on Bytes and Packets,
+// AggregatedObjects returns a resolution's table (SummingMergeTree on Bytes, Packets and Flows,
 // its own TTL) and the materialized view that feeds it (see viewSource and aggregatedView),
 // except for the resolution the sink pre-aggregates (PreAggregated).
 func (d *DDL) AggregatedObjects(r Resolution) []Object {
@@ -437,7 +442,7 @@ func (d *DDL) AggregatedObjects(r Resolution) []Object {
 	}
 	ttl := ttlExpr(r.TTL)
 	var t strings.Builder
-	fmt.Fprintf(&t, "ENGINE = %s\n", d.engine("SummingMergeTree", "(Bytes, Packets)"))
+	fmt.Fprintf(&t, "ENGINE = %s\n", d.engine("SummingMergeTree", SummedColumns))
 	fmt.Fprintf(&t, "PARTITION BY %s\n", partition)
 	fmt.Fprintf(&t, "PRIMARY KEY (%s)\n", strings.Join(key[:primaryLen], ", "))
 	fmt.Fprintf(&t, "ORDER BY (%s)\n", strings.Join(key, ", "))
@@ -496,6 +501,13 @@ func (d *DDL) aggregatedView(r Resolution, cols []ColumnDef) Object {
 		case "TimeReceived":
 			sel = append(sel, fmt.Sprintf("toStartOfInterval(TimeReceived, toIntervalSecond(%d)) AS TimeReceived", int64(r.Interval/time.Second)))
 			group = append(group, "TimeReceived")
+		case "Flows":
+			// One per flow, whatever its sampling rate.
+			if groups {
+				sel = append(sel, "count() AS Flows")
+			} else {
+				sel = append(sel, c.Name)
+			}
 		case "Bytes", "Packets":
 			if groups {
 				sel = append(sel, fmt.Sprintf("sum(%s) AS %s", c.Name, c.Name))

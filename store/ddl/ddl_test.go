@@ -86,10 +86,10 @@ func TestDDLSingleNode(t *testing.T) {
 
 	agg := objectByName(t, d, "flows_5m")
 	mustContain(t, "flows_5m", agg.Create,
-		"ENGINE = SummingMergeTree((Bytes, Packets))\nPARTITION BY toYYYYMMDD(TimeReceived)\n",
+		"ENGINE = SummingMergeTree((Bytes, Packets, Flows))\nPARTITION BY toYYYYMMDD(TimeReceived)\n",
 		"PRIMARY KEY (TimeReceived, ExporterAddress, EType, Proto, InIfName, SrcAS, ForwardingStatus, OutIfName, DstAS, SamplingRate)\n",
 		"ORDER BY (TimeReceived, ExporterAddress, EType, Proto, InIfName, SrcAS, ForwardingStatus, OutIfName, DstAS, SamplingRate, InIf, OutIf,",
-		"TTL TimeReceived + toIntervalSecond(7776000)\n", "    Dst1stAS UInt32,\n", "    Bytes UInt64 CODEC(T64, LZ4),\n")
+		"TTL TimeReceived + toIntervalSecond(7776000)\n", "    Dst1stAS UInt32,\n", "    Bytes UInt64 CODEC(T64, LZ4),\n", "    Flows UInt64 CODEC(T64, LZ4)\n")
 	for _, c := range []string{"SrcAddr", "DstAddr", "SrcPort", "DstPort", "DstASPath", "SrcNetPrefix", "PacketSizeBucket", "SrcNetMask"} {
 		if strings.Contains(agg.Create, "    "+c+" ") {
 			t.Errorf("flows_5m keeps per-flow column %s", c)
@@ -102,7 +102,7 @@ func TestDDLSingleNode(t *testing.T) {
 	// Only the view reading flows groups: the others round the time, their table sums.
 	for _, v := range []string{"flows_5m_consumer", "flows_1h_consumer"} {
 		create := objectByName(t, d, v).Create
-		mustContain(t, v, create, "    Bytes,\n    Packets\nFROM")
+		mustContain(t, v, create, "    Bytes,\n    Packets,\n    Flows\nFROM")
 		if strings.Contains(create, "GROUP BY") || strings.Contains(create, "sum(") {
 			t.Errorf("%s groups:\n%s", v, create)
 		}
@@ -125,7 +125,7 @@ func TestDDLSingleNode(t *testing.T) {
 	view := objectByName(t, d, "flows_1m_consumer")
 	mustContain(t, "flows_1m_consumer", view.Create,
 		"CREATE MATERIALIZED VIEW IF NOT EXISTS `flowzero`.`flows_1m_consumer` TO `flowzero`.`flows_1m`\nAS SELECT\n    toStartOfInterval(TimeReceived, toIntervalSecond(60)) AS TimeReceived,\n",
-		"    sum(Bytes) AS Bytes,\n    sum(Packets) AS Packets\nFROM `flowzero`.`flows`\nGROUP BY TimeReceived, SamplingRate, ")
+		"    sum(Bytes) AS Bytes,\n    sum(Packets) AS Packets,\n    count() AS Flows\nFROM `flowzero`.`flows`\nGROUP BY TimeReceived, SamplingRate, ")
 
 	kafka := objectByName(t, d, raw)
 	mustContain(t, "kafka table", kafka.Create,
@@ -160,7 +160,7 @@ func TestDDLCluster(t *testing.T) {
 	mustContain(t, "flows", objectByName(t, d, "flows").Create,
 		"CREATE TABLE IF NOT EXISTS `flowzero`.`flows` ON CLUSTER `prod` AS `flowzero`.`flows_local`\nENGINE = Distributed('prod', 'flowzero', 'flows_local', rand())")
 	mustContain(t, "flows_1m_local", objectByName(t, d, "flows_1m_local").Create,
-		"ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', (Bytes, Packets))")
+		"ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', (Bytes, Packets, Flows))")
 	mustContain(t, "flows_1m", objectByName(t, d, "flows_1m").Create, "Distributed('prod', 'flowzero', 'flows_1m_local', rand())")
 	// Views read and write the local tables: each node aggregates its own shard.
 	mustContain(t, "flows_1m_consumer", objectByName(t, d, "flows_1m_consumer").Create,
@@ -215,8 +215,8 @@ func TestDDLPreAggregated(t *testing.T) {
 	// Every dimension, in the order of the table's sorting key (the groups' order, see
 	// aggsort.go), then the sums.
 	cols, key, primaryLen := d.AggregatedColumns()
-	if len(key) != len(cols)-2 {
-		t.Fatalf("sorting key of %d columns for %d dimensions", len(key), len(cols)-2)
+	if len(key) != len(cols)-3 {
+		t.Fatalf("sorting key of %d columns for %d dimensions", len(key), len(cols)-3)
 	}
 	// After the primary key, the LowCardinality columns come last (the engine's check that
 	// a block is sorted compares them only between groups equal on everything before).
@@ -246,7 +246,7 @@ func TestDDLPreAggregated(t *testing.T) {
 	if got, want := strings.Join(names, ", "), strings.Join(older[1:], ", "); got != want {
 		t.Errorf("dimsInKey:\n%s\nwant\n%s", got, want)
 	}
-	if want := "(" + strings.Join(key, ", ") + ", Bytes, Packets)"; agg.Columns() != want {
+	if want := "(" + strings.Join(key, ", ") + ", Bytes, Packets, Flows)"; agg.Columns() != want {
 		t.Errorf("aggregated block columns %s, want %s", agg.Columns(), want)
 	}
 	if got, want := d.AggregatedInsertStatement(Resolution{Interval: time.Minute}, agg.Columns()),

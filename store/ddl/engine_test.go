@@ -318,3 +318,94 @@ func checkAggregates(t *testing.T, c *chdb.Conn, d *DDL) {
 	}
 	storetest.CheckAggregates(t, c, dims, tables)
 }
+
+// TestMigrateFlowsColumn creates the aggregated tables as flowzero did before they counted
+// flows (SummingMergeTree((Bytes, Packets)), no Flows column), fills them through the views,
+// and checks that a migration rebuilds them keeping every row (Flows 0), that new flows are
+// counted and summed when parts merge, and that the next migration finds nothing to do.
+func TestMigrateFlowsColumn(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig()
+	c := storetest.OpenEngine(t, filepath.Join(dir, "chdb"))
+	protoDir := filepath.Join(dir, "proto")
+	s := storetest.MustSchema(t, schema.DefaultConfiguration())
+	if _, err := WriteProto(protoDir, s); err != nil {
+		t.Fatal(err)
+	}
+	d := New(cfg, s, protoDir, nil)
+	// The statements of the version before: no Flows column, nothing counted.
+	for _, o := range d.Objects() {
+		create := o.Create
+		for _, r := range [][2]string{
+			{",\n    Flows UInt64 CODEC(T64, LZ4)", ""},
+			{SummedColumns, "(Bytes, Packets)"},
+			{",\n    count() AS Flows", ""},
+			{",\n    Flows\nFROM", "\nFROM"},
+			{o.Fingerprint, "flowzero:before"},
+		} {
+			if r[0] != "" {
+				create = strings.ReplaceAll(create, r[0], r[1])
+			}
+		}
+		if strings.Contains(create, "Flows") {
+			t.Fatalf("%s still counts flows:\n%s", o.Name, create)
+		}
+		if err := c.Exec(create); err != nil {
+			t.Fatalf("%s: %v", o.Name, err)
+		}
+	}
+	fm := s.NewFlowMessage()
+	var batch []byte
+	for _, f := range storetest.Flows {
+		batch = append(batch, f.Encode(fm)...)
+	}
+	if _, err := c.Insert(d.InsertStatement(), "Protobuf", batch); err != nil {
+		t.Fatal(err)
+	}
+	before := storetest.Query(t, c, "SELECT sum(Bytes), sum(Packets), count() FROM flowzero.flows_1h")
+
+	steps := migrate(t, c, d, false)
+	var actions []string
+	for _, st := range steps {
+		actions = append(actions, st.Object+": "+st.Action)
+	}
+	for _, want := range []string{"flows_1m_rebuild: create", "flows_1m: exchange with flows_1m_rebuild",
+		"flows_1h_rebuild: drop", "flows_5m_consumer: create"} {
+		if !strings.Contains(strings.Join(actions, "\n"), want) {
+			t.Errorf("missing step %q in:\n%s", want, strings.Join(actions, "\n"))
+		}
+	}
+	if again := migrate(t, c, d, false); len(again) != 0 {
+		t.Errorf("second migration not empty: %+v", again)
+	}
+	for _, table := range []string{"flows_1m", "flows_5m", "flows_1h"} {
+		e := storetest.Query(t, c, "SELECT engine_full FROM system.tables WHERE database = 'flowzero' AND name = '"+table+"'")
+		if !strings.Contains(e, SummedColumns) {
+			t.Errorf("%s: %s", table, e)
+		}
+	}
+	if got := storetest.Query(t, c, "SELECT count() FROM system.tables WHERE database = 'flowzero' AND name LIKE '%_rebuild'"); got != "0" {
+		t.Errorf("%s rebuild tables left", got)
+	}
+	if got := storetest.Query(t, c, "SELECT sum(Bytes), sum(Packets), count() FROM flowzero.flows_1h"); got != before {
+		t.Errorf("flows_1h after the rebuild: %s, want %s", got, before)
+	}
+	if got := storetest.Query(t, c, "SELECT sum(Flows) FROM flowzero.flows_1m"); got != "0" {
+		t.Errorf("rows written before count %s flows, want 0", got)
+	}
+	// New flows are counted in every table, and summed when the parts merge.
+	for range 2 {
+		if _, err := c.Insert(d.InsertStatement(), "Protobuf", batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := fmt.Sprint(2 * len(storetest.Flows))
+	for _, table := range []string{"flows_1m", "flows_5m", "flows_1h"} {
+		if err := c.Exec("OPTIMIZE TABLE flowzero." + table + " FINAL"); err != nil {
+			t.Fatal(err)
+		}
+		if got := storetest.Query(t, c, "SELECT sum(Flows) FROM flowzero."+table); got != want {
+			t.Errorf("%s counts %s flows, want %s", table, got, want)
+		}
+	}
+}

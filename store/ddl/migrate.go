@@ -126,6 +126,9 @@ func (m *Migrator) Plan(ctx context.Context) ([]Step, error) {
 			drop(name, KindView)
 		case t.engine == "Kafka":
 			obsoleteTables = append(obsoleteTables, name)
+		case strings.HasSuffix(name, rebuildSuffix) && strings.HasSuffix(t.engine, "MergeTree"):
+			// Left by an interrupted rebuild: a partial copy, or the table it replaced.
+			drop(name, KindTable)
 		}
 	}
 	for _, name := range obsoleteTables {
@@ -143,6 +146,14 @@ func (m *Migrator) Plan(ctx context.Context) ([]Step, error) {
 		case KindTable, KindDistributed:
 			if !exists {
 				steps = append(steps, Step{Object: o.Name, Action: "create", SQL: o.Create})
+				continue
+			}
+			if o.Kind == KindTable && strings.Contains(o.Create, SummedColumns) && !strings.Contains(t.engineFull, SummedColumns) {
+				rb, err := m.rebuildSummed(o, t)
+				if err != nil {
+					return nil, err
+				}
+				steps = append(steps, rb...)
 				continue
 			}
 			// The column diff runs even when the fingerprint is current: drop-removed-columns
@@ -191,6 +202,45 @@ func (m *Migrator) Plan(ctx context.Context) ([]Step, error) {
 		}
 	}
 	return append(drops, steps...), nil
+}
+
+// rebuildSuffix names the table an aggregated table is rebuilt into (rebuildSummed).
+const rebuildSuffix = "_rebuild"
+
+// rebuildSummed returns the steps that bring an aggregated table made before its Flows
+// column to o. SummingMergeTree's summed columns cannot be altered, and a Flows column added
+// to a table summing (Bytes, Packets) would keep one row's count of each merge: the rows are
+// copied into a table created as o (their Flows are 0, which the query layer knows as "not
+// counted"), which then takes the table's place. On a cluster, each node holds its own
+// rows, which one INSERT ... SELECT cannot copy: the error says how to do it by hand.
+func (m *Migrator) rebuildSummed(o Object, t *tableState) ([]Step, error) {
+	d := m.DDL
+	tmp := o.Name + rebuildSuffix
+	if d.cfg.Cluster != "" {
+		return nil, fmt.Errorf("store: %s was created before its Flows column and its engine cannot be altered "+
+			"to sum %s: on every node, create %s as a new %s is created (with its Flows column and summing it), "+
+			"INSERT INTO it SELECT the columns of %s, EXCHANGE TABLES %s AND %s, drop %s, then migrate again",
+			o.Name, SummedColumns, tmp, o.Name, o.Name, o.Name, tmp, tmp)
+	}
+	have := map[string]bool{}
+	for _, c := range t.columns {
+		have[c] = true
+	}
+	var cols []string
+	for _, c := range o.Columns {
+		if have[c.Name] {
+			cols = append(cols, quoteIdent(c.Name))
+		}
+	}
+	list := strings.Join(cols, ", ")
+	return []Step{
+		{Object: tmp, Action: "create (" + o.Name + " again, summing " + SummedColumns + ")",
+			SQL: strings.Replace(o.Create, d.q(o.Name), d.q(tmp), 1)},
+		{Object: tmp, Action: "copy the rows of " + o.Name + " (Flows 0: not counted)",
+			SQL: fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s", d.q(tmp), list, list, d.q(o.Name))},
+		{Object: o.Name, Action: "exchange with " + tmp, SQL: fmt.Sprintf("EXCHANGE TABLES %s AND %s", d.q(o.Name), d.q(tmp))},
+		{Object: tmp, Action: "drop (the table before the rebuild)", SQL: d.dropStatement(tmp, KindTable)},
+	}, nil
 }
 
 // alterTable returns the steps that bring an existing data table's columns and TTL to o.

@@ -65,7 +65,8 @@ var ErrNotAggregable = errors.New("dimension not computed by the pre-aggregation
 // arrayElemExpr matches the MATERIALIZED expressions the aggregation computes: Array[n].
 var arrayElemExpr = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\[([1-9][0-9]?)\]$`)
 
-// Aggregator sums the Bytes and Packets of an encoder's rows per finest-resolution key.
+// Aggregator sums the Bytes and Packets of an encoder's rows per finest-resolution key, and
+// counts them (Flows).
 // It is not safe for concurrent use and allocates nothing per flow once its table and
 // buffers have grown to the batch's size; at most one group per row.
 type Aggregator struct {
@@ -75,7 +76,7 @@ type Aggregator struct {
 	packets  int
 	interval uint32 // seconds
 	keyLen   int
-	columns  string // "(a, b, ..., Bytes, Packets)"
+	columns  string // "(a, b, ..., Bytes, Packets, Flows)"
 
 	keys []byte // keys of the rows being added, keyLen per row
 	// hs and hint are the keys' hashes and first slots; touched keeps the loads that bring
@@ -84,7 +85,8 @@ type Aggregator struct {
 	hint    [aggChunkRows]uint64
 	touched byte
 
-	// Groups: key, hash and sums of group g at gkeys[g*keyLen:], hashes[g], sums[2g:2g+2].
+	// Groups: key, hash and sums (Bytes, Packets, Flows) of group g at gkeys[g*keyLen:],
+	// hashes[g], sums[3g:3g+3].
 	gkeys  []byte
 	spare  []byte // the keys' previous memory, for activate
 	hashes []uint64
@@ -185,7 +187,7 @@ func NewAggregator(enc *Encoder, dims []*schema.Column, interval time.Duration) 
 	if a.bytes < 0 || a.packets < 0 {
 		return nil, fmt.Errorf("no Bytes or Packets column: %w", ErrNotAggregable)
 	}
-	a.columns = "(" + strings.Join(append(names, "Bytes", "Packets"), ", ") + ")"
+	a.columns = "(" + strings.Join(append(names, "Bytes", "Packets", "Flows"), ", ") + ")"
 	a.reset()
 	enc.agg = a
 	return a, nil
@@ -203,7 +205,7 @@ func Aggregable(s *schema.Schema, dims []*schema.Column, interval time.Duration)
 	return err
 }
 
-// Columns returns the INSERT column list matching Block: "(a, b, ..., Bytes, Packets)".
+// Columns returns the INSERT column list matching Block: "(a, b, ..., Bytes, Packets, Flows)".
 func (a *Aggregator) Columns() string { return a.columns }
 
 // Groups returns the number of groups since the last reset.
@@ -211,7 +213,7 @@ func (a *Aggregator) Groups() int { return a.n }
 
 // Bytes returns the memory the groups take: their keys, hashes and sums, and the table.
 func (a *Aggregator) Bytes() int {
-	return a.n*(a.keyLen+3*8) + len(a.slots)*8
+	return a.n*(a.keyLen+4*8) + len(a.slots)*8
 }
 
 // Span returns how much time the TimeReceived of the rows added since the last reset span.
@@ -376,7 +378,7 @@ func (a *Aggregator) addChunk(e *Encoder, first, end int) {
 			for o := 0; o < len(p); o += 64 {
 				touch += p[o]
 			}
-			touch += byte(a.sums[2*(g-1)])
+			touch += byte(a.sums[3*(g-1)])
 		}
 	}
 	a.touched += touch
@@ -384,8 +386,10 @@ func (a *Aggregator) addChunk(e *Encoder, first, end int) {
 	for r := 0; r < rows; r++ {
 		k := keys[r*kl : (r+1)*kl]
 		g := a.group(k, hs[r])
-		a.sums[2*g] += binary.LittleEndian.Uint64(bytes[8*r:])
-		a.sums[2*g+1] += binary.LittleEndian.Uint64(packets[8*r:])
+		sum := a.sums[3*g : 3*g+3 : 3*g+3]
+		sum[0] += binary.LittleEndian.Uint64(bytes[8*r:])
+		sum[1] += binary.LittleEndian.Uint64(packets[8*r:])
+		sum[2]++
 	}
 }
 
@@ -406,7 +410,7 @@ func (a *Aggregator) group(k []byte, h uint64) int {
 			a.n++
 			a.gkeys = append(a.gkeys, k...)
 			a.hashes = append(a.hashes, h)
-			a.sums = append(a.sums, 0, 0)
+			a.sums = append(a.sums, 0, 0, 0)
 			if 2*a.n > len(a.slots) {
 				a.grow()
 			}
@@ -455,7 +459,7 @@ func (a *Aggregator) Block() []byte {
 	}
 	a.spare = keys
 	out := a.out[:0]
-	ncols := 2
+	ncols := 3
 	for i := range a.dims {
 		if a.dims[i].active {
 			ncols++
@@ -481,11 +485,11 @@ func (a *Aggregator) Block() []byte {
 			out = append(out, keys[g*kl+d.off:g*kl+d.off+d.width]...)
 		}
 	}
-	for j, name := range []string{"Bytes", "Packets"} {
+	for j, name := range []string{"Bytes", "Packets", "Flows"} {
 		out = appendString(out, name)
 		out = appendString(out, "UInt64")
 		for _, g := range perm {
-			out = binary.LittleEndian.AppendUint64(out, a.sums[2*int(g)+j])
+			out = binary.LittleEndian.AppendUint64(out, a.sums[3*int(g)+j])
 		}
 	}
 	a.out = out

@@ -32,11 +32,11 @@ func aggDims(s *schema.Schema) []*schema.Column {
 	return ddl.New(ddl.DefaultConfiguration(), s, "", nil).AggregatedKeyDims()
 }
 
-// groupsInGo sums Bytes and Packets per dimensions the slow way, from the decoded messages:
+// groupsInGo sums Bytes and Packets and counts the flows per dimensions the slow way, from the decoded messages:
 // the values as the tables hold them, joined by "|", with the time rounded down.
-func groupsInGo(t *testing.T, s *schema.Schema, dims []*schema.Column, interval uint64, msgs [][]byte) map[string][2]uint64 {
+func groupsInGo(t *testing.T, s *schema.Schema, dims []*schema.Column, interval uint64, msgs [][]byte) map[string][3]uint64 {
 	t.Helper()
-	out := map[string][2]uint64{}
+	out := map[string][3]uint64{}
 	for _, m := range msgs {
 		vals := map[string][]any{}
 		if err := s.DecodeMessage(m, func(c *schema.Column, v any) { vals[c.Name] = append(vals[c.Name], v) }); err != nil {
@@ -84,14 +84,15 @@ func groupsInGo(t *testing.T, s *schema.Schema, dims []*schema.Column, interval 
 				sums[i] += vs[len(vs)-1].(uint64)
 			}
 		}
+		sums[2]++
 		out[strings.Join(key, "|")] = sums
 	}
 	return out
 }
 
 // aggregatorGroups reads the aggregator's groups back in groupsInGo's form.
-func aggregatorGroups(a *Aggregator, e *Encoder) map[string][2]uint64 {
-	out := map[string][2]uint64{}
+func aggregatorGroups(a *Aggregator, e *Encoder) map[string][3]uint64 {
+	out := map[string][3]uint64{}
 	for g := 0; g < a.n; g++ {
 		var key []string
 		for _, v := range groupValues(a, e, g) {
@@ -100,7 +101,7 @@ func aggregatorGroups(a *Aggregator, e *Encoder) map[string][2]uint64 {
 			}
 			key = append(key, fmt.Sprint(v))
 		}
-		out[strings.Join(key, "|")] = [2]uint64{a.sums[2*g], a.sums[2*g+1]}
+		out[strings.Join(key, "|")] = [3]uint64{a.sums[3*g], a.sums[3*g+1], a.sums[3*g+2]}
 	}
 	return out
 }
@@ -271,14 +272,14 @@ func TestNativeAggregator(t *testing.T) {
 						set[i] = set[i] || v != "" && v != "0" && v != "::"
 					}
 				}
-				ncols := 2
+				ncols := 3 // Bytes, Packets, Flows
 				for _, s := range set {
 					if s {
 						ncols++
 					}
 				}
-				if ncols == 2 || ncols == len(dims)+2 {
-					t.Errorf("%d columns of %d: the test leaves out none or all", ncols-2, len(dims))
+				if ncols == 3 || ncols == len(dims)+3 {
+					t.Errorf("%d columns of %d: the test leaves out none or all", ncols-3, len(dims))
 				}
 				block := a.Block()
 				if !strings.HasPrefix(string(block), string(binary.AppendUvarint(binary.AppendUvarint(nil, uint64(ncols)), uint64(len(want))))) {

@@ -223,7 +223,8 @@ export function heatmapOption(data: LineResponse, d: Display): { option: ECharts
   const { c, base } = frame(d);
   const idx = data.rows.map((_, i) => i).filter((i) => data.axis[i] !== 3 && !isOther(data.rows[i]));
   const names = idx.map((i) => (data.axis[i] === 2 ? `${rowName(data.rows[i])} (reverse)` : rowName(data.rows[i])));
-  const times = data.t.map((t) => formatTime(new Date(t), d.timeZone, false));
+  // Seconds shown when the cells are shorter than a minute.
+  const times = data.t.map((t) => formatTime(new Date(t), d.timeZone, data.interval < 60));
   const cells: [number, number, number][] = [];
   let max = 0;
   // Rows top to bottom in the API's order (largest first): the category axis counts upward.
