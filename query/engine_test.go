@@ -979,6 +979,12 @@ func TestRawSQL(t *testing.T) {
 		{"SELECT 1 INTO OUTFILE '/tmp/x'", "", "sql"},
 		{"", "", "sql"},
 		{"SELECT 1", "JSON; DROP", "format"},
+		{"SELECT * FROM file('/etc/hostname', 'LineAsString')", "", "sql"},
+		{"SELECT * FROM URL('http://127.0.0.1:1/', 'LineAsString')", "", "sql"},
+		{"SELECT file('/etc/hostname')", "", "sql"},
+		{"SELECT * FROM `s3`('http://127.0.0.1:1/x')", "", "sql"},
+		{"SELECT 1) UNION ALL (SELECT 2", "", "sql"},
+		{"SELECT (1", "", "sql"},
 	} {
 		_, err := s.RawSQL(ctx, RawSQLRequest{SQL: c.sql, Format: c.format})
 		var re *RequestError
@@ -986,9 +992,10 @@ func TestRawSQL(t *testing.T) {
 			t.Errorf("%q: %v, want an error on %s", c.sql, err, c.field)
 		}
 	}
+	if res, err := s.RawSQL(ctx, RawSQLRequest{SQL: "SELECT sum(number) FROM numbers(10)"}); err != nil || res.Output != "45\n" {
+		t.Errorf("numbers(): %+v %v", res, err)
+	}
 	for _, sql := range []string{
-		"SELECT * FROM file('/etc/hostname', 'LineAsString')",
-		"SELECT * FROM url('http://127.0.0.1:1/', 'LineAsString')",
 		"SELECT (SELECT 1) FROM (INSERT INTO flowzero.flows (Bytes) VALUES (1))",
 	} {
 		if res, err := s.RawSQL(ctx, RawSQLRequest{SQL: sql}); err == nil {
