@@ -85,7 +85,8 @@ func OpenBench(dir string, now time.Time, log *slog.Logger) (*BenchEnv, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-		m = benchMarker{Version: benchVersion, Anchor: now.UTC().Truncate(time.Minute), FlowsPerSecond: BenchFlowsPerSecond}
+		// A whole hour: the minute generated starts a bucket of every resolution.
+		m = benchMarker{Version: benchVersion, Anchor: now.UTC().Truncate(time.Hour), FlowsPerSecond: BenchFlowsPerSecond}
 	}
 	e.Anchor = m.Anchor
 	cfg := BenchConfig(dir)
@@ -144,8 +145,7 @@ func benchInterface(i uint32) (name string, speed, boundary uint64) {
 // BenchFlowsPerSecond, as the collector enriches it with the demo metadata, through the
 // sink (the flows table, its pre-aggregation into flows_1m, the views into flows_5m and
 // flows_1h), then copies it inside the engine: in the flows table over the last hour, in
-// flows_1m over 24 h (the views aggregating each copy into flows_5m and flows_1h), doubling
-// the range at each INSERT ... SELECT.
+// the aggregated tables over 24 h, doubling the range at each INSERT ... SELECT.
 func (e *BenchEnv) build() error {
 	t0 := e.Anchor.Add(-time.Hour)
 	g := demo.NewGenerator(1)
@@ -207,14 +207,41 @@ func (e *BenchEnv) build() error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	// Forward over the last hour (flows and flows_1m), then back 23 hours more (flows_1m).
-	if err := e.double("flows_1m", t0, t0.Add(time.Minute), e.Anchor, 1); err != nil {
-		return err
+	// The copies do not go through the views: each table is filled from its own rows of
+	// the minute, summed as a bucket of its resolution would be (five minutes, an hour of
+	// the same traffic), then copied across the day.
+	for _, v := range []string{"flows_5m_consumer", "flows_1h_consumer"} {
+		if err := e.Engine.Conn.Exec("DROP VIEW IF EXISTS flowzero." + v); err != nil {
+			return err
+		}
 	}
-	if err := e.double("flows", t0, t0.Add(time.Minute), e.Anchor, 1); err != nil {
-		return err
+	for table, times := range map[string]int{"flows_5m": 4, "flows_1h": 59} {
+		if err := e.Engine.Conn.Exec(fmt.Sprintf("INSERT INTO flowzero.%s SELECT * REPLACE (Bytes * %[2]d AS Bytes, Packets * %[2]d AS Packets, Flows * %[2]d AS Flows) "+
+			"FROM flowzero.%[1]s SETTINGS max_threads = 2", table, times)); err != nil {
+			return err
+		}
 	}
-	return e.double("flows_1m", t0, e.Anchor, e.Anchor.Add(-24*time.Hour), -1)
+	day := e.Anchor.Add(-24 * time.Hour)
+	for _, c := range []struct {
+		table string
+		span  time.Duration
+		from  time.Time
+	}{{"flows", time.Minute, t0}, {"flows_1m", time.Minute, day}, {"flows_5m", 5 * time.Minute, day}, {"flows_1h", time.Hour, day}} {
+		if err := e.double(c.table, t0, t0.Add(c.span), e.Anchor, 1); err != nil {
+			return err
+		}
+		if err := e.double(c.table, t0, e.Anchor, c.from, -1); err != nil {
+			return err
+		}
+	}
+	for _, o := range e.Sink.DDL().Objects() {
+		if o.Name == "flows_5m_consumer" || o.Name == "flows_1h_consumer" {
+			if err := e.Engine.Conn.Exec(o.Create); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // double copies the rows of table in [lo, hi) next to themselves (after hi with dir 1,
