@@ -99,7 +99,7 @@ type LastFlow struct {
 func (s *Service) LastFlow(ctx context.Context) (*LastFlow, error) {
 	cat := s.base
 	cols := cat.Columns()
-	sql := flowsSQL(cat, cols, fmt.Sprintf("TimeReceived <= toDateTime(%d)", s.clock.Now().Unix()+1), "LIMIT 1")
+	sql := flowsSQL(cat, cols, fmt.Sprintf("TimeReceived <= toDateTime(%d)", s.clock.Now().Unix()+1), 1, 0)
 	res, err := s.run(ctx, sql, len(cols), 0)
 	if err != nil {
 		return nil, err
