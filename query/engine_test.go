@@ -4,21 +4,27 @@ package query
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"flowzero/internal/clock"
 	"flowzero/internal/testutil"
 	"flowzero/query/internal/querytest"
+	"flowzero/store/engine"
 )
 
 // The engine tests share one engine holding the data set (querytest.Dataset), anchored at
@@ -979,6 +985,12 @@ func TestRawSQL(t *testing.T) {
 		{"SELECT 1 INTO OUTFILE '/tmp/x'", "", "sql"},
 		{"", "", "sql"},
 		{"SELECT 1", "JSON; DROP", "format"},
+		{"SELECT * FROM file('/etc/hostname', 'LineAsString')", "", "sql"},
+		{"SELECT * FROM URL('http://127.0.0.1:1/', 'LineAsString')", "", "sql"},
+		{"SELECT file('/etc/hostname')", "", "sql"},
+		{"SELECT * FROM `s3`('http://127.0.0.1:1/x')", "", "sql"},
+		{"SELECT 1) UNION ALL (SELECT 2", "", "sql"},
+		{"SELECT (1", "", "sql"},
 	} {
 		_, err := s.RawSQL(ctx, RawSQLRequest{SQL: c.sql, Format: c.format})
 		var re *RequestError
@@ -986,9 +998,10 @@ func TestRawSQL(t *testing.T) {
 			t.Errorf("%q: %v, want an error on %s", c.sql, err, c.field)
 		}
 	}
+	if res, err := s.RawSQL(ctx, RawSQLRequest{SQL: "SELECT sum(number) FROM numbers(10)"}); err != nil || res.Output != "45\n" {
+		t.Errorf("numbers(): %+v %v", res, err)
+	}
 	for _, sql := range []string{
-		"SELECT * FROM file('/etc/hostname', 'LineAsString')",
-		"SELECT * FROM url('http://127.0.0.1:1/', 'LineAsString')",
 		"SELECT (SELECT 1) FROM (INSERT INTO flowzero.flows (Bytes) VALUES (1))",
 	} {
 		if res, err := s.RawSQL(ctx, RawSQLRequest{SQL: sql}); err == nil {
@@ -1007,4 +1020,79 @@ func mustRaw(t *testing.T, s *Service, sql string) string {
 		t.Fatal(err)
 	}
 	return res.Output
+}
+
+// TestHTTPClientPath runs every query kind through engine.HTTPClient, the client of a
+// ClickHouse server, against a test double of ClickHouse's HTTP interface that runs the SQL
+// in the real engine holding the data set (the double is only the transport: the statement
+// in the body, the format in default_format, errors with X-ClickHouse-Exception-Code). The
+// answers must be those of the embedded engine; an engine error keeps its kind.
+func TestHTTPClientPath(t *testing.T) {
+	direct, e := newService(t)
+	var ran atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil || r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		out, err := e.Engine.Query(r.Context(), string(body), r.URL.Query().Get("default_format"))
+		if err != nil {
+			w.Header().Set("X-ClickHouse-Exception-Code", "1")
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, strings.TrimPrefix(err.Error(), "chdb: "))
+			return
+		}
+		ran.Add(1)
+		w.Write(out)
+	}))
+	defer srv.Close()
+	cfg := engine.DefaultHTTPConfiguration()
+	cfg.URL = srv.URL
+	client, err := engine.NewHTTPClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaHTTP, err := New(engineConfig(), e.Catalog, client, testutil.Clock(), quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	common := Common{Start: e.Anchor.Add(-querytest.Recent), End: e.Anchor, Dimensions: []string{"SrcAS", "Proto"}, Limit: 3}
+	same := func(name string, run func(s *Service) (any, error)) {
+		t.Helper()
+		want, err := run(direct)
+		if err != nil {
+			t.Fatalf("%s embedded: %v", name, err)
+		}
+		got, err := run(viaHTTP)
+		if err != nil {
+			t.Fatalf("%s over HTTP: %v", name, err)
+		}
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		if string(g) != string(w) {
+			t.Errorf("%s over HTTP:\n%s\nembedded:\n%s", name, g, w)
+		}
+	}
+	same("line", func(s *Service) (any, error) {
+		return s.Line(ctx, LineRequest{Common: common, Points: 60, Bidirectional: true, PreviousPeriod: true})
+	})
+	same("table", func(s *Service) (any, error) { return s.Table(ctx, TableRequest{Common: common, Points: 30}) })
+	same("sankey", func(s *Service) (any, error) { return s.Sankey(ctx, SankeyRequest{Common: common}) })
+	same("flows", func(s *Service) (any, error) {
+		return s.Flows(ctx, FlowsRequest{Start: common.Start, End: common.End, Filter: "Proto = TCP", Limit: 20})
+	})
+	same("sql", func(s *Service) (any, error) {
+		return s.RawSQL(ctx, RawSQLRequest{SQL: "SELECT count() FROM flowzero.flows_1m", Format: "TSV"})
+	})
+	if ran.Load() < 5 {
+		t.Errorf("%d statements ran through the double", ran.Load())
+	}
+	// An error of the engine comes back as one.
+	_, err = viaHTTP.RawSQL(ctx, RawSQLRequest{SQL: "SELECT nosuchcolumn FROM flowzero.flows"})
+	var ee *EngineError
+	if !errors.As(err, &ee) || ee.Kind != EngineFailed || !strings.Contains(err.Error(), "nosuchcolumn") {
+		t.Errorf("engine error over HTTP: %v", err)
+	}
 }

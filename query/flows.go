@@ -101,7 +101,7 @@ func (s *Service) Flows(ctx context.Context, req FlowsRequest) (*FlowsResult, er
 		}
 		w += fmt.Sprintf(" AND TimeReceived %s toDateTime(%d)", b.op, sec)
 	}
-	sql := flowsSQL(cat, cols, w, fmt.Sprintf("LIMIT %d OFFSET %d", limit, req.Offset))
+	sql := flowsSQL(cat, cols, w, limit, req.Offset)
 	res, err := s.run(ctx, sql, len(cols), 0)
 	if err != nil {
 		return nil, err
@@ -118,15 +118,20 @@ func (s *Service) Flows(ctx context.Context, req FlowsRequest) (*FlowsResult, er
 
 // flowsSQL selects columns of the flows matching where, newest first; rows of the same
 // second are ordered by their values, so that pages follow each other.
-func flowsSQL(cat *catalog.Catalog, cols []*catalog.Column, where, tail string) string {
+func flowsSQL(cat *catalog.Catalog, cols []*catalog.Column, where string, limit, offset int) string {
 	e := exprs{cat: cat, t4: 32, t6: 128}
 	var sel, order []string
 	for i, c := range cols {
 		sel = append(sel, fmt.Sprintf("%s AS c%d", e.value(c), i))
 		order = append(order, fmt.Sprintf("c%d", i))
 	}
-	return fmt.Sprintf("SELECT %s\nFROM %s\nWHERE %s\nORDER BY TimeReceived DESC, %s\n%s",
-		strings.Join(sel, ", "), quoteTable(cat, cat.Flows), where, strings.Join(order, ", "), tail)
+	// The records listed are among those of the seconds of the offset+limit newest: the
+	// subquery finds the oldest of those seconds reading the time and the filter's columns
+	// only, so that the values to show and sort by are computed for those seconds alone.
+	table := quoteTable(cat, cat.Flows)
+	return fmt.Sprintf("SELECT %s\nFROM %s\nWHERE %s\n  AND TimeReceived >= (SELECT min(t) FROM (SELECT TimeReceived AS t FROM %s WHERE %s ORDER BY TimeReceived DESC LIMIT %d))\n"+
+		"ORDER BY TimeReceived DESC, %s\nLIMIT %d OFFSET %d",
+		strings.Join(sel, ", "), table, where, table, where, limit+offset, strings.Join(order, ", "), limit, offset)
 }
 
 // flowValues turns a row of flowsSQL into JSON values.

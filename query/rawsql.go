@@ -31,9 +31,11 @@ type RawSQLResult struct {
 var formatName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,63}$`)
 
 // RawSQL runs one SELECT (or WITH ... SELECT) of the user's. The statement runs inside a
-// subquery, so that nothing but a SELECT parses, with readonly = 1 (no table functions
-// reading files or URLs, no setting changed), the query's time and memory limits and
-// MaxRawSQLResult.
+// subquery, so that nothing but a SELECT parses, with the query's time and memory limits and
+// MaxRawSQLResult; the functions reaching outside the database (file, url, s3, remote...:
+// the engine's table functions but those of safeTableFunctions) are refused. readonly = 1
+// would refuse them too, but the store's read-only connections run with readonly = 2,
+// which a statement cannot change.
 func (s *Service) RawSQL(ctx context.Context, req RawSQLRequest) (*RawSQLResult, error) {
 	format := req.Format
 	if format == "" {
@@ -42,11 +44,15 @@ func (s *Service) RawSQL(ctx context.Context, req RawSQLRequest) (*RawSQLResult,
 	if !formatName.MatchString(format) {
 		return nil, fieldError("format", "%q is not a ClickHouse output format name", format)
 	}
-	sql, err := readOnlySQL(req.SQL)
+	funcs, err := s.tableFunctions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	stmt := fmt.Sprintf("SELECT * FROM (\n%s\n)\nSETTINGS readonly = 1, max_execution_time = %d, max_memory_usage = %d, "+
+	sql, err := readOnlySQL(req.SQL, funcs)
+	if err != nil {
+		return nil, err
+	}
+	stmt := fmt.Sprintf("SELECT * FROM (\n%s\n)\nSETTINGS max_execution_time = %d, max_memory_usage = %d, "+
 		"max_result_bytes = %d, result_overflow_mode = 'throw'",
 		sql, int64(s.cfg.Timeout/time.Second), s.cfg.MaxMemory, MaxRawSQLResult)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout+time.Second)
@@ -58,9 +64,35 @@ func (s *Service) RawSQL(ctx context.Context, req RawSQLRequest) (*RawSQLResult,
 	return &RawSQLResult{Format: format, Output: string(out)}, nil
 }
 
+// safeTableFunctions are the table functions a statement of RawSQL may call: they read
+// nothing outside the database.
+var safeTableFunctions = map[string]bool{"numbers": true, "numbers_mt": true, "zeros": true, "zeros_mt": true,
+	"generate_series": true, "generateseries": true, "generaterandom": true, "values": true, "null": true,
+	"view": true, "viewifpermitted": true, "merge": true, "dictionary": true, "format": true, "loop": true}
+
+// tableFunctions reads the names of the engine's table functions (lower case), once.
+func (s *Service) tableFunctions(ctx context.Context) (map[string]bool, error) {
+	s.funcsMu.Lock()
+	defer s.funcsMu.Unlock()
+	if s.funcs != nil {
+		return s.funcs, nil
+	}
+	res, err := s.run(ctx, "SELECT name FROM system.table_functions", 1, 0)
+	if err != nil {
+		return nil, err
+	}
+	funcs := map[string]bool{"file": true} // also a function reading a file
+	for _, row := range res.Data {
+		funcs[strings.ToLower(cellString(row[0]))] = true
+	}
+	s.funcs = funcs
+	return funcs, nil
+}
+
 // readOnlySQL checks that sql is one SELECT statement (WITH ... SELECT included) without
-// SETTINGS or FORMAT clauses, and returns it without its trailing semicolon.
-func readOnlySQL(sql string) (string, error) {
+// SETTINGS or FORMAT clauses, calling none of funcs but the safe table functions, and
+// returns it without its trailing semicolon.
+func readOnlySQL(sql string, funcs map[string]bool) (string, error) {
 	sql = strings.TrimRight(strings.TrimSpace(sql), "; \t\r\n")
 	if sql == "" {
 		return "", fieldError("sql", "empty statement")
@@ -72,8 +104,30 @@ func readOnlySQL(sql string) (string, error) {
 	if first := strings.ToUpper(toks[0].Text); toks[0].Kind != chsql.TokenWord || (first != "SELECT" && first != "WITH") {
 		return "", fieldError("sql", "only SELECT statements run through the collector, not %s (SHOW and DESCRIBE are SELECTs from system.tables and system.columns)", toks[0].Text)
 	}
+	depth := 0
 	for i, t := range toks {
-		if t.Kind != chsql.TokenWord || i+1 < len(toks) && toks[i+1].Text == "(" { // a function: format(...)
+		switch t.Text {
+		case "(":
+			depth++
+		case ")":
+			if depth--; depth < 0 {
+				return "", fieldError("sql", "unbalanced ) at byte %d", t.Offset)
+			}
+		}
+		if t.Kind != chsql.TokenWord && t.Kind != chsql.TokenIdent {
+			continue
+		}
+		if i+1 < len(toks) && toks[i+1].Text == "(" { // a function: format(...)
+			name := strings.ToLower(t.Text)
+			if t.Kind == chsql.TokenIdent {
+				name = strings.ToLower(t.Value)
+			}
+			if funcs[name] && !safeTableFunctions[name] {
+				return "", fieldError("sql", "%s at byte %d: functions reading outside the database are refused here", t.Text, t.Offset)
+			}
+			continue
+		}
+		if t.Kind != chsql.TokenWord {
 			continue
 		}
 		switch strings.ToUpper(t.Text) {
@@ -84,6 +138,9 @@ func readOnlySQL(sql string) (string, error) {
 		case "INTO":
 			return "", fieldError("sql", "INTO at byte %d: the statement may not write", t.Offset)
 		}
+	}
+	if depth != 0 {
+		return "", fieldError("sql", "%d parentheses left open", depth)
 	}
 	return sql, nil
 }

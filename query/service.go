@@ -30,6 +30,9 @@ type Service struct {
 	mu    sync.Mutex
 	state *tablesState
 	sf    singleflight.Group
+
+	funcsMu sync.Mutex
+	funcs   map[string]bool // the engine's table functions (RawSQL)
 }
 
 // tablesState is what the table choice and the filters read from the engine: the oldest
@@ -52,11 +55,20 @@ func (st *tablesState) oldestFor(needCount bool) map[string]time.Time {
 	return st.oldest
 }
 
-// countsFrom tells whether table t counts the flows of w's whole range: its oldest row
-// counting flows is at most one interval after w's start.
+// countsFrom tells whether w's table counts the flows of w's whole range: its oldest row
+// counting flows is its oldest row, or at most one interval after w's start, or it was
+// empty when the state was read.
 func (st *tablesState) countsFrom(w window) bool {
+	if !w.table.FlowCount {
+		return false
+	}
 	o, ok := st.counted[w.table.Name]
-	return w.table.FlowCount && ok && !o.After(w.start.Add(w.interval))
+	if !ok {
+		// Empty when read: its rows are new ones, counting flows.
+		_, rows := st.oldest[w.table.Name]
+		return !rows
+	}
+	return !o.After(st.oldest[w.table.Name]) || !o.After(w.start.Add(w.interval))
 }
 
 // New returns a service reading the flows of cat through engine, with clk as its clock

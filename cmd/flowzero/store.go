@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"flowzero/app"
 	"flowzero/internal/config"
+	"flowzero/query"
 	"flowzero/schema"
 	"flowzero/store"
 	"flowzero/store/chdb"
@@ -29,12 +32,14 @@ func runStore(args []string, stdout, stderr io.Writer) error {
 	dryRun := fs.Bool("dry-run", false, "migrate: print the statements without running them")
 	chURL := fs.String("clickhouse", "", "migrate: ClickHouse HTTP `URL` (overrides outputs.store.clickhouse.url; without it, the embedded engine)")
 	format := fs.String("format", "PrettyCompactMonoBlock", "query: output `format`")
+	server := fs.String("server", "", "query: the running collector's `URL` (default: from collector.http.listen), which runs the SELECT while it holds the embedded store")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage:\n"+
 			"  flowzero store migrate [--config FILE] [--dry-run] [--clickhouse URL]\n"+
 			"      bring the tables, views and dictionaries to the schema (idempotent)\n"+
-			"  flowzero store query [--config FILE] [--format F] SQL\n"+
-			"      run a statement in the embedded engine's data directory\n\n")
+			"  flowzero store query [--config FILE] [--format F] [--server URL] SQL\n"+
+			"      run a statement in the embedded engine's data directory; while a collector\n"+
+			"      runs (and holds the directory), one SELECT through its API\n\n")
 		fs.PrintDefaults()
 	}
 	var action string
@@ -80,6 +85,19 @@ func runStore(args []string, stdout, stderr io.Writer) error {
 			fs.Usage()
 			return errUsage
 		}
+		// A running collector holds the data directory: it runs the statement (a SELECT).
+		url := *server
+		if url == "" {
+			url = defaultServer(acfg)
+		}
+		out, err := sqlThroughCollector(ctx, url, fs.Arg(0), *format)
+		if err == nil {
+			_, err = stdout.Write(out)
+			return err
+		}
+		if !notListening(err) {
+			return fmt.Errorf("the collector at %s (which holds the embedded store while it runs): %w", url, err)
+		}
 		if !chdb.Built {
 			return chdb.ErrNotBuilt
 		}
@@ -88,7 +106,7 @@ func runStore(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer conn.Close()
-		out, err := conn.Query(fs.Arg(0), *format)
+		out, err = conn.Query(fs.Arg(0), *format)
 		if err != nil {
 			return err
 		}
@@ -192,4 +210,15 @@ func migrateEmbedded(ctx context.Context, cfg store.Configuration, s *schema.Sch
 		fmt.Fprintf(stdout, "-- embedded database in %s\n", abs)
 	}
 	return err
+}
+
+// sqlThroughCollector runs a SELECT through the query API of the collector at server
+// (POST /api/v0/query/sql).
+func sqlThroughCollector(ctx context.Context, server, sql, format string) ([]byte, error) {
+	c := &apiClient{base: strings.TrimRight(server, "/"), http: &http.Client{Timeout: 10 * time.Minute}}
+	var res query.RawSQLResult
+	if _, err := c.post(ctx, "sql", query.RawSQLRequest{SQL: sql, Format: format}, &res); err != nil {
+		return nil, err
+	}
+	return []byte(res.Output), nil
 }

@@ -29,7 +29,7 @@ func TestStoreMigrateEmbedded(t *testing.T) {
 	}
 	out.Reset()
 	sql := "SELECT name FROM system.tables WHERE database = 'other' AND name IN ('flows', 'flows_1h') ORDER BY name"
-	if code := run([]string{"store", "query", "--config", path, "--format", "TSVRaw", sql}, &out, &errb); code != 0 ||
+	if code := run([]string{"store", "query", "--config", path, "--server", "http://127.0.0.1:1", "--format", "TSVRaw", sql}, &out, &errb); code != 0 ||
 		out.String() != "flows\nflows_1h\n" {
 		t.Errorf("query: code %d: %q %s", code, out.String(), errb.String())
 	}

@@ -1,0 +1,107 @@
+//go:build chdb
+
+package query
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"flowzero/query/internal/querytest"
+)
+
+// BenchmarkQuery measures the console's queries on the benchmark data set (make
+// bench-query; docs/design/query.md): the demo's traffic at 5,000 flows/s, 24 h in the
+// aggregated tables and the last hour in the flows table, kept in
+// FLOWZERO_BENCH_QUERY_DIR (built there the first time, several minutes). Each query runs
+// on the table the service chooses (table=auto), and the range queries also on the flows
+// table (table=flows). Without FLOWZERO_BENCH_QUERY_DIR, it is skipped.
+func BenchmarkQuery(b *testing.B) {
+	dir := os.Getenv("FLOWZERO_BENCH_QUERY_DIR")
+	if dir == "" {
+		b.Skip("FLOWZERO_BENCH_QUERY_DIR names no directory for the data set (make bench-query)")
+	}
+	e, err := querytest.OpenBench(dir, time.Now(), slog.Default())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	if e.Built > 0 {
+		b.Logf("data set built in %s", e.Built.Round(time.Second))
+	}
+	b.Logf("data set in %s, anchored at %s: %v rows", dir, e.Anchor.Format(time.RFC3339), e.Rows)
+	cfg := DefaultConfiguration()
+	cfg.Timeout = 5 * time.Minute
+	cfg.MaxMemory = 8 << 30
+	s, err := New(cfg, e.Catalog, e.Engine, fixedClock{e.Anchor}, slog.Default())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	end := e.Anchor
+	filter := cfg.DefaultFilter
+	run := func(name string, f func() (string, error)) {
+		b.Run(name, func(b *testing.B) {
+			var table string
+			for b.Loop() {
+				t, err := f()
+				if err != nil {
+					b.Fatal(err)
+				}
+				table = t
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/op")
+			if table != "" {
+				b.Logf("table %s", table)
+			}
+		})
+	}
+	// The home page's widgets.
+	run("query=home/widget=flow-rate", func() (string, error) { _, err := s.FlowRate(ctx); return "", err })
+	run("query=home/widget=exporters", func() (string, error) { _, err := s.Exporters(ctx); return "", err })
+	run("query=home/widget=last-flow", func() (string, error) { _, err := s.LastFlow(ctx); return "", err })
+	run("query=home/widget=top-SrcAS", func() (string, error) { _, err := s.Top(ctx, "SrcAS", filter); return "", err })
+	run("query=home/widget=graph-24h", func() (string, error) {
+		r, err := s.Graph(ctx, 0, filter)
+		if err != nil {
+			return "", err
+		}
+		return r.Table, nil
+	})
+	for _, table := range []string{"auto", "flows"} {
+		for _, c := range []struct {
+			name  string
+			since time.Duration
+		}{{"top10-SrcAS-1h", time.Hour}, {"top10-SrcAS-24h", 24 * time.Hour}, {"top10-SrcAS-7d", 7 * 24 * time.Hour}} {
+			req := LineRequest{Common: Common{Start: end.Add(-c.since), End: end, Dimensions: []string{"SrcAS"}, Limit: 10,
+				Filter: filter, Table: table}, Points: cfg.Points}
+			run("query="+c.name+"/table="+table, func() (string, error) {
+				r, err := s.Line(ctx, req)
+				if err != nil {
+					return "", err
+				}
+				return r.Table, nil
+			})
+		}
+		line := LineRequest{Common: Common{Start: end.Add(-24 * time.Hour), End: end, Dimensions: []string{"SrcAS", "DstAS", "Proto"},
+			Limit: 10, Filter: filter, Table: table}, Points: cfg.Points}
+		run("query=series-3dims-24h/table="+table, func() (string, error) {
+			r, err := s.Line(ctx, line)
+			if err != nil {
+				return "", err
+			}
+			return r.Table, nil
+		})
+		sankey := SankeyRequest{Common: Common{Start: end.Add(-6 * time.Hour), End: end, Dimensions: []string{"SrcAS", "InIfName", "DstAS"},
+			Limit: 10, Filter: filter, Table: table}}
+		run("query=sankey-3dims-6h/table="+table, func() (string, error) {
+			r, err := s.Sankey(ctx, sankey)
+			if err != nil {
+				return "", err
+			}
+			return r.Table, nil
+		})
+	}
+}
