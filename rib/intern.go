@@ -3,6 +3,7 @@ package rib
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"slices"
 
 	"flowzero/rib/bgp"
 )
@@ -87,7 +88,7 @@ func (in *interner) intern(a *bgp.Attributes, owned bool) *AttrSet {
 	}
 	ia := &AttrSet{Attributes: *a, hash: h, next: head}
 	if !owned {
-		ia.Attributes = *a.Clone()
+		ia.Attributes = clonePacked(a)
 	}
 	if n := len(in.free); n > 0 {
 		ia.id = in.free[n-1]
@@ -103,6 +104,29 @@ func (in *interner) intern(a *bgp.Attributes, owned bool) *AttrSet {
 	}
 	in.m[h] = ia
 	return ia
+}
+
+// clonePacked copies a with its AS path and communities in one array: enrichment reads both
+// for a flow's destination, and side by side they often share a cache line.
+func clonePacked(a *bgp.Attributes) bgp.Attributes {
+	c := *a
+	n, m := len(a.ASPath), len(a.Communities)
+	c.ASPath, c.Communities, c.LargeCommunities = nil, nil, nil
+	if n+m > 0 {
+		buf := make([]uint32, n+m)
+		copy(buf, a.ASPath)
+		copy(buf[n:], a.Communities)
+		if n > 0 {
+			c.ASPath = buf[:n:n]
+		}
+		if m > 0 {
+			c.Communities = buf[n : n+m : n+m]
+		}
+	}
+	if len(a.LargeCommunities) > 0 {
+		c.LargeCommunities = slices.Clone(a.LargeCommunities)
+	}
+	return c
 }
 
 // release drops one reference and forgets the set when it was the last one. Lookups that

@@ -393,3 +393,40 @@ func FuzzRIBSnapshot(f *testing.F) {
 		}
 	})
 }
+
+// TestInternPacked checks that an interned set holds a copy of the attributes (the AS path
+// and communities in one array, each slice capped so that neither can grow into the other).
+func TestInternPacked(t *testing.T) {
+	for _, at := range []bgp.Attributes{
+		{ASPath: []uint32{64500, 3356, 15169}, Communities: []uint32{3356<<16 | 3, 3356<<16 | 86},
+			LargeCommunities: []bgp.LargeCommunity{{GlobalAdmin: 64500, LocalData1: 1, LocalData2: 2}}, Origin: 1},
+		{ASPath: []uint32{174}},
+		{Communities: []uint32{65535<<16 | 666}},
+		{},
+	} {
+		r := rib.NewTable(rib.DefaultConfiguration())
+		tx := r.Begin()
+		set := tx.Intern(&at)
+		tx.Release(set)
+		tx.Commit()
+		if !set.Attributes.Equal(&at) {
+			t.Fatalf("interned %+v, want %+v", set.Attributes, at)
+		}
+		for i := range at.ASPath {
+			at.ASPath[i]++
+		}
+		for i := range at.Communities {
+			at.Communities[i]++
+		}
+		if set.Attributes.Equal(&at) && (len(at.ASPath) > 0 || len(at.Communities) > 0) {
+			t.Fatalf("interned set shares the caller's slices")
+		}
+		if cap(set.ASPath) != len(set.ASPath) || cap(set.Communities) != len(set.Communities) {
+			t.Fatalf("slices not capped: AS path %d/%d, communities %d/%d",
+				len(set.ASPath), cap(set.ASPath), len(set.Communities), cap(set.Communities))
+		}
+		if (len(at.ASPath) == 0) != (set.ASPath == nil) || (len(at.Communities) == 0) != (set.Communities == nil) {
+			t.Fatalf("empty slices not nil: %+v", set.Attributes)
+		}
+	}
+}
