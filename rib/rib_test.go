@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -427,6 +428,23 @@ func TestInternPacked(t *testing.T) {
 		}
 		if (len(at.ASPath) == 0) != (set.ASPath == nil) || (len(at.Communities) == 0) != (set.Communities == nil) {
 			t.Fatalf("empty slices not nil: %+v", set.Attributes)
+		}
+	}
+}
+
+// TestAttrSetLayout checks what AttrSet's size is for: 128 bytes, so that each set is
+// 128-byte aligned and the fields enrichment reads lie in one aligned pair of cache lines.
+func TestAttrSetLayout(t *testing.T) {
+	if size := unsafe.Sizeof(rib.AttrSet{}); size != 128 {
+		t.Errorf("AttrSet is %d bytes, want 128", size)
+	}
+	r := rib.NewTable(rib.DefaultConfiguration())
+	tx := r.Begin()
+	defer tx.Commit()
+	for i := range uint32(8) {
+		s := tx.Intern(attrs("192.0.2.1", 100, 64500, 64500+i))
+		if p := uintptr(unsafe.Pointer(s)); p%128 != 0 {
+			t.Errorf("set %d at %#x, not 128-byte aligned", i, p)
 		}
 	}
 }
