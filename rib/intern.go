@@ -3,7 +3,6 @@ package rib
 import (
 	"encoding/binary"
 	"hash/maphash"
-	"slices"
 
 	"flowzero/rib/bgp"
 )
@@ -13,11 +12,9 @@ import (
 // transactions of the same RIB (a decoder's cache). Its attributes are read-only.
 type AttrSet struct {
 	bgp.Attributes
+	hash uint64
 	next *AttrSet // next set with the same hash (collisions are chained)
 	id   uint32   // index in interner.sets and interner.refs, what paths store
-	// No hash: release computes it again. Without it a set is 128 bytes, a size class whose
-	// objects are 128-byte aligned, so that what enrichment reads (the slices and the next
-	// hop, the first 96 bytes) lies in one aligned pair of cache lines.
 }
 
 // interner maps the hash of an attribute set's canonical encoding to the interned copy.
@@ -88,9 +85,9 @@ func (in *interner) intern(a *bgp.Attributes, owned bool) *AttrSet {
 			return x
 		}
 	}
-	ia := &AttrSet{Attributes: *a, next: head}
+	ia := &AttrSet{Attributes: *a, hash: h, next: head}
 	if !owned {
-		ia.Attributes = clonePacked(a)
+		ia.Attributes = *a.Clone()
 	}
 	if n := len(in.free); n > 0 {
 		ia.id = in.free[n-1]
@@ -108,29 +105,6 @@ func (in *interner) intern(a *bgp.Attributes, owned bool) *AttrSet {
 	return ia
 }
 
-// clonePacked copies a with its AS path and communities in one array: enrichment reads both
-// for a flow's destination, and side by side they often share a cache line.
-func clonePacked(a *bgp.Attributes) bgp.Attributes {
-	c := *a
-	n, m := len(a.ASPath), len(a.Communities)
-	c.ASPath, c.Communities, c.LargeCommunities = nil, nil, nil
-	if n+m > 0 {
-		buf := make([]uint32, n+m)
-		copy(buf, a.ASPath)
-		copy(buf[n:], a.Communities)
-		if n > 0 {
-			c.ASPath = buf[:n:n]
-		}
-		if m > 0 {
-			c.Communities = buf[n : n+m : n+m]
-		}
-	}
-	if len(a.LargeCommunities) > 0 {
-		c.LargeCommunities = slices.Clone(a.LargeCommunities)
-	}
-	return c
-}
-
 // release drops one reference and forgets the set when it was the last one. Lookups that
 // returned it keep a valid pointer (the garbage collector frees it when they are done).
 func (in *interner) release(ia *AttrSet) {
@@ -146,13 +120,12 @@ func (in *interner) releaseID(id uint32) {
 	ia := in.sets[id]
 	in.sets[ia.id] = nil
 	in.free = append(in.free, ia.id)
-	h := in.hash(&ia.Attributes)
-	head := in.m[h]
+	head := in.m[ia.hash]
 	if head == ia {
 		if ia.next == nil {
-			delete(in.m, h)
+			delete(in.m, ia.hash)
 		} else {
-			in.m[h] = ia.next
+			in.m[ia.hash] = ia.next
 		}
 		return
 	}

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -393,58 +392,4 @@ func FuzzRIBSnapshot(f *testing.F) {
 			t.Fatalf("%d routes for %+v", n, st)
 		}
 	})
-}
-
-// TestInternPacked checks that an interned set holds a copy of the attributes (the AS path
-// and communities in one array, each slice capped so that neither can grow into the other).
-func TestInternPacked(t *testing.T) {
-	for _, at := range []bgp.Attributes{
-		{ASPath: []uint32{64500, 3356, 15169}, Communities: []uint32{3356<<16 | 3, 3356<<16 | 86},
-			LargeCommunities: []bgp.LargeCommunity{{GlobalAdmin: 64500, LocalData1: 1, LocalData2: 2}}, Origin: 1},
-		{ASPath: []uint32{174}},
-		{Communities: []uint32{65535<<16 | 666}},
-		{},
-	} {
-		r := rib.NewTable(rib.DefaultConfiguration())
-		tx := r.Begin()
-		set := tx.Intern(&at)
-		tx.Release(set)
-		tx.Commit()
-		if !set.Attributes.Equal(&at) {
-			t.Fatalf("interned %+v, want %+v", set.Attributes, at)
-		}
-		for i := range at.ASPath {
-			at.ASPath[i]++
-		}
-		for i := range at.Communities {
-			at.Communities[i]++
-		}
-		if set.Attributes.Equal(&at) && (len(at.ASPath) > 0 || len(at.Communities) > 0) {
-			t.Fatalf("interned set shares the caller's slices")
-		}
-		if cap(set.ASPath) != len(set.ASPath) || cap(set.Communities) != len(set.Communities) {
-			t.Fatalf("slices not capped: AS path %d/%d, communities %d/%d",
-				len(set.ASPath), cap(set.ASPath), len(set.Communities), cap(set.Communities))
-		}
-		if (len(at.ASPath) == 0) != (set.ASPath == nil) || (len(at.Communities) == 0) != (set.Communities == nil) {
-			t.Fatalf("empty slices not nil: %+v", set.Attributes)
-		}
-	}
-}
-
-// TestAttrSetLayout checks what AttrSet's size is for: 128 bytes, so that each set is
-// 128-byte aligned and the fields enrichment reads lie in one aligned pair of cache lines.
-func TestAttrSetLayout(t *testing.T) {
-	if size := unsafe.Sizeof(rib.AttrSet{}); size != 128 {
-		t.Errorf("AttrSet is %d bytes, want 128", size)
-	}
-	r := rib.NewTable(rib.DefaultConfiguration())
-	tx := r.Begin()
-	defer tx.Commit()
-	for i := range uint32(8) {
-		s := tx.Intern(attrs("192.0.2.1", 100, 64500, 64500+i))
-		if p := uintptr(unsafe.Pointer(s)); p%128 != 0 {
-			t.Errorf("set %d at %#x, not 128-byte aligned", i, p)
-		}
-	}
 }

@@ -16,23 +16,20 @@ import (
 // A Fragment belongs to the Schema that built it and is immutable: it is safe for concurrent
 // use by many FlowMessages.
 type Fragment struct {
-	// What AppendFragment reads comes first, in the 64 bytes of one cache line (a Fragment
-	// is 128 bytes, a size class whose objects are 128-byte aligned): a flow whose fragment
-	// is out of the CPU caches then waits for one line of it, not three.
 	schema *Schema
+	n      int
+	keys   [MaxFragmentColumns]ColumnKey
+	ends   [MaxFragmentColumns]uint16 // end of each column's field in raw
 	raw    pbwire.Raw
 	// word locates the fragment's columns in FlowMessage.state when they all lie in one
 	// 8-byte word (oneWord): off is the word's offset, mask selects the columns' bytes and
 	// want is their state while free (the schema's op). The column order puts each metadata
 	// group in one word; other fragments take the slow path.
-	word struct {
+	oneWord bool
+	word    struct {
 		off        uintptr
 		mask, want uint64
 	}
-	oneWord bool
-	n       uint8
-	keys    [MaxFragmentColumns]ColumnKey
-	ends    [MaxFragmentColumns]uint16 // end of each column's field in raw
 }
 
 // MaxFragmentColumns is the most columns a Fragment holds.

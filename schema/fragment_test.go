@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"flowzero/pbwire"
 )
@@ -281,27 +280,5 @@ func TestFlowMessageReuse(t *testing.T) {
 			want[ColumnInIfProvider], want[ColumnInIfBoundary] = "cogent", uint64(BoundaryExternal)
 		}
 		checkDynamic(t, md, unframe(t, m.Finalize()), want)
-	}
-}
-
-// TestFragmentLayout checks what the Fragment's field order is for: AppendFragment's fields
-// in the first 64 bytes, and a size (128) whose allocations are aligned on it.
-func TestFragmentLayout(t *testing.T) {
-	var f Fragment
-	if end := unsafe.Offsetof(f.oneWord) + unsafe.Sizeof(f.oneWord); end > 64 {
-		t.Errorf("AppendFragment's fields end at byte %d, past the first cache line", end)
-	}
-	if size := unsafe.Sizeof(f); size != 128 {
-		t.Errorf("Fragment is %d bytes, want 128", size)
-	}
-	s := mustNew(t, DefaultConfiguration())
-	for range 8 {
-		fr, err := s.NewFragment(func(m *FlowMessage) { m.AppendString(ColumnExporterName, "edge1") })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p := uintptr(unsafe.Pointer(fr)); p%64 != 0 {
-			t.Errorf("Fragment at %#x, not on a cache line boundary", p)
-		}
 	}
 }
