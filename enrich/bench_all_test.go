@@ -55,10 +55,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// benchGeoIPZipf is the exponent of the Zipf law that picks each prefix's GeoIP record.
+const benchGeoIPZipf = 1.01
+
 // benchGeoIPDatabase writes a synthetic GeoLite2-City-like database with AS numbers over the
 // 1,062,046 prefixes of the real full table, shortest first so that longer ones carve theirs
-// out, with 20,000 distinct records (country, state, city, AS): the scale of a real City
-// database (millions of networks, a hundred thousand records), built once per process.
+// out, with 20,000 distinct records (country, state, city, AS) drawn with a Zipf law: the
+// scale and skew of a real City database (millions of networks, a hundred thousand records,
+// most networks on a few of them), built once per process.
 func benchGeoIPDatabase(b *testing.B) string {
 	path := testdata.Path(b, "rib", "bart-prefixes.txt.gz")
 	f, err := os.Open(path)
@@ -92,10 +96,13 @@ func benchGeoIPDatabase(b *testing.B) string {
 			"autonomous_system_number": mmdbtype.Uint32(1000 + i%5000),
 		}
 	}
+	// Records are not equally common: a few (a large country's record without a city, its
+	// capital's) hold most networks, as in a real City database (docs/design/enrich.md).
 	rnd := rand.New(rand.NewPCG(3, 4))
+	pick := rand.NewZipf(rnd, benchGeoIPZipf, 1, uint64(len(records)-1))
 	for _, p := range prefixes {
 		n := &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
-		if err := w.Insert(n, records[rnd.IntN(len(records))]); err != nil {
+		if err := w.Insert(n, records[pick.Uint64()]); err != nil {
 			b.Fatal(err)
 		}
 	}

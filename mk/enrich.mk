@@ -4,7 +4,7 @@
 #                 every source on ("all": static exporter and interface metadata, the RIB over
 #                 the synthetic full table, and the network attributes of 1,000 networks, a
 #                 5,000-entry network source over HTTP and a GeoIP database over the full
-#                 table's 1,062,046 prefixes); all − off is the cost added per flow (goal:
+#                 table's 1,062,046 prefixes, 20,000 records drawn with a Zipf law); all − off is the cost added per flow (goal:
 #                 ≤ 150 ns, 0 allocs). "-uniform": remote addresses from random prefixes (worst
 #                 case for caches), "all-hot": one flow repeated (the instructions alone),
 #                 "metadata", "routing", "networks": one step each. Then BenchmarkNetworksLoad:
