@@ -289,6 +289,8 @@ func (o *Outlet) handle(rec *kgo.Record) {
 		cut.end = p.planned
 		p.cut = &cut
 		p.open = unit{first: p.planned}
+		o.log.Info("outlet: unit cut at the range recorded before the partition was read again",
+			"partition", rec.Partition, "first", cut.first, "end", cut.end)
 	}
 	p.next = rec.Offset + 1
 	o.m.datagrams.Inc()
