@@ -25,8 +25,9 @@ import (
 )
 
 // TestSplitKillOutletStore: an outlet process storing into the embedded engine is killed
-// with SIGKILL three times while datagrams flow, and started again on the same data
-// directory each time. Every flow is stored exactly once: one row per flow identity in the
+// with SIGKILL three times while datagrams flow, each time while a unit's range is recorded in
+// the group's commit metadata (the unit is being inserted, or was, and its end is not
+// committed), and started again on the same data directory. Every flow is stored exactly once: one row per flow identity in the
 // flows table, and the aggregated tables hold the flows' sums. Its file output, at least
 // once, shows what the kills replayed. One outlet: the embedded engine is one per process,
 // so units replayed by another outlet would go to another engine (docs/scaling.md).
@@ -90,11 +91,24 @@ outputs:
 		readFlowIDsTolerant(t, p.dir, ids)
 		return len(ids)
 	}
+	adm := kadm.NewClient(kafkatest.Client(t))
+	// Each kill lands between the commit recording a unit's range and the commit of its end,
+	// while the unit is inserted or just after: a range in the metadata of a committed offset.
+	recording := func() bool {
+		committed, err := adm.FetchOffsets(context.Background(), st.group)
+		if err != nil {
+			return false
+		}
+		found := false
+		committed.Each(func(o kadm.OffsetResponse) { found = found || strings.HasPrefix(o.Metadata, "flowzero-unit ") })
+		return found
+	}
 	for kill := range 3 {
 		before := archived()
 		testutil.WaitUntil(t, fmt.Sprintf("the outlet to handle flows before kill %d", kill+1), func() bool {
-			return archived() > before+200
+			return archived() > before
 		})
+		testutil.WaitUntil(t, fmt.Sprintf("the outlet to record a unit's range before kill %d", kill+1), recording)
 		p.cmd.Process.Signal(syscall.SIGKILL)
 		p.cmd.Wait()
 		p.start(t)
@@ -108,7 +122,6 @@ outputs:
 	if dropped != 0 {
 		t.Fatalf("the inlet dropped %d datagrams", dropped)
 	}
-	adm := kadm.NewClient(kafkatest.Client(t))
 	testutil.WaitUntil(t, "every datagram committed", func() bool {
 		ends, err := adm.ListEndOffsets(context.Background(), st.datagrams)
 		if err != nil {

@@ -124,10 +124,10 @@ type Outlet struct {
 type partition struct {
 	next      int64 // offset after the last record handled
 	committed int64 // offset committed (or where consuming started)
-	// With unit sinks: the open unit, the unit cut at a planned end and waiting to be
-	// inserted (or nil), and the planned end of the unit starting at committed (0 if none).
+	// With unit sinks: the open unit, the closed units waiting to be inserted (in offset
+	// order), and the planned end of the unit starting at committed (0 if none).
 	open    unit
-	cut     *unit
+	closed  []*unit
 	planned int64
 }
 
@@ -285,12 +285,9 @@ func (o *Outlet) handle(rec *kgo.Record) {
 	}
 	if p.planned > p.open.first && rec.Offset >= p.planned {
 		// The unit recorded before a crash or a rewind ends here: cut it the same.
-		cut := p.open
-		cut.end = p.planned
-		p.cut = &cut
-		p.open = unit{first: p.planned}
+		p.closeOpen(p.planned, true)
 		o.log.Info("outlet: unit cut at the range recorded before the partition was read again",
-			"partition", rec.Partition, "first", cut.first, "end", cut.end)
+			"partition", rec.Partition, "first", p.closed[len(p.closed)-1].first, "end", p.planned)
 	}
 	p.next = rec.Offset + 1
 	o.m.datagrams.Inc()
@@ -512,7 +509,7 @@ func (o *Outlet) rewindLocked() {
 		ps.next = ps.committed
 		// The units are made again from the committed offset, cut at the planned end
 		// (planned) if one was recorded there.
-		ps.open, ps.cut = unit{first: ps.committed, data: ps.open.data[:0]}, nil
+		ps.open, ps.closed = unit{first: ps.committed, data: ps.open.data[:0]}, nil
 	}
 	if len(offsets) > 0 {
 		o.client.SetOffsets(map[string]map[int32]kgo.EpochOffset{o.topic.Topic: offsets})

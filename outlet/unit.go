@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -29,14 +30,26 @@ type UnitSink interface {
 // offset is always the start of a unit, and before a unit is inserted its end is recorded in
 // the metadata of an offset commit at its start ("flowzero-unit <first> <end>"): whichever
 // outlet consumes the partition next from that offset, this one after a rewind or another
-// after a crash, reads the metadata and cuts its first unit at that end. A unit is closed at
-// a commit, once none of its data sets waits for a template (their flows go into it when
-// released, so the unit's rows are all there before it is inserted).
+// after a crash, reads the metadata and cuts its first unit at that end. At each commit the
+// open unit is closed; closed units wait until none of their data sets waits for a template
+// (their flows go into them when released, so a unit's rows are all there before it is
+// inserted); then the ready ones at the head are merged, unless their range is recorded
+// already, and inserted.
 type unit struct {
 	first int64
-	end   int64 // set when cut at a planned end; 0 while open
+	end   int64 // 0 while open
 	data  []byte
 	flows int
+	// recorded: the range is in the commit metadata (cut at a planned end), it cannot change.
+	recorded bool
+}
+
+// closeOpen closes the open unit at end; a new one starts there.
+func (ps *partition) closeOpen(end int64, recorded bool) {
+	u := ps.open
+	u.end, u.recorded = end, recorded
+	ps.closed = append(ps.closed, &u)
+	ps.open = unit{first: end}
 }
 
 // unitMetadata is the prefix of the commit metadata recording a unit's range.
@@ -93,8 +106,10 @@ func (o *Outlet) assigned(ctx context.Context, cl *kgo.Client, assigned map[stri
 
 // unitFor returns the unit that gets the flows of the datagram at offset off of partition ps.
 func unitFor(ps *partition, off int64) *unit {
-	if ps.cut != nil && off < ps.cut.end {
-		return ps.cut
+	for _, u := range ps.closed {
+		if off < u.end {
+			return u
+		}
 	}
 	return &ps.open
 }
@@ -113,53 +128,51 @@ func (o *Outlet) heldIn(p int32, from, to int64) bool {
 	return false
 }
 
-// closeUnitsLocked inserts the units that can be closed into every unit sink and returns, per
-// partition, the offset up to which its datagrams are stored (o.mu held). A partition's units
-// wait while one of their data sets is held, or while a planned end is not reached yet.
+// closeUnitsLocked closes the open units, inserts the units that are ready into every unit
+// sink, and returns, per partition, the offset up to which its datagrams are stored (o.mu
+// held). A partition's units wait while one of their data sets is held; its open unit stays
+// open while a planned end is not reached yet.
 func (o *Outlet) closeUnitsLocked(ctx context.Context) (map[int32]int64, error) {
-	upTo := map[int32]int64{}
-	// Units cut at a planned end: their range is recorded already.
-	for p, ps := range o.parts {
-		if ps.cut == nil || o.heldIn(p, ps.cut.first, ps.cut.end) {
-			continue
-		}
-		if err := o.insertUnit(ctx, p, ps.cut, ps.cut.end); err != nil {
-			return nil, err
-		}
-		ps.cut = nil
-		upTo[p] = ps.open.first
-	}
-	// Open units: their end is the next offset to read, recorded before they are inserted
-	// (unless it is the planned end).
-	plans := map[int32]plan{}
-	for p, ps := range o.parts {
-		u := &ps.open
-		switch {
-		case ps.cut != nil, ps.next <= u.first, ps.planned > u.first && ps.next < ps.planned,
-			o.heldIn(p, u.first, ps.next):
-			continue
-		}
-		plans[p] = plan{u.first, ps.next}
-	}
+	ready := map[int32]*unit{}
 	record := map[int32]plan{}
-	for p, pl := range plans {
-		if o.parts[p].open.flows > 0 && o.parts[p].planned != pl.end {
-			record[p] = pl
+	for p, ps := range o.parts {
+		if ps.next > ps.open.first && (ps.planned <= ps.open.first || ps.next >= ps.planned) {
+			ps.closeOpen(ps.next, ps.next == ps.planned)
+		}
+		// The ready units at the head, merged unless the first one's range is recorded.
+		n := 0
+		for n < len(ps.closed) && !o.heldIn(p, ps.closed[n].first, ps.closed[n].end) &&
+			(n == 0 || !ps.closed[0].recorded) {
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		u := ps.closed[0]
+		for _, v := range ps.closed[1:n] {
+			u.data = append(u.data, v.data...)
+			u.flows += v.flows
+			u.end = v.end
+		}
+		ps.closed = slices.Delete(ps.closed, 0, n)
+		ready[p] = u
+		if u.flows > 0 && !u.recorded {
+			record[p] = plan{u.first, u.end}
 		}
 	}
 	if err := o.recordPlans(ctx, record); err != nil {
 		return nil, err
 	}
-	for p, pl := range plans {
+	upTo := map[int32]int64{}
+	for p, u := range ready {
 		ps := o.parts[p]
-		if _, ok := record[p]; ok {
+		if pl, ok := record[p]; ok {
 			ps.committed, ps.planned = pl.first, pl.end
 		}
-		if err := o.insertUnit(ctx, p, &ps.open, pl.end); err != nil {
+		if err := o.insertUnit(ctx, p, u, u.end); err != nil {
 			return nil, err
 		}
-		ps.open = unit{first: pl.end, data: ps.open.data[:0]}
-		upTo[p] = pl.end
+		upTo[p] = u.end
 	}
 	return upTo, nil
 }
