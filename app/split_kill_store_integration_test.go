@@ -39,7 +39,7 @@ func TestSplitKillOutletStore(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-tags", "chdb", "-o", bin, "flowzero/cmd/flowzero").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	st := newSplitTopics(t, 4)
+	st := newSplitTopics(t, 8)
 	capture := testdata.Path(t, "netflow", "data+templates.pcap")
 	dgs, err := pcapfile.ReadUDP(capture)
 	if err != nil {
