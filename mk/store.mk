@@ -3,7 +3,7 @@
 #   make chdb-fetch         cache libchdb.so (npm @chdb/lib-linux-x64-gnu) under .cache/chdb
 #   make build-chdb         bin/flowzero with the embedded engine (outputs.store, store migrate/query)
 #   make store-integration  Kafka → chDB Kafka engine → flows table, and an outlet's units stored
-#                           once after a crash (outlet), against a fresh broker
+#                           once after a crash or a kill -9 (outlet, app), against a fresh broker
 #   make bench-store        sustained insert rate and bytes on disk per flow (not in make test)
 CHDB_DIR := $(CACHE)/chdb
 
@@ -25,7 +25,8 @@ export CGO_LDFLAGS := $(CGO_LDFLAGS) -L$(CHDB_DIR) -Wl,-rpath,$(CHDB_DIR)
 
 store-integration: chdb-fetch kafka-fetch
 	$(call with-kafka,$(GO) test -race -count=1 -timeout 10m -tags 'integration chdb' -run 'Kafka' ./store/... && \
-	  $(GO) test -race -count=1 -timeout 10m -tags 'integration chdb' -run 'Units' ./outlet/)
+	  $(GO) test -race -count=1 -timeout 10m -tags 'integration chdb' \
+	    -run '^(TestUnitsStoredOnce|TestSplitKillOutletStore)$$' ./outlet/ ./app/)
 
 INTEGRATION_TARGETS += store-integration
 

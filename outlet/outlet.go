@@ -8,7 +8,10 @@
 // decoder's pending buffer. Every commit interval, and before its partitions are revoked, the
 // outlet sends its current batch, asks each sink to acknowledge everything sent so far, and
 // commits; when a sink cannot, nothing is committed and the partitions are read again from
-// their last committed offsets. docs/scaling.md describes the guarantees and their limits.
+// their last committed offsets. A sink that is a UnitSink (the embedded store) gets units
+// instead, a partition's offset range at a time with a deduplication token, cut the same way
+// when the partition is read again (unit.go): it stores each flow once.
+// docs/scaling.md describes the guarantees and their limits.
 //
 // The NetFlow/IPFIX decoder state (templates, sampling rates) is shared with the other
 // outlets through the state topic (flowzero/decoder/state): what this outlet's decoder learns
