@@ -660,9 +660,13 @@ func (d *DDL) NativeInsertStatement(columns string) string {
 // WithDeduplicationToken adds insert_deduplication_token to an INSERT statement of this
 // package (they end with their SETTINGS): an INSERT repeated with the same token into a table
 // that remembers it (Configuration.Deduplicate, or a Replicated table) stores nothing, and
-// neither do the views it feeds.
+// neither do the views it feeds. deduplicate_blocks_in_dependent_materialized_views makes
+// each view's table check the token on its own: without it, a block the source table has
+// already is not pushed to the views at all, so the rows of views an interrupted INSERT did
+// not reach (a process killed between two tables' parts) would never come.
 func WithDeduplicationToken(insert, token string) string {
-	return insert + ", insert_deduplication_token = " + quoteString(token)
+	return insert + ", insert_deduplication_token = " + quoteString(token) +
+		", deduplicate_blocks_in_dependent_materialized_views = 1"
 }
 
 // InsertStatement is the INSERT, without its FORMAT clause, that a batch of length-delimited
