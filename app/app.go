@@ -183,7 +183,10 @@ func New(cfg Configuration, deps Dependencies) (*App, error) {
 		a.sinks = append(a.sinks, f)
 	}
 	if cfg.Outputs.Store.Enabled {
-		st, err := store.NewSink(a.registry, cfg.Outputs.Store.Configuration, store.Dependencies{Schema: s, Logger: log})
+		stcfg := cfg.Outputs.Store.Configuration
+		// An outlet inserts units carrying deduplication tokens (outlet.UnitSink).
+		stcfg.Deduplicate = cfg.Mode == ModeOutlet
+		st, err := store.NewSink(a.registry, stcfg, store.Dependencies{Schema: s, Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("outputs.store: %w", err)
 		}

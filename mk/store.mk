@@ -2,7 +2,8 @@
 # the store package's integration run against a real Kafka, and its benchmark.
 #   make chdb-fetch         cache libchdb.so (npm @chdb/lib-linux-x64-gnu) under .cache/chdb
 #   make build-chdb         bin/flowzero with the embedded engine (outputs.store, store migrate/query)
-#   make store-integration  Kafka → chDB Kafka engine → flows table, against a fresh broker
+#   make store-integration  Kafka → chDB Kafka engine → flows table, and an outlet's units stored
+#                           once after a crash or a kill -9 (outlet, app), against a fresh broker
 #   make bench-store        sustained insert rate and bytes on disk per flow (not in make test)
 CHDB_DIR := $(CACHE)/chdb
 
@@ -23,7 +24,9 @@ TEST_DEPS += chdb-fetch
 export CGO_LDFLAGS := $(CGO_LDFLAGS) -L$(CHDB_DIR) -Wl,-rpath,$(CHDB_DIR)
 
 store-integration: chdb-fetch kafka-fetch
-	$(call with-kafka,$(GO) test -race -count=1 -timeout 10m -tags 'integration chdb' -run 'Kafka' ./store/...)
+	$(call with-kafka,$(GO) test -race -count=1 -timeout 10m -tags 'integration chdb' -run 'Kafka' ./store/... && \
+	  $(GO) test -race -count=1 -timeout 10m -tags 'integration chdb' \
+	    -run '^(TestUnitsStoredOnce|TestSplitKillOutletStore)$$' ./outlet/ ./app/)
 
 INTEGRATION_TARGETS += store-integration
 

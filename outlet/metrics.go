@@ -5,9 +5,9 @@ import (
 )
 
 type metrics struct {
-	datagrams, invalid, flows, commits, pendingDropped prometheus.Counter
-	decodeErrors, errors                               *prometheus.CounterVec
-	held, ready                                        prometheus.Gauge
+	datagrams, invalid, flows, commits, units, pendingDropped prometheus.Counter
+	decodeErrors, errors                                      *prometheus.CounterVec
+	held, ready                                               prometheus.Gauge
 }
 
 func newMetrics(r prometheus.Registerer, _ *Outlet) (*metrics, error) {
@@ -20,23 +20,25 @@ func newMetrics(r prometheus.Registerer, _ *Outlet) (*metrics, error) {
 			Help: "Flows decoded and handed to the sinks."}),
 		commits: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_outlet_commits_total",
 			Help: "Offset commits, each after the sinks acknowledged the flows of the committed datagrams."}),
+		units: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_outlet_units_total",
+			Help: "Units (a partition's flows of an offset range) inserted into the unit sinks (the embedded store), each with its deduplication token."}),
 		pendingDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_outlet_pending_dropped_total",
 			Help: "Data sets dropped from the pending buffer without their template (also in the NetFlow decoder's metrics)."}),
 		decodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_outlet_decode_errors_total",
 			Help: "Datagrams that did not decode, by protocol."}, []string{"protocol"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_outlet_errors_total",
-			Help: "Errors by operation: fetch, acknowledge (a sink failed: the partitions are read again from the committed offsets), commit."},
+			Help: "Errors by operation: fetch, acknowledge (a sink failed: the partitions are read again from the committed offsets), commit, plan (the units' ranges of the partitions assigned could not be read)."},
 			[]string{"op"}),
 		held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "flowzero_outlet_held_sets",
 			Help: "Data sets waiting for their template in the pending buffer; their datagrams' offsets are not committed."}),
 		ready: prometheus.NewGauge(prometheus.GaugeOpts{Name: "flowzero_outlet_ready",
 			Help: "1 once the decoder state topic was read and the outlet consumes datagrams."}),
 	}
-	for _, op := range []string{"fetch", "acknowledge", "commit"} {
+	for _, op := range []string{"fetch", "acknowledge", "commit", "plan"} {
 		m.errors.WithLabelValues(op)
 	}
 	if r != nil {
-		for _, c := range []prometheus.Collector{m.datagrams, m.invalid, m.flows, m.commits, m.pendingDropped, m.decodeErrors, m.errors, m.held, m.ready} {
+		for _, c := range []prometheus.Collector{m.datagrams, m.invalid, m.flows, m.commits, m.units, m.pendingDropped, m.decodeErrors, m.errors, m.held, m.ready} {
 			if err := r.Register(c); err != nil {
 				return nil, err
 			}

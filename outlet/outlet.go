@@ -8,7 +8,10 @@
 // decoder's pending buffer. Every commit interval, and before its partitions are revoked, the
 // outlet sends its current batch, asks each sink to acknowledge everything sent so far, and
 // commits; when a sink cannot, nothing is committed and the partitions are read again from
-// their last committed offsets. docs/scaling.md describes the guarantees and their limits.
+// their last committed offsets. A sink that is a UnitSink (the embedded store) gets units
+// instead, a partition's offset range at a time with a deduplication token, cut the same way
+// when the partition is read again (unit.go): it stores each flow once.
+// docs/scaling.md describes the guarantees and their limits.
 //
 // The NetFlow/IPFIX decoder state (templates, sampling rates) is shared with the other
 // outlets through the state topic (flowzero/decoder/state): what this outlet's decoder learns
@@ -59,7 +62,8 @@ type Dependencies struct {
 	Enricher Enricher
 	// Sinks receive every batch; the outlet neither starts nor stops them. A sink that is
 	// not an Acknowledger (see acknowledgeSink for the adapters of the usual sinks) is taken as
-	// delivering everything it accepts.
+	// delivering everything it accepts. A sink that is a UnitSink (the embedded store) gets
+	// units instead of batches.
 	Sinks []output.Sink
 	// BatchSize is the bytes of flows per batch (collector.batch-size).
 	BatchSize int
@@ -103,6 +107,13 @@ type Outlet struct {
 	latest     time.Time // receive time of the newest datagram decoded
 	lastCommit time.Time
 
+	// batchSinks get batches, unitSinks units (UnitSink); plans are the units' ranges read
+	// from the commit metadata of the partitions assigned, until their first record.
+	batchSinks []output.Sink
+	unitSinks  []UnitSink
+	plans      map[int32]plan
+	topicID    [16]byte // the datagrams topic's, for recordPlans
+
 	// lastDropped is the drop count of each counting sink at its previous acknowledgement.
 	lastDropped, droppedAtStart map[output.Sink]int64
 	ready                       atomic.Bool
@@ -116,6 +127,11 @@ type Outlet struct {
 type partition struct {
 	next      int64 // offset after the last record handled
 	committed int64 // offset committed (or where consuming started)
+	// With unit sinks: the open unit, the closed units waiting to be inserted (in offset
+	// order), and the planned end of the unit starting at committed (0 if none).
+	open    unit
+	closed  []*unit
+	planned int64
 }
 
 // Tags pack a datagram's partition and offset: 16 bits of partition, 48 of offset.
@@ -155,6 +171,14 @@ func New(topic datagram.TopicConfiguration, cfg Configuration, deps Dependencies
 		decodeLog: lograte.New(3, 30*time.Second),
 		sinkLog:   lograte.New(3, 30*time.Second),
 	}
+	for _, s := range deps.Sinks {
+		if us, ok := s.(UnitSink); ok {
+			o.unitSinks = append(o.unitSinks, us)
+		} else {
+			o.batchSinks = append(o.batchSinks, s)
+		}
+	}
+	o.plans = map[int32]plan{}
 	o.emitFn = o.emit
 	o.sflowEmit = func(fm *schema.FlowMessage) { o.emit(fm, o.curTag) }
 	m, err := newMetrics(deps.Registry, o)
@@ -179,6 +203,7 @@ func New(topic datagram.TopicConfiguration, cfg Configuration, deps Dependencies
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.FetchMaxBytes(cfg.MaxFetchBytes),
+		kgo.OnPartitionsAssigned(o.assigned),
 		kgo.OnPartitionsRevoked(o.revoked),
 		kgo.OnPartitionsLost(o.lost),
 	)...)
@@ -194,7 +219,7 @@ func New(topic datagram.TopicConfiguration, cfg Configuration, deps Dependencies
 // Start reads the state topic to its end, then joins the group and consumes, in the
 // background: a broker down at start delays decoding, it does not fail the process.
 func (o *Outlet) Start() error {
-	for _, sink := range o.deps.Sinks {
+	for _, sink := range o.batchSinks {
 		if c, ok := sink.(interface{ Counts() (int64, int64, int64) }); ok {
 			_, _, o.droppedAtStart[sink] = c.Counts()
 		}
@@ -254,8 +279,18 @@ func (o *Outlet) handle(rec *kgo.Record) {
 	if p == nil {
 		// The first record since the partition was assigned is where consuming starts:
 		// the group's committed offset.
-		p = &partition{committed: rec.Offset}
+		p = &partition{committed: rec.Offset, open: unit{first: rec.Offset}}
+		if pl, ok := o.plans[rec.Partition]; ok && pl.first == rec.Offset {
+			p.planned = pl.end
+		}
+		delete(o.plans, rec.Partition)
 		o.parts[rec.Partition] = p
+	}
+	if p.planned > p.open.first && rec.Offset >= p.planned {
+		// The unit recorded before a crash or a rewind ends here: cut it the same.
+		p.closeOpen(p.planned, true)
+		o.log.Info("outlet: unit cut at the range recorded before the partition was read again",
+			"partition", rec.Partition, "first", p.closed[len(p.closed)-1].first, "end", p.planned)
 	}
 	p.next = rec.Offset + 1
 	o.m.datagrams.Inc()
@@ -315,6 +350,18 @@ func (o *Outlet) emit(fm *schema.FlowMessage, tag uint64) {
 	msg := fm.Finalize()
 	o.m.flows.Inc()
 	o.flows.Add(1)
+	if len(o.unitSinks) > 0 {
+		// The flows of a partition no longer consumed here are decoded again by its new
+		// consumer.
+		if ps := o.parts[p]; ps != nil {
+			u := unitFor(ps, off)
+			u.data = append(u.data, msg...)
+			u.flows++
+		}
+		if len(o.batchSinks) == 0 {
+			return
+		}
+	}
 	if o.batch != nil && len(o.batch.Data)+len(msg) > cap(o.batch.Data) {
 		o.sendBatch()
 	}
@@ -331,12 +378,12 @@ func (o *Outlet) sendBatch() {
 		return
 	}
 	o.batch = nil
-	if b.Flows == 0 || len(o.deps.Sinks) == 0 {
+	if b.Flows == 0 || len(o.batchSinks) == 0 {
 		b.Release()
 		return
 	}
-	b.Retain(len(o.deps.Sinks) - 1)
-	for _, s := range o.deps.Sinks {
+	b.Retain(len(o.batchSinks) - 1)
+	for _, s := range o.batchSinks {
 		if !s.Send(b) {
 			o.sendFailed = true
 		}
@@ -379,18 +426,31 @@ func (o *Outlet) commitLocked(ctx context.Context) {
 		o.rewindLocked()
 		return
 	}
-	// A partition's datagrams are acknowledged up to the first one still waiting for a
-	// template.
 	upTo := map[int32]int64{}
-	for p, ps := range o.parts {
-		upTo[p] = ps.next
+	if len(o.unitSinks) > 0 {
+		upTo, err = o.closeUnitsLocked(ctx)
+		if err != nil {
+			o.m.errors.WithLabelValues("acknowledge").Inc()
+			if ok, suppressed := o.sinkLog.Allow(time.Now()); ok {
+				o.log.Warn("outlet: a unit was not stored: consuming again from the committed offsets",
+					"error", err, "suppressed", suppressed)
+			}
+			o.rewindLocked()
+			return
+		}
+	} else {
+		// A partition's datagrams are acknowledged up to the first one still waiting for
+		// a template.
+		for p, ps := range o.parts {
+			upTo[p] = ps.next
+		}
 	}
 	for tag, n := range o.held {
 		if n <= 0 {
 			continue
 		}
 		p, off := splitTag(tag)
-		if cur, ok := upTo[p]; ok && off < cur {
+		if cur, ok := upTo[p]; ok && off < cur && len(o.unitSinks) == 0 {
 			upTo[p] = off
 		}
 	}
@@ -436,7 +496,7 @@ func (o *Outlet) commitLocked(ctx context.Context) {
 // acknowledge asks every sink to acknowledge what it was sent.
 func (o *Outlet) acknowledge(ctx context.Context) error {
 	var errs []error
-	for _, s := range o.deps.Sinks {
+	for _, s := range o.batchSinks {
 		if err := o.acknowledgeSink(ctx, s); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", s.Name(), err))
 		}
@@ -450,6 +510,9 @@ func (o *Outlet) rewindLocked() {
 	for p, ps := range o.parts {
 		offsets[p] = kgo.EpochOffset{Epoch: -1, Offset: ps.committed}
 		ps.next = ps.committed
+		// The units are made again from the committed offset, cut at the planned end
+		// (planned) if one was recorded there.
+		ps.open, ps.closed = unit{first: ps.committed, data: ps.open.data[:0]}, nil
 	}
 	if len(offsets) > 0 {
 		o.client.SetOffsets(map[string]map[int32]kgo.EpochOffset{o.topic.Topic: offsets})

@@ -97,6 +97,10 @@ type batch struct {
 	buf   []byte
 	flows int
 	ack   chan struct{}
+	// token marks a unit (InsertUnit): buf is the caller's, inserted with this
+	// deduplication token, and err is its outcome when ack is closed.
+	token string
+	err   error
 }
 
 // Dependencies are what a Sink needs besides its configuration.
@@ -347,6 +351,11 @@ func (s *Sink) insertLoop() {
 				return
 			}
 		}
+		if b.token != "" {
+			s.insertUnit(b)
+			close(b.ack)
+			continue
+		}
 		if b.ack != nil {
 			// A Flush: everything written before it is in the engine, groups included.
 			s.insertGroups()
@@ -504,6 +513,122 @@ func (s *Sink) insertBatch(b *batch) (int, error) {
 			s.insertGroups()
 		}
 	}
+	return ok, nil
+}
+
+// InsertUnit inserts data (length-delimited flow messages, flows of them) in one INSERT into
+// the flows table carrying the deduplication token, and, with pre-aggregation, the unit's own
+// groups in one INSERT into the pre-aggregated table with the same token: inserting the same
+// unit again with the same token stores nothing in either table, nor in the views they feed,
+// as long as the tables remember the token (ddl.Configuration.Deduplicate). A split
+// collector's outlet calls it once per partition's offset range, which a replay after a crash
+// cuts the same (docs/scaling.md). It returns once the engine has the unit, or with the first
+// error; the sink does not keep data. Flows written by Write and Send before it are inserted
+// first.
+func (s *Sink) InsertUnit(ctx context.Context, token string, data []byte, flows int) error {
+	if token == "" {
+		return errors.New("store: a unit needs a deduplication token")
+	}
+	s.life.RLock()
+	defer s.life.RUnlock()
+	s.mu.Lock()
+	if !s.started || s.stopped {
+		s.mu.Unlock()
+		return errors.New("store: sink not running")
+	}
+	var pending *batch
+	if s.cur.flows > 0 {
+		pending = s.cur
+		s.cur = s.newBatch()
+		s.m.queued.Inc()
+	}
+	s.mu.Unlock()
+	b := &batch{buf: data, flows: flows, token: token, ack: make(chan struct{})}
+	for _, q := range []*batch{pending, b} {
+		if q == nil {
+			continue
+		}
+		select {
+		case s.queue <- q:
+		case <-ctx.Done():
+			if q == pending {
+				// Not queued: its flows go with the next batch.
+				s.mu.Lock()
+				s.cur.buf = append(s.cur.buf, q.buf...)
+				s.cur.flows += q.flows
+				s.m.queued.Dec()
+				s.mu.Unlock()
+			}
+			return ctx.Err()
+		}
+	}
+	// The inserter owns data until it closes ack: wait for it even when ctx ends.
+	<-b.ack
+	return b.err
+}
+
+// insertUnit inserts a unit (inserter only): the groups summed from earlier batches go
+// first, so that the unit's groups are its own and a replay gives the same rows.
+func (s *Sink) insertUnit(b *batch) {
+	s.insertGroups()
+	start := s.clock.Now()
+	flows, err := s.insertTokenBatch(b)
+	s.m.insertSeconds.Observe(s.clock.Now().Sub(start).Seconds())
+	if err != nil {
+		s.m.insertErrors.Inc()
+		s.m.droppedError.Add(float64(flows))
+		s.countDropped(flows, "insert failed: "+err.Error())
+		if ok, suppressed := s.dropLog.Allow(s.clock.Now()); ok {
+			s.log.Error("store: insert of a unit failed", "token", b.token, "flows", flows, "error", err,
+				"dropped-total", s.counts.dropped.Load(), "suppressed", suppressed)
+		}
+		b.err = fmt.Errorf("store: unit %s: %w", b.token, err)
+		return
+	}
+	s.m.flows.Add(float64(flows))
+	s.counts.inserted.Add(int64(flows))
+	s.m.bytes.Add(float64(len(b.buf)))
+	s.m.batches.Inc()
+}
+
+// insertTokenBatch inserts a unit's flows, then its groups, with its token.
+func (s *Sink) insertTokenBatch(b *batch) (int, error) {
+	if s.enc == nil {
+		_, err := s.conn.Insert(ddl.WithDeduplicationToken(s.insert, b.token), s.format, b.buf)
+		return b.flows, err
+	}
+	s.enc.Reset()
+	ok, first := s.enc.AppendDelimited(b.buf)
+	if dropped := b.flows - ok; dropped > 0 {
+		s.m.droppedInvalid.Add(float64(dropped))
+		s.countDropped(dropped, "malformed flows")
+		if now := s.clock.Now(); now.Sub(s.invalidLogged) >= time.Minute {
+			s.invalidLogged = now
+			s.log.Warn("store: malformed flows dropped", "flows", dropped, "error", first)
+		}
+	}
+	if ok == 0 {
+		return 0, nil
+	}
+	if _, err := s.conn.Insert(ddl.WithDeduplicationToken(s.insert, b.token), s.format, s.enc.Block()); err != nil {
+		if s.agg != nil {
+			s.dropGroups()
+		}
+		return ok, err
+	}
+	if s.agg == nil {
+		return ok, nil
+	}
+	defer s.dropGroups()
+	if s.agg.Groups() == 0 {
+		return ok, nil
+	}
+	if _, err := s.conn.Insert(ddl.WithDeduplicationToken(s.aggInsert, b.token), "Native", s.agg.Block()); err != nil {
+		// The flows are stored: inserting the unit again (same token) adds only the groups.
+		s.m.notAggregated.Add(float64(ok))
+		return 0, &aggregateInsertError{err}
+	}
+	s.m.groups.Add(float64(s.agg.Groups()))
 	return ok, nil
 }
 

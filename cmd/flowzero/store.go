@@ -60,6 +60,8 @@ func runStore(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("configuration: schema.%w", err)
 	}
 	cfg := acfg.Outputs.Store.Configuration
+	// The tables an outlet inserts into remember its deduplication tokens.
+	cfg.Deduplicate = acfg.Mode == app.ModeOutlet
 	if *chURL != "" {
 		cfg.ClickHouse.URL = *chURL
 	}

@@ -35,6 +35,10 @@ type Configuration struct {
 	Kafka KafkaConfiguration `yaml:"kafka"`
 	// ASNames is an optional source of AS names for the asns dictionary.
 	ASNames ASNamesConfiguration `yaml:"as-names"`
+	// Deduplicate makes the non-replicated flows and aggregated tables remember the
+	// deduplication tokens of their last DeduplicationWindow inserts. Set by the collector in
+	// mode outlet, whose inserts carry tokens; not a configuration key.
+	Deduplicate bool `yaml:"-"`
 }
 
 // Resolution is one aggregated table.

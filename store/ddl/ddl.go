@@ -258,6 +258,22 @@ func (d *DDL) distributed(name string, cols []ColumnDef, localCreate string) Obj
 //     columns of many rows needs it.
 var tableSettings = []string{"ttl_only_drop_parts = 1", "min_bytes_for_wide_part = 268435456"}
 
+// DeduplicationWindow is the number of recent inserts whose deduplication token a
+// non-replicated flows or aggregated table remembers when Configuration.Deduplicate is on
+// (non_replicated_deduplication_window). A split collector's outlet inserts a unit per
+// partition and commit interval: 10,000 covers minutes of replays with hundreds of
+// partitions, for a few hundred kilobytes of hashes per table. Replicated tables keep
+// replicated_deduplication_window (1,000 by default) and tokens for a time.
+const DeduplicationWindow = 10000
+
+// dataSettings are the settings of the flows and aggregated tables.
+func (d *DDL) dataSettings() []string {
+	if !d.cfg.Deduplicate || d.cfg.Cluster != "" {
+		return tableSettings
+	}
+	return append(slices.Clip(tableSettings), fmt.Sprintf("non_replicated_deduplication_window = %d", DeduplicationWindow))
+}
+
 // flowsColumns are the flows table's columns: every enabled column of the schema.
 func (d *DDL) flowsColumns() []ColumnDef {
 	cs := d.s.Columns()
@@ -280,9 +296,10 @@ func (d *DDL) FlowsObjects() []Object {
 	if ttl != "" {
 		fmt.Fprintf(&t, "TTL %s\n", ttl)
 	}
-	t.WriteString("SETTINGS " + strings.Join(tableSettings, ", "))
+	settings := d.dataSettings()
+	t.WriteString("SETTINGS " + strings.Join(settings, ", "))
 	name := d.dataName("flows")
-	out := []Object{finish(Object{Kind: KindTable, Name: name, Columns: cols, TTL: ttl, Settings: tableSettings,
+	out := []Object{finish(Object{Kind: KindTable, Name: name, Columns: cols, TTL: ttl, Settings: settings,
 		Create: d.createTable(name, cols, t.String())})}
 	if d.cfg.Cluster != "" {
 		out = append(out, d.distributed("flows", cols, out[0].Create))
@@ -449,9 +466,10 @@ func (d *DDL) AggregatedObjects(r Resolution) []Object {
 	if ttl != "" {
 		fmt.Fprintf(&t, "TTL %s\n", ttl)
 	}
-	t.WriteString("SETTINGS " + strings.Join(tableSettings, ", "))
+	settings := d.dataSettings()
+	t.WriteString("SETTINGS " + strings.Join(settings, ", "))
 	data := d.dataName(name)
-	out := []Object{finish(Object{Kind: KindTable, Name: data, Columns: cols, SortingKey: key, TTL: ttl, Settings: tableSettings,
+	out := []Object{finish(Object{Kind: KindTable, Name: data, Columns: cols, SortingKey: key, TTL: ttl, Settings: settings,
 		Create: d.createTable(data, cols, t.String())})}
 	if d.cfg.Cluster != "" {
 		out = append(out, d.distributed(name, cols, out[0].Create))
@@ -649,6 +667,18 @@ const insertSettings = "optimize_on_insert = 0"
 // default or expression.
 func (d *DDL) NativeInsertStatement(columns string) string {
 	return fmt.Sprintf("INSERT INTO %s %s SETTINGS %s", d.FlowsTable(), columns, insertSettings)
+}
+
+// WithDeduplicationToken adds insert_deduplication_token to an INSERT statement of this
+// package (they end with their SETTINGS): an INSERT repeated with the same token into a table
+// that remembers it (Configuration.Deduplicate, or a Replicated table) stores nothing, and
+// neither do the views it feeds. deduplicate_blocks_in_dependent_materialized_views makes
+// each view's table check the token on its own: without it, a block the source table has
+// already is not pushed to the views at all, so the rows of views an interrupted INSERT did
+// not reach (a process killed between two tables' parts) would never come.
+func WithDeduplicationToken(insert, token string) string {
+	return insert + ", insert_deduplication_token = " + quoteString(token) +
+		", deduplicate_blocks_in_dependent_materialized_views = 1"
 }
 
 // InsertStatement is the INSERT, without its FORMAT clause, that a batch of length-delimited

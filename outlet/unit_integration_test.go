@@ -1,0 +1,257 @@
+//go:build integration && chdb
+
+package outlet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"flowzero/datagram"
+	"flowzero/decoder/netflow"
+	"flowzero/decoder/sflow"
+	"flowzero/internal/kafkatest"
+	"flowzero/internal/pcapfile"
+	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
+	"flowzero/output"
+	"flowzero/schema"
+	"flowzero/store"
+)
+
+// crashingStore passes units to the store and records their tokens. From the crashAt-th
+// unit on it behaves like a process that died: that unit is stored but the outlet gets an
+// error instead of the acknowledgement (it does not commit), and later units are not stored.
+type crashingStore struct {
+	store   *store.Sink
+	crashAt int
+
+	mu      sync.Mutex
+	tokens  []string
+	crashed string
+}
+
+var errCrashed = errors.New("the outlet crashed (test)")
+
+func (c *crashingStore) Name() string { return "store" }
+func (c *crashingStore) Send(b *output.Batch) bool {
+	b.Release()
+	return false // units only
+}
+func (c *crashingStore) Start() error { return nil }
+func (c *crashingStore) Stop() error  { return nil }
+
+func (c *crashingStore) InsertUnit(ctx context.Context, token string, data []byte, flows int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.crashed != "" {
+		return errCrashed
+	}
+	if err := c.store.InsertUnit(ctx, token, data, flows); err != nil {
+		return err
+	}
+	c.tokens = append(c.tokens, token)
+	if len(c.tokens) == c.crashAt {
+		c.crashed = token
+		return errCrashed
+	}
+	return nil
+}
+
+func (c *crashingStore) state() (tokens []string, crashed string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.tokens), c.crashed
+}
+
+// TestUnitsStoredOnce: an outlet stores a unit into the embedded engine and "crashes" before
+// committing its offsets; another outlet of the group consumes the partitions again from the
+// committed offsets, cuts its first units where the commit metadata says (the same tokens)
+// and stores them again: the engine keeps one row per flow identity (DatagramPartition,
+// DatagramOffset, DatagramIndex), and the aggregated tables hold exactly the flows' sums.
+func TestUnitsStoredOnce(t *testing.T) {
+	topic := datagram.DefaultTopicConfiguration()
+	topic.Brokers = kafkatest.Brokers(t)
+	topic.Topic = kafkatest.Topic(t, "units", 2)
+	cfg := DefaultConfiguration()
+	cfg.Group = topic.Topic + "-group"
+	cfg.State.Topic = topic.Topic + "-state"
+	cfg.CommitInterval = 100 * time.Millisecond
+	cfg.SessionTimeout = 6 * time.Second
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		adm := kadm.NewClient(kafkatest.Client(t))
+		_, _ = adm.DeleteTopics(ctx, cfg.State.Topic)
+		_, _ = adm.DeleteGroup(ctx, cfg.Group)
+	})
+	s, err := schema.New(schema.Configuration{Enabled: []string{"DatagramPartition", "DatagramOffset", "DatagramIndex"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	scfg := store.DefaultConfiguration()
+	scfg.Embedded.Path = filepath.Join(t.TempDir(), "chdb")
+	scfg.Embedded.MaxThreads = 2
+	scfg.Deduplicate = true
+	scfg.TTL = 0 // the captures' flows are dated by the test clock
+	for i := range scfg.Resolutions {
+		scfg.Resolutions[i].TTL = 0
+	}
+	st, err := store.NewSink(prometheus.NewRegistry(), scfg, store.Dependencies{Schema: s, Clock: testutil.Clock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Stop()
+	if _, ok := st.DDL().PreAggregated(); !ok {
+		t.Fatal("the store does not pre-aggregate: the test covers the sink's own aggregated inserts")
+	}
+
+	dgs, err := pcapfile.ReadUDP(testdata.Path(t, "netflow", "data+templates.pcap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newOutlet := func(sink *crashingStore) *Outlet {
+		nf, err := netflow.New(nil, netflow.DefaultConfiguration(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sf, err := sflow.New(nil, sflow.DefaultConfiguration(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := New(topic, cfg, Dependencies{Schema: s, NetFlow: nf, SFlow: sf, Sinks: []output.Sink{sink},
+			Registry: prometheus.NewRegistry(), Clock: testutil.Clock()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	// Flows of one pass of the capture, decoded in order.
+	perPass := 0
+	{
+		nf, err := netflow.New(nil, netflow.DefaultConfiguration(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fm := s.NewFlowMessage()
+		for _, dg := range dgs {
+			if err := nf.Decode(netflow.Packet{Payload: dg.Payload, Exporter: dg.Src, TimeReceived: testutil.Now()}, fm, func(fm *schema.FlowMessage) {
+				perPass++
+				fm.Finalize()
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	producer := kafkatest.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(topic.Topic))
+	at := testutil.Now()
+	n := 0
+	produce := func(passes int) {
+		var recs []*kgo.Record
+		for range passes {
+			for _, dg := range dgs {
+				at = at.Add(time.Millisecond)
+				recs = append(recs, &kgo.Record{Partition: int32(n % 2),
+					Value: datagram.Append(nil, datagram.Datagram{Received: at, Exporter: netip.AddrPortFrom(dg.Src.Addr(), dg.Src.Port()), Protocol: datagram.NetFlow, Payload: dg.Payload})})
+				n++
+			}
+		}
+		if err := producer.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The first outlet stores two units, then crashes on the third, which it stored.
+	first := &crashingStore{store: st, crashAt: 3}
+	a := newOutlet(first)
+	produce(20)
+	testutil.WaitUntil(t, "the first outlet to store two units", func() bool {
+		tokens, _ := first.state()
+		return len(tokens) >= 2
+	})
+	produce(20)
+	testutil.WaitUntil(t, "the first outlet to crash", func() bool {
+		_, crashed := first.state()
+		return crashed != ""
+	})
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	tokensA, crashed := first.state()
+	// More datagrams before the next outlet starts: without the recorded range it would cut
+	// its first unit of the crashed partition further, with another token.
+	produce(10)
+
+	// The second consumes the partitions again and finishes.
+	second := &crashingStore{store: st, crashAt: -1}
+	b := newOutlet(second)
+	adm := kadm.NewClient(kafkatest.Client(t))
+	testutil.WaitUntil(t, "every datagram committed", func() bool {
+		ends, err := adm.ListEndOffsets(context.Background(), topic.Topic)
+		if err != nil {
+			return false
+		}
+		committed, err := adm.FetchOffsets(context.Background(), cfg.Group)
+		if err != nil {
+			return false
+		}
+		done := true
+		ends.Each(func(o kadm.ListedOffset) {
+			c, ok := committed.Lookup(topic.Topic, o.Partition)
+			done = done && ok && c.At == o.Offset
+		})
+		return done
+	})
+	if err := b.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	tokensB, _ := second.state()
+	t.Logf("first outlet's units %v (crashed after storing %s); second outlet's %v", tokensA, crashed, tokensB)
+	if !slices.Contains(tokensB, crashed) {
+		t.Errorf("the second outlet did not cut the crashed unit %s again", crashed)
+	}
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	q := func(sql string) string {
+		t.Helper()
+		out, err := st.Conn().Query(sql, "TSV")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out[:len(out)-1])
+	}
+	want := 50 * perPass
+	ids := "DatagramPartition, DatagramOffset, DatagramIndex"
+	if got := q("SELECT count(), uniqExact(" + ids + ") FROM flowzero.flows"); got != fmt.Sprintf("%d\t%d", want, want) {
+		t.Errorf("flows: rows and distinct identities %q, want %d of each", got, want)
+	}
+	if got := q("SELECT count() FROM (SELECT " + ids + " FROM flowzero.flows GROUP BY " + ids + " HAVING count() > 1)"); got != "0" {
+		t.Errorf("%s flows stored more than once", got)
+	}
+	flows := q("SELECT sum(Bytes), sum(Packets) FROM flowzero.flows")
+	for _, table := range []string{"flows_1m", "flows_5m", "flows_1h"} {
+		if got := q("SELECT sum(Bytes), sum(Packets) FROM flowzero." + table); got != flows {
+			t.Errorf("%s: sums %q, want the flows' %q", table, got, flows)
+		}
+	}
+	t.Logf("%d flows sent; sum(Bytes), sum(Packets) of the flows table: %s", want, flows)
+}
