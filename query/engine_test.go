@@ -595,7 +595,7 @@ func TestSankey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Table != "flows_5m" {
+	if res.Table != "flows_1h" { // whole hours
 		t.Errorf("table %s", res.Table)
 	}
 	// The first 3 (SrcAS, DstAS) by average: each dimension keeps the values of those rows.

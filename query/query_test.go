@@ -106,7 +106,9 @@ func TestChoose(t *testing.T) {
 		interval  time.Duration
 		n         int
 	}{
-		{"1h/200", cat, full, time.Hour, 200, false, false, "flows", 18 * time.Second, 200},
+		{"1h/200: 60 points from flows_1m", cat, full, time.Hour, 200, false, false, "flows_1m", time.Minute, 60},
+		{"1h/2000: flows_1m is too coarse", cat, full, time.Hour, 2000, false, false, "flows", time.Second, 3600},
+		{"30m/200: flows_1m is too coarse", cat, full, 30 * time.Minute, 200, false, false, "flows", 9 * time.Second, 200},
 		{"6h/200", cat, full, 6 * time.Hour, 200, false, false, "flows_1m", time.Minute, 360},
 		{"24h/200", cat, full, 24 * time.Hour, 200, false, false, "flows_5m", 5 * time.Minute, 288},
 		{"7d/200", cat, full, 7 * 24 * time.Hour, 200, false, false, "flows_5m", 50 * time.Minute, 201},
@@ -131,6 +133,35 @@ func TestChoose(t *testing.T) {
 		if !w.start.Equal(alignDown(now.Add(-c.rng), resolution(w.table))) || w.end().After(now) {
 			t.Errorf("%s: from %s to %s", c.name, w.start, w.end())
 		}
+	}
+	// Without a time axis, the coarsest table whose buckets cover the range exactly.
+	hour := alignDown(now, time.Hour)
+	for _, c := range []struct {
+		name       string
+		start, end time.Time
+		oldest     map[string]time.Time
+		table      string
+	}{
+		{"6h on whole hours", hour.Add(-6 * time.Hour), hour, full, "flows_1h"},
+		{"6h on whole hours, flows_1h from 3h ago", hour.Add(-6 * time.Hour), hour, map[string]time.Time{
+			"flows": full["flows"], "flows_1m": full["flows_1m"], "flows_5m": full["flows_5m"], "flows_1h": hour.Add(-3 * time.Hour)}, "flows_5m"},
+		{"6h on 5 minutes", hour.Add(-6*time.Hour + 5*time.Minute), hour.Add(5 * time.Minute), full, "flows_5m"},
+		{"6h on minutes", hour.Add(-6*time.Hour + time.Minute), hour.Add(time.Minute), full, "flows_1m"},
+		{"6h to now", now.Add(-6 * time.Hour), now, full, "flows_5m"},
+		{"30 min on whole hours", hour.Add(-30 * time.Minute), hour, full, "flows_5m"},
+	} {
+		w := chooseWhole(cat, c.oldest, c.start, c.end, 20, false, false)
+		if w.table.Name != c.table {
+			t.Errorf("%s: %s", c.name, w.table.Name)
+		}
+		if c.name != "6h to now" { // edges on whole buckets
+			if !w.start.Equal(c.start) || !w.end().Equal(c.end) {
+				t.Errorf("%s: from %s to %s", c.name, w.start, w.end())
+			}
+		}
+	}
+	if w := chooseWhole(cat, full, hour.Add(-6*time.Hour), hour, 20, true, false); w.table.Name != "flows" {
+		t.Errorf("flows only: %s", w.table.Name)
 	}
 	// The previous period moves to a coarser table whose resolution divides the interval
 	// when the chosen one does not reach back.

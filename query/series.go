@@ -81,8 +81,13 @@ func (q *seriesQuery) rowsCTE() string {
 		group, strings.Join(keys, ", "), bucket(a.w.start, a.w.interval), unit, from, w, group, group, measure, group, q.c.limit)
 }
 
-// axisSQL is the SELECT of one axis.
+// axisSQL is the SELECT of one axis. For an additive unit, the table's rows are grouped by
+// bucket and raw dimension values first, and the fold into Other and the values shown
+// (dictionary lookups, address text) apply to those groups only.
 func (q *seriesQuery) axisSQL(a axis) string {
+	if additive(q.unit(a)) {
+		return q.axisSQLGrouped(a)
+	}
 	dims := "emptyArrayString()"
 	if len(q.c.dims) > 0 && a.id <= 2 {
 		var keys, shown, names []string
@@ -105,6 +110,43 @@ func (q *seriesQuery) axisSQL(a axis) string {
 	}
 	return fmt.Sprintf("SELECT %s\nFROM %s\nWHERE %s\nGROUP BY b, dims",
 		cols, quoteTable(q.cat, a.w.table), where(a.w.start, a.w.end(), q.c.filter.SQL(a.reverse)))
+}
+
+// axisSQLGrouped is axisSQL in two steps: group by raw values (k1, k2, ...), then fold.
+func (q *seriesQuery) axisSQLGrouped(a axis) string {
+	inner := []string{bucket(a.w.start, a.w.interval) + " AS b"}
+	group := []string{"b"}
+	dims := "emptyArrayString()"
+	if len(q.c.dims) > 0 && a.id <= 2 {
+		var keys, shown, names []string
+		for i, d := range q.dims(a) {
+			k := fmt.Sprintf("k%d", i+1)
+			inner = append(inner, q.e.key(d)+" AS "+k)
+			group = append(group, k)
+			keys = append(keys, k)
+			// The value shown, from the group's key: the column renamed to it.
+			col := *d
+			col.Name = k
+			shown = append(shown, q.e.display(&col, k))
+			names = append(names, fmt.Sprintf("r%d", i+1))
+		}
+		dims = fmt.Sprintf("if(%s IN (SELECT %s FROM rows), [%s], %s)",
+			tuple(keys), strings.Join(names, ", "), strings.Join(shown, ", "), others(len(keys)))
+	}
+	inner = append(inner, unitExpr(q.unit(a), a.w.table)+" AS sv")
+	outer := fmt.Sprintf("%d AS axis, b, %s AS dims, sum(sv) AS v", a.id, dims)
+	if q.totals {
+		inner = append(inner, "sum(Bytes * SamplingRate) AS sbytes", "sum(Packets * SamplingRate) AS spackets")
+		flows := "NULL"
+		if a.w.table.FlowCount {
+			inner = append(inner, unitExpr(UnitFps, a.w.table)+" AS sflows")
+			flows = "sum(sflows)"
+		}
+		outer += fmt.Sprintf(", sum(sbytes) AS bytes, sum(spackets) AS packets, %s AS flows", flows)
+	}
+	return fmt.Sprintf("SELECT %s\nFROM (\n  SELECT %s\n  FROM %s\n  WHERE %s\n  GROUP BY %s\n)\nGROUP BY b, dims",
+		outer, strings.Join(inner, ", "), quoteTable(q.cat, a.w.table), where(a.w.start, a.w.end(), q.c.filter.SQL(a.reverse)),
+		strings.Join(group, ", "))
 }
 
 func (q *seriesQuery) sql() string {
