@@ -132,6 +132,9 @@ func (q *seriesQuery) axisSQLGrouped(a axis) string {
 		}
 		dims = fmt.Sprintf("if(%s IN (SELECT %s FROM rows), [%s], %s)",
 			tuple(keys), strings.Join(names, ", "), strings.Join(shown, ", "), others(len(keys)))
+		if q.ranked() {
+			dims = fmt.Sprintf("if(rk <= %d, [%s], %s)", q.c.limit, strings.Join(shown, ", "), others(len(keys)))
+		}
 	}
 	inner = append(inner, unitExpr(q.unit(a), a.w.table)+" AS sv")
 	outer := fmt.Sprintf("%d AS axis, b, %s AS dims, sum(sv) AS v", a.id, dims)
@@ -144,14 +147,36 @@ func (q *seriesQuery) axisSQLGrouped(a axis) string {
 		}
 		outer += fmt.Sprintf(", sum(sbytes) AS bytes, sum(spackets) AS packets, %s AS flows", flows)
 	}
-	return fmt.Sprintf("SELECT %s\nFROM (\n  SELECT %s\n  FROM %s\n  WHERE %s\n  GROUP BY %s\n)\nGROUP BY b, dims",
-		outer, strings.Join(inner, ", "), quoteTable(q.cat, a.w.table), where(a.w.start, a.w.end(), q.c.filter.SQL(a.reverse)),
+	from := fmt.Sprintf("(\n  SELECT %s\n  FROM %s\n  WHERE %s\n  GROUP BY %s\n)",
+		strings.Join(inner, ", "), quoteTable(q.cat, a.w.table), where(a.w.start, a.w.end(), q.c.filter.SQL(a.reverse)),
 		strings.Join(group, ", "))
+	if q.ranked() && a.id == 1 {
+		// Each row's rank by its sum over the range, from the same groups.
+		keys := strings.Join(group[1:], ", ")
+		from = fmt.Sprintf("(\n SELECT *, dense_rank() OVER (ORDER BY rsum DESC, %[1]s) AS rk\n FROM (\n  SELECT *, sum(sv) OVER (PARTITION BY %[1]s) AS rsum\n  FROM %[2]s\n ))",
+			keys, from)
+	}
+	return fmt.Sprintf("SELECT %s\nFROM %s\nGROUP BY b, dims", outer, from)
+}
+
+// ranked tells whether the direct axis ranks its rows itself in one read of the table
+// (window functions over its groups) rather than through the rows CTE: for the ranking
+// by an additive unit's sum, without a reverse axis (which needs the direct axis's rows).
+func (q *seriesQuery) ranked() bool {
+	if len(q.c.dims) == 0 || q.c.topBy != TopByAvg || !additive(q.c.units) {
+		return false
+	}
+	for _, a := range q.axes {
+		if a.id == 2 {
+			return false
+		}
+	}
+	return true
 }
 
 func (q *seriesQuery) sql() string {
 	var b strings.Builder
-	if len(q.c.dims) > 0 {
+	if len(q.c.dims) > 0 && !q.ranked() {
 		b.WriteString("WITH rows AS (\n" + q.rowsCTE() + "\n)\n")
 	}
 	b.WriteString("SELECT * FROM (\n")
