@@ -111,7 +111,8 @@ func TestChoose(t *testing.T) {
 		{"30m/200: flows_1m is too coarse", cat, full, 30 * time.Minute, 200, false, false, "flows", 9 * time.Second, 200},
 		{"6h/200", cat, full, 6 * time.Hour, 200, false, false, "flows_1m", time.Minute, 360},
 		{"24h/200", cat, full, 24 * time.Hour, 200, false, false, "flows_5m", 5 * time.Minute, 288},
-		{"7d/200", cat, full, 7 * 24 * time.Hour, 200, false, false, "flows_5m", 50 * time.Minute, 201},
+		{"7d/200: 168 points from flows_1h", cat, full, 7 * 24 * time.Hour, 200, false, false, "flows_1h", time.Hour, 168},
+		{"7d/250", cat, full, 7 * 24 * time.Hour, 250, false, false, "flows_5m", 40 * time.Minute, 252},
 		{"30d/200: flows_1m is too young", cat, full, 30 * 24 * time.Hour, 200, false, false, "flows_1h", 3 * time.Hour, 240},
 		{"20d/200: the flows table too", cat, full, 20 * 24 * time.Hour, 2000, false, false, "flows_5m", 10 * time.Minute, 2880},
 		{"24h/200 flows only", cat, full, 24 * time.Hour, 200, true, false, "flows", 432 * time.Second, 200},
@@ -165,7 +166,7 @@ func TestChoose(t *testing.T) {
 	}
 	// The previous period moves to a coarser table whose resolution divides the interval
 	// when the chosen one does not reach back.
-	w := choose(cat, full, now.Add(-6*24*time.Hour), now, 2000, false, false) // flows_1m, 4 min
+	w := choose(cat, full, now.Add(-6*24*time.Hour), now, 2500, false, false) // flows_1m, 3 min
 	p := previousWindow(cat, full, w, 7*24*time.Hour, false, false)
 	if w.table.Name != "flows_1m" || p.table.Name != "flows" || !p.start.Equal(w.start.Add(-7*24*time.Hour)) || p.n != w.n {
 		t.Errorf("previous of %s/%s: %s from %s", w.table.Name, w.interval, p.table.Name, p.start)
