@@ -137,12 +137,15 @@ func (q *seriesQuery) axisSQLGrouped(a axis) string {
 		}
 	}
 	inner = append(inner, unitExpr(q.unit(a), a.w.table)+" AS sv")
+	vals := []string{"b", "sv"}
 	outer := fmt.Sprintf("%d AS axis, b, %s AS dims, sum(sv) AS v", a.id, dims)
 	if q.totals {
 		inner = append(inner, "sum(Bytes * SamplingRate) AS sbytes", "sum(Packets * SamplingRate) AS spackets")
+		vals = append(vals, "sbytes", "spackets")
 		flows := "NULL"
 		if a.w.table.FlowCount {
 			inner = append(inner, unitExpr(UnitFps, a.w.table)+" AS sflows")
+			vals = append(vals, "sflows")
 			flows = "sum(sflows)"
 		}
 		outer += fmt.Sprintf(", sum(sbytes) AS bytes, sum(spackets) AS packets, %s AS flows", flows)
@@ -151,16 +154,22 @@ func (q *seriesQuery) axisSQLGrouped(a axis) string {
 		strings.Join(inner, ", "), quoteTable(q.cat, a.w.table), where(a.w.start, a.w.end(), q.c.filter.SQL(a.reverse)),
 		strings.Join(group, ", "))
 	if q.ranked() && a.id == 1 {
-		// Each row's rank by its sum over the range, from the same groups.
+		// Each row's groups gathered with its sum over the range, ranked (a window over the
+		// rows, not over every group), then spread back.
 		keys := strings.Join(group[1:], ", ")
-		from = fmt.Sprintf("(\n SELECT *, dense_rank() OVER (ORDER BY rsum DESC, %[1]s) AS rk\n FROM (\n  SELECT *, sum(sv) OVER (PARTITION BY %[1]s) AS rsum\n  FROM %[2]s\n ))",
-			keys, from)
+		var spread []string
+		for i, v := range vals {
+			spread = append(spread, fmt.Sprintf("p.%d AS %s", i+1, v))
+		}
+		from = fmt.Sprintf("(\n SELECT %[1]s, rk, %[2]s\n FROM (\n  SELECT %[1]s, pts, row_number() OVER (ORDER BY rsum DESC, %[1]s) AS rk\n"+
+			"  FROM (\n   SELECT %[1]s, groupArray((%[3]s)) AS pts, sum(sv) AS rsum\n   FROM %[4]s\n   GROUP BY %[1]s\n  )\n )\n ARRAY JOIN pts AS p\n)",
+			keys, strings.Join(spread, ", "), strings.Join(vals, ", "), from)
 	}
 	return fmt.Sprintf("SELECT %s\nFROM %s\nGROUP BY b, dims", outer, from)
 }
 
 // ranked tells whether the direct axis ranks its rows itself in one read of the table
-// (window functions over its groups) rather than through the rows CTE: for the ranking
+// (a window function over its rows' sums) rather than through the rows CTE: for the ranking
 // by an additive unit's sum, without a reverse axis (which needs the direct axis's rows).
 func (q *seriesQuery) ranked() bool {
 	if len(q.c.dims) == 0 || q.c.topBy != TopByAvg || !additive(q.c.units) {
