@@ -107,7 +107,7 @@ func choose(cat *catalog.Catalog, oldest map[string]time.Time, start, end time.T
 // graph to take it over the flows table (1 h at 200 points: 60 points from flows_1m).
 const coarsen = 4
 
-// chooseWhole picks the table of a query without a time axis (Sankey, top widget) over
+// chooseWhole picks the table of a query without a time axis (Sankey) over
 // [start, end): the coarsest candidate whose resolution divides both edges (so its
 // buckets cover the range exactly) and which reaches back to start, else the choice of
 // choose for points.
