@@ -90,9 +90,11 @@ func choose(cat *catalog.Catalog, oldest map[string]time.Time, start, end time.T
 			chosen = t
 		}
 	}
-	if chosen.Resolution == 0 {
+	if chosen.Resolution == 0 && !earliest.IsZero() {
 		// Fewer points from an aggregated table rather than the flows table, when its
-		// resolution is at most coarsen times the target.
+		// resolution is at most coarsen times the target. Not without the tables' oldest
+		// rows (no data yet, or a state read before any): the flows table is the first to
+		// have a collector's flows.
 		for _, t := range reaching {
 			if t.Resolution != 0 && t.Resolution <= coarsen*target {
 				chosen = t
@@ -109,15 +111,15 @@ const coarsen = 4
 
 // chooseWhole picks the table of a query without a time axis (Sankey) over
 // [start, end): the coarsest candidate whose resolution divides both edges (so its
-// buckets cover the range exactly) and which reaches back to start, else the choice of
-// choose for points.
+// buckets cover the range exactly), which holds rows and reaches back to start, else the
+// choice of choose for points.
 func chooseWhole(cat *catalog.Catalog, oldest map[string]time.Time, start, end time.Time, points int, flowsOnly, needCount bool) window {
 	if !flowsOnly {
 		tables := slices.Clone(cat.Aggregated)
 		slices.SortStableFunc(tables, func(a, b catalog.Table) int { return int(resolution(b) - resolution(a)) })
 		for _, t := range tables {
 			res := resolution(t)
-			if (needCount && !t.FlowCount) || !alignDown(start, res).Equal(start) || !alignDown(end, res).Equal(end) || end.Sub(start) < res {
+			if _, ok := oldest[t.Name]; !ok || (needCount && !t.FlowCount) || !alignDown(start, res).Equal(start) || !alignDown(end, res).Equal(end) || end.Sub(start) < res {
 				continue
 			}
 			w := choose(cat, oldest, start, end, int(end.Sub(start)/res), false, needCount)

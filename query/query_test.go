@@ -125,6 +125,7 @@ func TestChoose(t *testing.T) {
 		{"24h/200, started 20 s ago", cat, started, 24 * time.Hour, 200, false, false, "flows", 432 * time.Second, 200},
 		{"5m/5, started 20 s ago", cat, started, 5 * time.Minute, 5, false, false, "flows", time.Minute, 5},
 		{"24h/200, empty", cat, map[string]time.Time{}, 24 * time.Hour, 200, false, false, "flows_5m", 5 * time.Minute, 288},
+		{"1h/200, empty", cat, map[string]time.Time{}, time.Hour, 200, false, false, "flows", 18 * time.Second, 200},
 		{"2s/5", cat, full, 2 * time.Second, 5, false, false, "flows", time.Second, 2},
 	} {
 		w := choose(c.cat, c.oldest, now.Add(-c.rng), now, c.points, c.flowsOnly, c.needCount)
@@ -150,6 +151,7 @@ func TestChoose(t *testing.T) {
 		{"6h on minutes", hour.Add(-6*time.Hour + time.Minute), hour.Add(time.Minute), full, "flows_1m"},
 		{"6h to now", now.Add(-6 * time.Hour), now, full, "flows_5m"},
 		{"30 min on whole hours", hour.Add(-30 * time.Minute), hour, full, "flows_5m"},
+		{"6h on whole hours, no state: as for 20 points", hour.Add(-6 * time.Hour), hour, map[string]time.Time{}, "flows_5m"},
 	} {
 		w := chooseWhole(cat, c.oldest, c.start, c.end, 20, false, false)
 		if w.table.Name != c.table {
