@@ -43,7 +43,10 @@ func alignDown(t time.Time, d time.Duration) time.Time {
 //     started an hour ago still gets its 24 h graph from the right table), and comes
 //     before the end of its window, which holds whole intervals only (a collector started
 //     a minute ago has all its data in the 5-minute table's last bucket, still open);
-//   - among those, the coarsest whose resolution is at most the target, or the finest;
+//   - among those, the coarsest whose resolution is at most the target (an aggregated
+//     table's up to 5/4 of it: 4/5 of the points asked, 7 days of 200 points from
+//     flows_1h), or the finest aggregated one whose resolution is at most coarsen times
+//     the target, or the finest;
 //   - the interval is the target rounded down to a multiple of the table's resolution, at
 //     least the resolution; the range starts at start rounded down to the resolution and
 //     holds whole intervals (at least one).
@@ -83,11 +86,49 @@ func choose(cat *catalog.Catalog, oldest map[string]time.Time, start, end time.T
 	}
 	chosen := reaching[0]
 	for _, t := range reaching {
-		if resolution(t) <= target {
+		if resolution(t) <= target || (t.Resolution != 0 && 4*t.Resolution <= 5*target) {
 			chosen = t
 		}
 	}
+	if chosen.Resolution == 0 && !earliest.IsZero() {
+		// Fewer points from an aggregated table rather than the flows table, when its
+		// resolution is at most coarsen times the target. Not without the tables' oldest
+		// rows (no data yet, or a state read before any): the flows table is the first to
+		// have a collector's flows.
+		for _, t := range reaching {
+			if t.Resolution != 0 && t.Resolution <= coarsen*target {
+				chosen = t
+				break
+			}
+		}
+	}
 	return windowOn(chosen, start, end, target)
+}
+
+// coarsen is how much coarser than the target interval an aggregated table may be for a
+// graph to take it over the flows table (1 h at 200 points: 60 points from flows_1m).
+const coarsen = 4
+
+// chooseWhole picks the table of a query without a time axis (Sankey) over
+// [start, end): the coarsest candidate whose resolution divides both edges (so its
+// buckets cover the range exactly), which holds rows and reaches back to start, else the
+// choice of choose for points.
+func chooseWhole(cat *catalog.Catalog, oldest map[string]time.Time, start, end time.Time, points int, flowsOnly, needCount bool) window {
+	if !flowsOnly {
+		tables := slices.Clone(cat.Aggregated)
+		slices.SortStableFunc(tables, func(a, b catalog.Table) int { return int(resolution(b) - resolution(a)) })
+		for _, t := range tables {
+			res := resolution(t)
+			if _, ok := oldest[t.Name]; !ok || (needCount && !t.FlowCount) || !alignDown(start, res).Equal(start) || !alignDown(end, res).Equal(end) || end.Sub(start) < res {
+				continue
+			}
+			w := choose(cat, oldest, start, end, int(end.Sub(start)/res), false, needCount)
+			if w.table.Name == t.Name {
+				return w
+			}
+		}
+	}
+	return choose(cat, oldest, start, end, points, flowsOnly, needCount)
 }
 
 // windowOn aligns [start, end) on table t for a target interval.

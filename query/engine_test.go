@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -595,7 +596,7 @@ func TestSankey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Table != "flows_5m" {
+	if res.Table != "flows_1h" { // whole hours
 		t.Errorf("table %s", res.Table)
 	}
 	// The first 3 (SrcAS, DstAS) by average: each dimension keeps the values of those rows.
@@ -832,6 +833,19 @@ func TestWidgets(t *testing.T) {
 	}
 	if len(last.Flow) != len(e.Catalog.Columns()) {
 		t.Errorf("last flow has %d columns, want %d", len(last.Flow), len(e.Catalog.Columns()))
+	}
+	// A collector that stopped receiving an hour ago: the newest flow, found past the
+	// recent window.
+	later, err := New(engineConfig(), e.Catalog, e.Engine, fixedClock{testutil.Now().Add(time.Hour)}, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, err := later.LastFlow(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(stale.Flow, last.Flow) {
+		t.Errorf("last flow an hour later %v, want %v", stale.Flow, last.Flow)
 	}
 	top, err := s.Top(ctx, "SrcAS", "")
 	if err != nil {

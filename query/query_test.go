@@ -106,10 +106,13 @@ func TestChoose(t *testing.T) {
 		interval  time.Duration
 		n         int
 	}{
-		{"1h/200", cat, full, time.Hour, 200, false, false, "flows", 18 * time.Second, 200},
+		{"1h/200: 60 points from flows_1m", cat, full, time.Hour, 200, false, false, "flows_1m", time.Minute, 60},
+		{"1h/2000: flows_1m is too coarse", cat, full, time.Hour, 2000, false, false, "flows", time.Second, 3600},
+		{"30m/200: flows_1m is too coarse", cat, full, 30 * time.Minute, 200, false, false, "flows", 9 * time.Second, 200},
 		{"6h/200", cat, full, 6 * time.Hour, 200, false, false, "flows_1m", time.Minute, 360},
 		{"24h/200", cat, full, 24 * time.Hour, 200, false, false, "flows_5m", 5 * time.Minute, 288},
-		{"7d/200", cat, full, 7 * 24 * time.Hour, 200, false, false, "flows_5m", 50 * time.Minute, 201},
+		{"7d/200: 168 points from flows_1h", cat, full, 7 * 24 * time.Hour, 200, false, false, "flows_1h", time.Hour, 168},
+		{"7d/250", cat, full, 7 * 24 * time.Hour, 250, false, false, "flows_5m", 40 * time.Minute, 252},
 		{"30d/200: flows_1m is too young", cat, full, 30 * 24 * time.Hour, 200, false, false, "flows_1h", 3 * time.Hour, 240},
 		{"20d/200: the flows table too", cat, full, 20 * 24 * time.Hour, 2000, false, false, "flows_5m", 10 * time.Minute, 2880},
 		{"24h/200 flows only", cat, full, 24 * time.Hour, 200, true, false, "flows", 432 * time.Second, 200},
@@ -122,6 +125,7 @@ func TestChoose(t *testing.T) {
 		{"24h/200, started 20 s ago", cat, started, 24 * time.Hour, 200, false, false, "flows", 432 * time.Second, 200},
 		{"5m/5, started 20 s ago", cat, started, 5 * time.Minute, 5, false, false, "flows", time.Minute, 5},
 		{"24h/200, empty", cat, map[string]time.Time{}, 24 * time.Hour, 200, false, false, "flows_5m", 5 * time.Minute, 288},
+		{"1h/200, empty", cat, map[string]time.Time{}, time.Hour, 200, false, false, "flows", 18 * time.Second, 200},
 		{"2s/5", cat, full, 2 * time.Second, 5, false, false, "flows", time.Second, 2},
 	} {
 		w := choose(c.cat, c.oldest, now.Add(-c.rng), now, c.points, c.flowsOnly, c.needCount)
@@ -132,9 +136,39 @@ func TestChoose(t *testing.T) {
 			t.Errorf("%s: from %s to %s", c.name, w.start, w.end())
 		}
 	}
+	// Without a time axis, the coarsest table whose buckets cover the range exactly.
+	hour := alignDown(now, time.Hour)
+	for _, c := range []struct {
+		name       string
+		start, end time.Time
+		oldest     map[string]time.Time
+		table      string
+	}{
+		{"6h on whole hours", hour.Add(-6 * time.Hour), hour, full, "flows_1h"},
+		{"6h on whole hours, flows_1h from 3h ago", hour.Add(-6 * time.Hour), hour, map[string]time.Time{
+			"flows": full["flows"], "flows_1m": full["flows_1m"], "flows_5m": full["flows_5m"], "flows_1h": hour.Add(-3 * time.Hour)}, "flows_5m"},
+		{"6h on 5 minutes", hour.Add(-6*time.Hour + 5*time.Minute), hour.Add(5 * time.Minute), full, "flows_5m"},
+		{"6h on minutes", hour.Add(-6*time.Hour + time.Minute), hour.Add(time.Minute), full, "flows_1m"},
+		{"6h to now", now.Add(-6 * time.Hour), now, full, "flows_5m"},
+		{"30 min on whole hours", hour.Add(-30 * time.Minute), hour, full, "flows_5m"},
+		{"6h on whole hours, no state: as for 20 points", hour.Add(-6 * time.Hour), hour, map[string]time.Time{}, "flows_5m"},
+	} {
+		w := chooseWhole(cat, c.oldest, c.start, c.end, 20, false, false)
+		if w.table.Name != c.table {
+			t.Errorf("%s: %s", c.name, w.table.Name)
+		}
+		if c.name != "6h to now" { // edges on whole buckets
+			if !w.start.Equal(c.start) || !w.end().Equal(c.end) {
+				t.Errorf("%s: from %s to %s", c.name, w.start, w.end())
+			}
+		}
+	}
+	if w := chooseWhole(cat, full, hour.Add(-6*time.Hour), hour, 20, true, false); w.table.Name != "flows" {
+		t.Errorf("flows only: %s", w.table.Name)
+	}
 	// The previous period moves to a coarser table whose resolution divides the interval
 	// when the chosen one does not reach back.
-	w := choose(cat, full, now.Add(-6*24*time.Hour), now, 2000, false, false) // flows_1m, 4 min
+	w := choose(cat, full, now.Add(-6*24*time.Hour), now, 2500, false, false) // flows_1m, 3 min
 	p := previousWindow(cat, full, w, 7*24*time.Hour, false, false)
 	if w.table.Name != "flows_1m" || p.table.Name != "flows" || !p.start.Equal(w.start.Add(-7*24*time.Hour)) || p.n != w.n {
 		t.Errorf("previous of %s/%s: %s from %s", w.table.Name, w.interval, p.table.Name, p.start)

@@ -47,16 +47,33 @@ func (s *Service) Sankey(ctx context.Context, req SankeyRequest) (*SankeyResult,
 	if err != nil {
 		return nil, err
 	}
-	w := choose(cat, st.oldestFor(c.units == UnitFps), c.start, c.end, SankeyPoints, c.needsFlowsTable(cat, false), c.units == UnitFps)
+	w := chooseWhole(cat, st.oldestFor(c.units == UnitFps), c.start, c.end, SankeyPoints, c.needsFlowsTable(cat, false), c.units == UnitFps)
 	q := &seriesQuery{cat: cat, c: c, e: exprs{cat: cat, t4: c.t4, t6: c.t6}, axes: []axis{{id: 1, w: w}}}
-	var dims []string
-	for i, d := range c.dims {
-		k := q.e.key(d)
-		dims = append(dims, fmt.Sprintf("if(%s IN (SELECT r%d FROM rows), %s, 'Other')", k, i+1, q.e.display(d, k)))
+	var sql string
+	if additive(c.units) {
+		// Grouped by raw values first: the fold and the values shown apply to the groups.
+		var keys, group, dims []string
+		for i, d := range c.dims {
+			k := fmt.Sprintf("k%d", i+1)
+			keys = append(keys, q.e.key(d)+" AS "+k)
+			group = append(group, k)
+			col := *d
+			col.Name = k
+			dims = append(dims, fmt.Sprintf("if(%s IN (SELECT r%d FROM rows), %s, 'Other')", k, i+1, q.e.display(&col, k)))
+		}
+		sql = fmt.Sprintf("WITH rows AS (\n%s\n)\nSELECT [%s] AS dims, sum(sv) AS v\nFROM (\n  SELECT %s, %s AS sv\n  FROM %s\n  WHERE %s\n  GROUP BY %s\n)\nGROUP BY dims",
+			q.rowsCTE(), strings.Join(dims, ", "), strings.Join(keys, ", "), unitExpr(c.units, w.table), quoteTable(cat, w.table),
+			where(w.start, w.end(), c.filter.SQL(false)), strings.Join(group, ", "))
+	} else {
+		var dims []string
+		for i, d := range c.dims {
+			k := q.e.key(d)
+			dims = append(dims, fmt.Sprintf("if(%s IN (SELECT r%d FROM rows), %s, 'Other')", k, i+1, q.e.display(d, k)))
+		}
+		sql = fmt.Sprintf("WITH rows AS (\n%s\n)\nSELECT [%s] AS dims, %s AS v\nFROM %s\nWHERE %s\nGROUP BY dims",
+			q.rowsCTE(), strings.Join(dims, ", "), unitExpr(c.units, w.table), quoteTable(cat, w.table),
+			where(w.start, w.end(), c.filter.SQL(false)))
 	}
-	sql := fmt.Sprintf("WITH rows AS (\n%s\n)\nSELECT [%s] AS dims, %s AS v\nFROM %s\nWHERE %s\nGROUP BY dims",
-		q.rowsCTE(), strings.Join(dims, ", "), unitExpr(c.units, w.table), quoteTable(cat, w.table),
-		where(w.start, w.end(), c.filter.SQL(false)))
 	res, err := s.run(ctx, sql, 2, 0)
 	if err != nil {
 		return nil, err

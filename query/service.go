@@ -155,16 +155,22 @@ func (s *Service) readTables(ctx context.Context) (*tablesState, error) {
 	st := &tablesState{read: s.clock.Now(), oldest: map[string]time.Time{}, counted: map[string]time.Time{}, catalog: s.base}
 	var parts []string
 	for _, t := range append([]catalog.Table{s.base.Flows}, s.base.Aggregated...) {
-		// Rows of an aggregated table written before it had its Flows column hold 0 flows.
-		counted := "toUnixTimestamp(min(TimeReceived)) AS counted, count() AS nc"
+		// The oldest row and the count come from the parts' metadata (min of the partition
+		// key's column, count()). Rows of an aggregated table written before it had its
+		// Flows column hold 0 flows: its oldest counted row is the first in time order with
+		// Flows > 0 (read in the primary key's order, which starts with TimeReceived).
+		table := chsql.Table(s.base.Database, t.Name)
+		sel := fmt.Sprintf("SELECT %s AS name, (SELECT toUnixTimestamp(min(TimeReceived)) FROM %s) AS oldest, (SELECT count() FROM %s) AS n",
+			chsql.String(t.Name), table, table)
 		switch {
 		case !t.FlowCount:
-			counted = "0 AS counted, 0 AS nc"
-		case t.Resolution > 0:
-			counted = "toUnixTimestamp(minIf(TimeReceived, Flows > 0)) AS counted, countIf(Flows > 0) AS nc"
+			sel += ", 0 AS counted, 0 AS nc"
+		case t.Resolution == 0:
+			sel += ", oldest AS counted, n AS nc"
+		default:
+			sel += fmt.Sprintf(", toUnixTimestamp(min(t)) AS counted, count() AS nc\nFROM (SELECT TimeReceived AS t FROM %s WHERE Flows > 0 ORDER BY TimeReceived LIMIT 1)", table)
 		}
-		parts = append(parts, fmt.Sprintf("SELECT %s AS name, toUnixTimestamp(min(TimeReceived)) AS oldest, count() AS n, %s FROM %s",
-			chsql.String(t.Name), counted, chsql.Table(s.base.Database, t.Name)))
+		parts = append(parts, sel)
 	}
 	res, err := s.run(ctx, "SELECT * FROM (\n"+strings.Join(parts, "\nUNION ALL\n")+"\n)", 5, 0)
 	if err != nil {

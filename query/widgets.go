@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"flowzero/query/catalog"
@@ -95,23 +96,47 @@ type LastFlow struct {
 	SQL  string         `json:"sql"`
 }
 
-// LastFlow returns the newest flow.
+// LastFlow returns the newest flow: it looks in the last RecentWindow first, then in the
+// whole table (a collector that stopped receiving).
 func (s *Service) LastFlow(ctx context.Context) (*LastFlow, error) {
 	cat := s.base
 	cols := cat.Columns()
-	sql := flowsSQL(cat, cols, fmt.Sprintf("TimeReceived <= toDateTime(%d)", s.clock.Now().Unix()+1), 1, 0)
-	res, err := s.run(ctx, sql, len(cols), 0)
-	if err != nil {
-		return nil, err
-	}
-	out := &LastFlow{SQL: sql}
-	if len(res.Data) == 1 {
-		out.Flow = map[string]any{}
-		for i, v := range flowValues(cols, res.Data[0]) {
-			out.Flow[cols[i].Name] = v
+	now := s.clock.Now().Unix()
+	out := &LastFlow{}
+	for _, where := range []string{
+		fmt.Sprintf("TimeReceived <= toDateTime(%d) AND TimeReceived > toDateTime(%d)", now+1, now-int64(RecentWindow/time.Second)),
+		fmt.Sprintf("TimeReceived <= toDateTime(%d)", now+1),
+	} {
+		out.SQL = lastFlowSQL(cat, cols, where)
+		res, err := s.run(ctx, out.SQL, len(cols), 0)
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Data) == 1 {
+			out.Flow = map[string]any{}
+			for i, v := range flowValues(cols, res.Data[0]) {
+				out.Flow[cols[i].Name] = v
+			}
+			return out, nil
 		}
 	}
 	return out, nil
+}
+
+// lastFlowSQL selects the newest record matching where (the last written among those of
+// the newest second). The subquery finds its position reading the time alone; the values
+// are then read from its granule only (the flows table is sorted by 5-minute buckets, so
+// a second's records spread over every granule of its bucket).
+func lastFlowSQL(cat *catalog.Catalog, cols []*catalog.Column, where string) string {
+	e := exprs{cat: cat, t4: 32, t6: 128}
+	var sel []string
+	for i, c := range cols {
+		sel = append(sel, fmt.Sprintf("%s AS c%d", e.value(c), i))
+	}
+	table := quoteTable(cat, cat.Flows)
+	return fmt.Sprintf("SELECT %s\nFROM %s\nWHERE %s\n  AND (_part, _part_offset) IN (SELECT _part, _part_offset FROM %s WHERE %s ORDER BY TimeReceived DESC, _part DESC, _part_offset DESC LIMIT 1)\n"+
+		"ORDER BY TimeReceived DESC\nLIMIT 1",
+		strings.Join(sel, ", "), table, where, table, where)
 }
 
 // Top is a top widget: the first TopLimit values of a dimension over the last
