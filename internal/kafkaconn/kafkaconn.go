@@ -51,17 +51,22 @@ func (c *Configuration) Validate() error {
 			return config.Errorf("brokers", "%q is not host:port", b)
 		}
 	}
-	switch c.SASL.Mechanism {
+	return c.SASL.Validate(c.TLS)
+}
+
+// Validate checks the credentials of a connection with or without TLS, naming the bad key.
+func (s SASLConfiguration) Validate(useTLS bool) error {
+	switch s.Mechanism {
 	case "":
 	case "plain", "scram-sha-256", "scram-sha-512":
-		if c.SASL.Username == "" {
-			return config.Errorf("sasl.username", "required with mechanism %s", c.SASL.Mechanism)
+		if s.Username == "" {
+			return config.Errorf("sasl.username", "required with mechanism %s", s.Mechanism)
 		}
-		if c.SASL.Mechanism == "plain" && !c.TLS {
+		if s.Mechanism == "plain" && !useTLS {
 			return config.Errorf("sasl.mechanism", "plain sends the password in clear: set tls: true, or use scram-sha-256 or scram-sha-512")
 		}
 	default:
-		return config.Errorf("sasl.mechanism", "must be plain, scram-sha-256 or scram-sha-512, not %q", c.SASL.Mechanism)
+		return config.Errorf("sasl.mechanism", "must be plain, scram-sha-256 or scram-sha-512, not %q", s.Mechanism)
 	}
 	return nil
 }
@@ -75,16 +80,22 @@ func (c *Configuration) Options() []kgo.Opt {
 			return min(time.Duration(tries)*100*time.Millisecond, 2*time.Second)
 		}),
 	}
-	if c.TLS {
+	return append(opts, SecurityOptions(c.TLS, c.SASL)...)
+}
+
+// SecurityOptions returns the franz-go options of TLS (system roots) and SASL.
+func SecurityOptions(useTLS bool, s SASLConfiguration) []kgo.Opt {
+	var opts []kgo.Opt
+	if useTLS {
 		opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
 	}
-	switch c.SASL.Mechanism {
+	switch s.Mechanism {
 	case "plain":
-		opts = append(opts, kgo.SASL(plain.Auth{User: c.SASL.Username, Pass: c.SASL.Password}.AsMechanism()))
+		opts = append(opts, kgo.SASL(plain.Auth{User: s.Username, Pass: s.Password}.AsMechanism()))
 	case "scram-sha-256":
-		opts = append(opts, kgo.SASL(scram.Auth{User: c.SASL.Username, Pass: c.SASL.Password}.AsSha256Mechanism()))
+		opts = append(opts, kgo.SASL(scram.Auth{User: s.Username, Pass: s.Password}.AsSha256Mechanism()))
 	case "scram-sha-512":
-		opts = append(opts, kgo.SASL(scram.Auth{User: c.SASL.Username, Pass: c.SASL.Password}.AsSha512Mechanism()))
+		opts = append(opts, kgo.SASL(scram.Auth{User: s.Username, Pass: s.Password}.AsSha512Mechanism()))
 	}
 	return opts
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"flowzero/internal/config"
+	"flowzero/internal/kafkaconn"
 )
 
 // Configuration of the Kafka sink.
@@ -34,16 +35,8 @@ type Configuration struct {
 	SASL SASLConfiguration `yaml:"sasl"`
 }
 
-// SASLConfiguration holds SASL credentials.
-type SASLConfiguration struct {
-	// Mechanism is empty (no SASL), plain (only with tls: it sends the password as is),
-	// scram-sha-256 or scram-sha-512.
-	Mechanism string `yaml:"mechanism"`
-	// Username to authenticate as.
-	Username string `yaml:"username"`
-	// Password of the user; it is never logged.
-	Password string `yaml:"password"`
-}
+// SASLConfiguration holds SASL credentials, as for every Kafka client of flowzero.
+type SASLConfiguration = kafkaconn.SASLConfiguration
 
 // DefaultConfiguration returns the defaults.
 func DefaultConfiguration() Configuration {
@@ -86,18 +79,5 @@ func (c *Configuration) Validate() error {
 	default:
 		return config.Errorf("key", "must be exporter or random, not %q", c.Key)
 	}
-	switch c.SASL.Mechanism {
-	case "":
-	case "plain", "scram-sha-256", "scram-sha-512":
-		if c.SASL.Username == "" {
-			return config.Errorf("sasl.username", "required with mechanism %s", c.SASL.Mechanism)
-		}
-		if c.SASL.Mechanism == "plain" && !c.TLS {
-			// SCRAM proves the password without sending it; PLAIN sends it as is.
-			return config.Errorf("sasl.mechanism", "plain sends the password in clear: set tls: true, or use scram-sha-256 or scram-sha-512")
-		}
-	default:
-		return config.Errorf("sasl.mechanism", "must be plain, scram-sha-256 or scram-sha-512, not %q", c.SASL.Mechanism)
-	}
-	return nil
+	return c.SASL.Validate(c.TLS)
 }

@@ -11,7 +11,6 @@ package kafka
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,11 +22,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"flowzero/internal/clock"
 	"flowzero/internal/health"
+	"flowzero/internal/kafkaconn"
 	"flowzero/internal/lograte"
 	"flowzero/output"
 )
@@ -120,17 +118,7 @@ func New(r prometheus.Registerer, log *slog.Logger, cfg Configuration, schemaHas
 	if cfg.Key == "random" {
 		opts = append(opts, kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	}
-	if cfg.TLS {
-		opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
-	}
-	switch cfg.SASL.Mechanism {
-	case "plain":
-		opts = append(opts, kgo.SASL(plain.Auth{User: cfg.SASL.Username, Pass: cfg.SASL.Password}.AsMechanism()))
-	case "scram-sha-256":
-		opts = append(opts, kgo.SASL(scram.Auth{User: cfg.SASL.Username, Pass: cfg.SASL.Password}.AsSha256Mechanism()))
-	case "scram-sha-512":
-		opts = append(opts, kgo.SASL(scram.Auth{User: cfg.SASL.Username, Pass: cfg.SASL.Password}.AsSha512Mechanism()))
-	}
+	opts = append(opts, kafkaconn.SecurityOptions(cfg.TLS, cfg.SASL)...)
 	client, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
