@@ -20,11 +20,10 @@ type ItemDefaults interface {
 }
 
 var (
-	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
-	itemDefaultsType    = reflect.TypeFor[ItemDefaults]()
-	prefixType          = reflect.TypeFor[netip.Prefix]()
-	addrType            = reflect.TypeFor[netip.Addr]()
-	addrPortType        = reflect.TypeFor[netip.AddrPort]()
+	itemDefaultsType = reflect.TypeFor[ItemDefaults]()
+	prefixType       = reflect.TypeFor[netip.Prefix]()
+	addrType         = reflect.TypeFor[netip.Addr]()
+	addrPortType     = reflect.TypeFor[netip.AddrPort]()
 )
 
 // maxDepth bounds the walk (aliases can nest a document far deeper than it is written).
