@@ -68,7 +68,7 @@ func TestNetFlowRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+			now := testutil.Now().Truncate(time.Second)
 			enc := &NetFlowEncoder{IPFIX: ipfix, SourceID: 7, SamplingRate: 512, TemplateRefresh: 3, Boot: now.Add(-time.Hour)}
 			g := NewGenerator(42)
 			var flows []Flow

@@ -19,6 +19,7 @@ import (
 
 	"flowzero/capture/agent"
 	"flowzero/capture/server"
+	"flowzero/internal/testutil"
 )
 
 // cpuTime returns the process's user and system CPU time.
@@ -42,7 +43,7 @@ func writeSyntheticPcap(tb testing.TB, path string, n, size int) {
 		tb.Fatal(err)
 	}
 	buf := gopacket.NewSerializeBuffer()
-	ts := time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)
+	ts := testutil.Now().Truncate(time.Second)
 	payload := make([]byte, size-14-20-8)
 	for i := range n {
 		eth := &layers.Ethernet{SrcMAC: []byte{2, 0, 0, 0, 0, 1}, DstMAC: []byte{2, 0, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv4}

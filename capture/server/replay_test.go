@@ -150,7 +150,7 @@ func TestReplayRecordedSpeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := time.Date(2026, 11, 22, 6, 0, 0, 123456789, time.UTC)
+	base := testutil.Now().Truncate(time.Second).Add(123456789)
 	for i := range 4 {
 		data := src[i%len(src)].Data
 		ci := gopacket.CaptureInfo{Timestamp: base.Add(time.Duration(i) * 150 * time.Millisecond), CaptureLength: len(data), Length: len(data) + 10}
@@ -207,7 +207,7 @@ func TestReplayPcapngInterfaces(t *testing.T) {
 	if _, err := w.AddInterface(pcapgo.NgInterface{Name: "eth1", LinkType: layers.LinkTypeEthernet, TimestampResolution: 9}); err != nil {
 		t.Fatal(err)
 	}
-	base := time.Date(2026, 11, 22, 6, 30, 0, 1, time.UTC)
+	base := testutil.Now().Truncate(time.Second).Add(1)
 	for i := range 6 {
 		data := src[i%len(src)].Data
 		ci := gopacket.CaptureInfo{Timestamp: base.Add(time.Duration(i) * time.Microsecond), CaptureLength: len(data), Length: len(data), InterfaceIndex: i % 2}
