@@ -82,6 +82,23 @@ type flowID struct {
 }
 
 // readFlowIDs counts the flows of every archive in dir by identity.
+// storedFlowIDs reads the flow identities archived under dirs: how often each was stored,
+// how many flows that makes, and how many identities were stored more than once.
+func storedFlowIDs(t *testing.T, dirs []string) (ids map[flowID]int, stored, twice int) {
+	t.Helper()
+	ids = map[flowID]int{}
+	for _, dir := range dirs {
+		readFlowIDsOpts(t, dir, ids, false)
+	}
+	for _, n := range ids {
+		stored += n
+		if n > 1 {
+			twice++
+		}
+	}
+	return ids, stored, twice
+}
+
 func readFlowIDs(t *testing.T, _ *schema.Schema, dir string, into map[flowID]int) {
 	readFlowIDsOpts(t, dir, into, false)
 }
@@ -239,17 +256,7 @@ func TestSplitCaptures(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ids := map[flowID]int{}
-	for _, dir := range dirs {
-		readFlowIDs(t, outlets[0].Schema(), dir, ids)
-	}
-	stored, twice := 0, 0
-	for _, n := range ids {
-		stored += n
-		if n > 1 {
-			twice++
-		}
-	}
+	_, stored, twice := storedFlowIDs(t, dirs)
 	d, f := total()
 	t.Logf("%d capture files, %d datagrams: %d flows offline, %d decoded by the outlets (%d datagrams), %d stored, %d flow IDs stored twice",
 		len(captures), sent, want.Flows, f, d, stored, twice)
@@ -313,17 +320,7 @@ func TestSplitInletRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ids := map[flowID]int{}
-	for _, dir := range dirs {
-		readFlowIDs(t, outlets[0].Schema(), dir, ids)
-	}
-	stored, twice := 0, 0
-	for _, n := range ids {
-		stored += n
-		if n > 1 {
-			twice++
-		}
-	}
+	ids, stored, twice := storedFlowIDs(t, dirs)
 	t.Logf("two inlets one after the other: %d datagrams sent, %d delivered, %d dropped; %d flows stored, %d twice", sent, delivered, dropped, stored, twice)
 	if stored != want || twice != 0 || len(ids) != want {
 		t.Errorf("stored %d flows (%d distinct, %d twice), want %d", stored, len(ids), twice, want)

@@ -121,17 +121,7 @@ func TestSplitBrokerOutage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ids := map[flowID]int{}
-	for _, dir := range dirs {
-		readFlowIDs(t, outlets[0].Schema(), dir, ids)
-	}
-	stored, twice := 0, 0
-	for _, n := range ids {
-		stored += n
-		if n > 1 {
-			twice++
-		}
-	}
+	ids, stored, twice := storedFlowIDs(t, dirs)
 	t.Logf("30 s outage: %d datagrams sent, %d delivered, %d dropped; %d distinct flows stored of %d, %d rows, %d stored more than once",
 		sent, delivered, dropped, len(ids), want, stored, twice)
 	if len(ids) != want {
