@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,23 +17,6 @@ import (
 	"flowzero/internal/testutil"
 	"flowzero/schema"
 )
-
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 const rulesYAML = `
 exporters:
@@ -72,7 +54,7 @@ interface-classifiers:
   - ClassifyInternal()
 `
 
-func newTestCache(t *testing.T, yaml string, s *schema.Schema, clk *manualClock) (*MetadataCache, *prometheus.Registry) {
+func newTestCache(t *testing.T, yaml string, s *schema.Schema, clk *testutil.ManualClock) (*MetadataCache, *prometheus.Registry) {
 	t.Helper()
 	cfg := DefaultConfiguration()
 	if err := config.Decode([]byte(yaml), &cfg); err != nil {
@@ -290,7 +272,7 @@ drop-unknown-interfaces: true
 
 func TestMetadataCacheBounds(t *testing.T) {
 	s, _ := schema.New(schema.DefaultConfiguration())
-	clk := &manualClock{now: testutil.Now()}
+	clk := testutil.NewManualClock()
 	m, _ := newTestCache(t, `
 exporters:
   192.0.2.0/24:
@@ -317,10 +299,10 @@ classifier-cache-duration: 1h
 	}
 	// Interfaces used within the hour stay, the others go.
 	m.sweep()
-	clk.Add(40 * time.Minute)
+	clk.Advance(40 * time.Minute)
 	enrichOne(t, m, s, "192.0.2.1", 100, 0)
 	m.sweep()
-	clk.Add(40 * time.Minute)
+	clk.Advance(40 * time.Minute)
 	m.sweep()
 	e, _ := m.exporters.Load().get(netip.MustParseAddr("192.0.2.1"))
 	var left []uint32

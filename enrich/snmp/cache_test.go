@@ -20,24 +20,6 @@ import (
 	"flowzero/internal/testutil"
 )
 
-// manualClock is a clock the test moves.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // fakeAgents answers polls from a table, or fails while down, and records the requests.
 type fakeAgents struct {
 	mu       sync.Mutex
@@ -97,7 +79,7 @@ func (f *fakeAgents) requestCount() int {
 type fixture struct {
 	c       *Cache
 	agents  *fakeAgents
-	clock   *manualClock
+	clock   *testutil.ManualClock
 	reg     *prometheus.Registry
 	mu      sync.Mutex
 	updates []Update
@@ -112,7 +94,7 @@ func newFixture(t *testing.T, edit func(*Configuration)) *fixture {
 	}
 	f := &fixture{
 		agents: &fakeAgents{sysName: "edge1.par1", ifaces: map[uint32]Interface{}},
-		clock:  &manualClock{now: testutil.Now()},
+		clock:  testutil.NewManualClock(),
 		reg:    prometheus.NewRegistry(),
 	}
 	for i := uint32(1); i <= 40; i++ {
@@ -288,7 +270,7 @@ flowzero_enrich_snmp_breaker_open{exporter="192.0.2.1"} 1
 		t.Errorf("%d polls while open", n)
 	}
 	// After the cooldown one poll tries; it fails: open for twice as long.
-	f.clock.Add(time.Minute)
+	f.clock.Advance(time.Minute)
 	f.c.check()
 	testutil.WaitUntil(t, "the poll after the cooldown", func() bool { return f.agents.requestCount() == 4 })
 	testutil.WaitUntil(t, "the failed try recorded", func() bool {
@@ -296,7 +278,7 @@ flowzero_enrich_snmp_breaker_open{exporter="192.0.2.1"} 1
 		defer f.c.mu.Unlock()
 		return f.c.exporters[exporter1].breaker.cooldown == 2*time.Minute && !f.c.exporters[exporter1].inFlight
 	})
-	f.clock.Add(time.Minute)
+	f.clock.Advance(time.Minute)
 	f.c.check()
 	if n := f.agents.requestCount(); n != 4 {
 		t.Errorf("%d polls one minute into the doubled cooldown", n)
@@ -305,7 +287,7 @@ flowzero_enrich_snmp_breaker_open{exporter="192.0.2.1"} 1
 	f.agents.mu.Lock()
 	f.agents.down = false
 	f.agents.mu.Unlock()
-	f.clock.Add(time.Minute)
+	f.clock.Advance(time.Minute)
 	f.c.check()
 	f.waitFor(t, exporter1, 1)
 	f.waitFor(t, exporter1, 2)
@@ -334,13 +316,13 @@ func TestRefreshAndExpiry(t *testing.T) {
 	f.agents.mu.Lock()
 	f.agents.ifaces[1] = Interface{Name: "et-0/0/1", Description: "Transit: Cogent", Speed: 100000}
 	f.agents.mu.Unlock()
-	f.clock.Add(29 * time.Minute)
+	f.clock.Advance(29 * time.Minute)
 	f.c.check()
 	if n := f.agents.requestCount(); n != polls {
 		t.Fatalf("refreshed before cache-refresh")
 	}
 	// Interface 1 is used, interface 2 is not; both are refreshed after cache-refresh.
-	f.clock.Add(time.Minute)
+	f.clock.Advance(time.Minute)
 	f.c.Touch(exporter1, 1)
 	f.c.check()
 	testutil.WaitUntil(t, "the refreshed description", func() bool {
@@ -354,7 +336,7 @@ func TestRefreshAndExpiry(t *testing.T) {
 		t.Errorf("update %+v, want interface 1 only", last)
 	}
 	// Interface 2, unused for cache-duration, is forgotten; interface 1 stays.
-	f.clock.Add(91 * time.Minute)
+	f.clock.Advance(91 * time.Minute)
 	f.c.Touch(exporter1, 1)
 	f.c.check()
 	f.c.mu.Lock()
@@ -452,7 +434,7 @@ func TestPersist(t *testing.T) {
 		t.Errorf("%d polls", n)
 	}
 	// Entries are polled again when older than cache-refresh.
-	g.clock.Add(31 * time.Minute)
+	g.clock.Advance(31 * time.Minute)
 	g.c.check()
 	testutil.WaitUntil(t, "a refresh of the loaded entries", func() bool { return g.agents.requestCount() > 0 })
 }
@@ -534,7 +516,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte(`{"format":"flowzero-snmp-cache/1","saved":"` + now.Format(time.RFC3339) + `","exporters":[{"exporter":"192.0.2.1","name":"edge1","name-polled":true,"interfaces":[{"index":1,"name":"et-0/0/1","description":"Transit: Cogent","speed":100000,"found":true,"polled":"` + now.Format(time.RFC3339) + `"},{"index":2,"found":false,"polled":"` + now.Format(time.RFC3339) + `"}]},{"exporter":"2001:db8::1","interfaces":[]}]}`))
 	f.Add([]byte(`{"format":"flowzero-snmp-cache/1","exporters":[{"exporter":"::ffff:192.0.2.1","name":"\xff\xfe","name-polled":true}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		clk := &manualClock{now: now}
+		clk := testutil.NewManualClock()
 		c, err := New(nil, DefaultConfiguration(), Dependencies{Clock: clk})
 		if err != nil {
 			t.Fatal(err)
