@@ -85,7 +85,9 @@ func TestFIFOReaderLeaves(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatalf("first reader: %v", err)
 	}
-	testutil.WaitUntil(t, "server drops after the reader left", func() bool { return s.Stats("feed").DropServer > 0 })
+	// The reader's departure shows as the output waiting for a new one. Packets the server
+	// held when the pipe broke count as server drops; there may be none, when a flush had
+	// just emptied its buffer, so the accounting below checks them rather than this wait.
 	testutil.WaitUntil(t, "the output to wait for a new reader", func() bool { return waitingForReader(s) })
 	before := s.Stats("feed").Packets
 
