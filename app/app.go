@@ -31,6 +31,8 @@ import (
 	"flowzero/output/file"
 	"flowzero/output/jsonl"
 	"flowzero/output/kafka"
+	"flowzero/query"
+	"flowzero/query/chhttp"
 	"flowzero/query/httpapi"
 	"flowzero/rib/ribhttp"
 	"flowzero/routing"
@@ -77,7 +79,11 @@ type App struct {
 	// Demo starts the built-in demo exporters, sending to the collector's own listeners.
 	Demo *demo.Configuration
 
-	capture    *server.Server
+	capture *server.Server
+	// chHTTP answers ClickHouse's HTTP protocol (query.clickhouse-http), when configured.
+	chHTTP *chhttp.Server
+	// querySvc is the query service of the API, nil without an engine to query.
+	querySvc   *query.Service
 	aggregator *flows.Aggregator
 	kafka      *kafka.Sink
 	file       *file.Sink
@@ -256,6 +262,9 @@ func (a *App) Start() error {
 	if err != nil {
 		return err
 	}
+	if err := a.startClickHouseHTTP(); err != nil {
+		return err
+	}
 	// Any method: the handlers count their 405s.
 	handlers := map[string]http.Handler{ribhttp.Path: lookup, httpapi.Prefix: queryAPI}
 	a.addConsoleHandlers(handlers)
@@ -374,6 +383,9 @@ func (a *App) Stop() error {
 		<-a.demoDone
 	}
 	var err error
+	if a.chHTTP != nil {
+		err = a.chHTTP.Stop()
+	}
 	if a.capture != nil {
 		// Before the collector stops the sinks: the last flows go through them.
 		err = a.capture.Stop()

@@ -8,6 +8,7 @@ import (
 
 	"flowzero/query"
 	"flowzero/query/catalog"
+	"flowzero/query/chhttp"
 	"flowzero/query/httpapi"
 	"flowzero/store"
 	"flowzero/store/engine"
@@ -42,7 +43,29 @@ func (a *App) queryHandler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.querySvc = svc
 	return httpapi.New(a.registry, svc, a.version, a.log)
+}
+
+// startClickHouseHTTP starts the listener of ClickHouse's HTTP protocol when
+// query.clickhouse-http.listen is set, on the query API's engine.
+func (a *App) startClickHouseHTTP() error {
+	cfg := a.cfg.Query
+	if cfg.ClickHouseHTTP.Listen == "" {
+		return nil
+	}
+	if a.querySvc == nil {
+		return fmt.Errorf("query.clickhouse-http.listen: %s", NoQueryEngineMessage)
+	}
+	srv, err := chhttp.New(a.registry, cfg.ClickHouseHTTP, a.querySvc, cfg.Timeout, cfg.MaxConcurrent+cfg.MaxQueued, a.log)
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	a.chHTTP = srv
+	return nil
 }
 
 // sinkEngine runs the query API's statements on the store sink's read-only connections

@@ -4,6 +4,7 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"flowzero/demo"
 	"flowzero/internal/testutil"
@@ -29,6 +32,7 @@ func TestQueryWhileInserting(t *testing.T) {
 	// The aggregated tables (the exporters widget reads flows_1m) with every insert.
 	cfg.Outputs.Store.Embedded.PreAggregateInterval = 0
 	cfg.Query.CacheDuration = 0
+	cfg.Query.ClickHouseHTTP.Listen = "127.0.0.1:0"
 	a, err := New(cfg, testDeps())
 	if err != nil {
 		t.Fatal(err)
@@ -96,5 +100,16 @@ func TestQueryWhileInserting(t *testing.T) {
 	var ex struct{ Count int }
 	if err := json.Unmarshal(out, &ex); err != nil || res.StatusCode != 200 || ex.Count == 0 {
 		t.Errorf("widgets/exporters: %d %s", res.StatusCode, out)
+	}
+	// The same store through ClickHouse's HTTP protocol (query.clickhouse-http), as
+	// clickhouse-go and Grafana's data source read it, while the sink inserts.
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{a.chHTTP.Addr().String()}, Protocol: clickhouse.HTTP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var stored uint64
+	if err := conn.QueryRow(context.Background(), "SELECT count() FROM flowzero.flows").Scan(&stored); err != nil || float64(stored) < first {
+		t.Errorf("ClickHouse protocol: %d flows (%v), want at least %.0f", stored, err, first)
 	}
 }

@@ -41,6 +41,10 @@ type Configuration struct {
 	// TablesRefresh is how long the oldest row of each table, which the table choice needs,
 	// and the protocol names are remembered before they are read again.
 	TablesRefresh time.Duration `yaml:"tables-refresh"`
+	// ClickHouseHTTP serves ClickHouse's own HTTP query protocol (read-only, SELECT only) on
+	// a listener of its own, so that ClickHouse clients and Grafana's ClickHouse data source
+	// read the stored flows. Off unless listen is set.
+	ClickHouseHTTP ClickHouseHTTPConfiguration `yaml:"clickhouse-http"`
 }
 
 // DefaultConfiguration returns the defaults: 50 rows at most, 200 points, the external
@@ -61,6 +65,7 @@ func DefaultConfiguration() Configuration {
 		TablesRefresh:   time.Minute,
 		// Completion runs while the user types: it must answer fast or not at all.
 		CompletionTimeout: 2 * time.Second,
+		ClickHouseHTTP:    DefaultClickHouseHTTPConfiguration(),
 	}
 }
 
@@ -88,6 +93,9 @@ func (c Configuration) Validate() error {
 		return config.Errorf("completion-timeout", "must be a whole number of seconds, at least 1s, not %s", c.CompletionTimeout)
 	case c.TablesRefresh < time.Second:
 		return config.Errorf("tables-refresh", "must be at least 1s, not %s", c.TablesRefresh)
+	}
+	if err := c.ClickHouseHTTP.Validate(); err != nil {
+		return config.Prefix("clickhouse-http", err)
 	}
 	return nil
 }

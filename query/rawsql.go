@@ -37,6 +37,12 @@ var formatName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,63}$`)
 // would refuse them too, but the store's read-only connections run with readonly = 2,
 // which a statement cannot change.
 func (s *Service) RawSQL(ctx context.Context, req RawSQLRequest) (*RawSQLResult, error) {
+	return s.rawSQL(ctx, req, s.cfg.Timeout, "")
+}
+
+// rawSQL is RawSQL with a time limit (at most the configuration's) and more settings
+// (", name = value..." already quoted) after the limits.
+func (s *Service) rawSQL(ctx context.Context, req RawSQLRequest, timeout time.Duration, extra string) (*RawSQLResult, error) {
 	format := req.Format
 	if format == "" {
 		format = "TabSeparated"
@@ -53,9 +59,9 @@ func (s *Service) RawSQL(ctx context.Context, req RawSQLRequest) (*RawSQLResult,
 		return nil, err
 	}
 	stmt := fmt.Sprintf("SELECT * FROM (\n%s\n)\nSETTINGS max_execution_time = %d, max_memory_usage = %d, "+
-		"max_result_bytes = %d, result_overflow_mode = 'throw'",
-		sql, int64(s.cfg.Timeout/time.Second), s.cfg.MaxMemory, MaxRawSQLResult)
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout+time.Second)
+		"max_result_bytes = %d, result_overflow_mode = 'throw'%s",
+		sql, int64(timeout/time.Second), s.cfg.MaxMemory, MaxRawSQLResult, extra)
+	ctx, cancel := context.WithTimeout(ctx, timeout+time.Second)
 	defer cancel()
 	out, err := s.engine.Query(ctx, stmt, format)
 	if err != nil {
