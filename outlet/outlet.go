@@ -265,12 +265,24 @@ func (o *Outlet) run() {
 		})
 		o.mu.Lock()
 		fetches.EachRecord(o.handle)
-		if now := o.clock.Now(); now.Sub(o.lastCommit) >= o.cfg.CommitInterval {
+		if now := o.clock.Now(); now.Sub(o.lastCommit) >= o.cfg.CommitInterval || o.unitBytesLocked() >= o.cfg.MaxUnitBytes {
 			o.commitLocked(o.ctx)
 		}
 		o.mu.Unlock()
 		o.client.AllowRebalance()
 	}
+}
+
+// unitBytesLocked returns the bytes of flows held in units, open or waiting (o.mu held).
+func (o *Outlet) unitBytesLocked() int {
+	n := 0
+	for _, ps := range o.parts {
+		n += len(ps.open.data)
+		for _, u := range ps.closed {
+			n += len(u.data)
+		}
+	}
+	return n
 }
 
 // handle decodes one datagram record (o.mu held).
