@@ -32,6 +32,16 @@ import (
 //	    cluster: ""                  # a ClickHouse cluster name: Replicated*MergeTree + Distributed
 //	    clickhouse: {url: http://127.0.0.1:8123}
 //	    kafka: {enabled: true, brokers: [127.0.0.1:9092]}  # the Kafka table ClickHouse reads
+//
+// The outlets of a split collector (mode: outlet) insert into a server themselves, each
+// unit once whichever outlet inserts it (ServerSink; the tables from `flowzero store migrate`
+// with the outlets' file):
+//
+//	mode: outlet
+//	outputs:
+//	  store:
+//	    enabled: true
+//	    clickhouse: {url: http://127.0.0.1:8123}
 type Configuration struct {
 	// The tables, their retention, the Kafka table and the dictionaries.
 	ddl.Configuration `yaml:",inline"`
