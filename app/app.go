@@ -192,12 +192,22 @@ func New(cfg Configuration, deps Dependencies) (*App, error) {
 		stcfg := cfg.Outputs.Store.Configuration
 		// An outlet inserts units carrying deduplication tokens (outlet.UnitSink).
 		stcfg.Deduplicate = cfg.Mode == ModeOutlet
-		st, err := store.NewSink(a.registry, stcfg, store.Dependencies{Schema: s, Logger: log})
-		if err != nil {
-			return nil, fmt.Errorf("outputs.store: %w", err)
+		if stcfg.ClickHouse.URL != "" {
+			// Mode outlet (Validate): units inserted into the server, whichever outlet
+			// inserts them.
+			st, err := store.NewServerSink(a.registry, stcfg, store.Dependencies{Schema: s, Logger: log, Clock: a.clock})
+			if err != nil {
+				return nil, fmt.Errorf("outputs.store: %w", err)
+			}
+			a.sinks = append(a.sinks, st)
+		} else {
+			st, err := store.NewSink(a.registry, stcfg, store.Dependencies{Schema: s, Logger: log})
+			if err != nil {
+				return nil, fmt.Errorf("outputs.store: %w", err)
+			}
+			a.store = st
+			a.sinks = append(a.sinks, st)
 		}
-		a.store = st
-		a.sinks = append(a.sinks, st)
 	}
 	if err := a.newConsole(); err != nil {
 		return nil, err

@@ -100,17 +100,19 @@ type OutputsConfiguration struct {
 	// Stdout prints flows as JSON lines.
 	Stdout StdoutOutput `yaml:"stdout"`
 	// Store inserts flows into the embedded ClickHouse engine (chDB: binaries built with
-	// `make build-chdb`). A ClickHouse server gets its flows from the kafka output through a
-	// Kafka table instead: this output stays off, and `flowzero store migrate` reads this
-	// section to create the server's tables.
+	// `make build-chdb`), or in mode outlet with clickhouse.url into that ClickHouse server,
+	// each outlet's unit once (docs/scaling.md). In mode all a ClickHouse server gets its
+	// flows from the kafka output through a Kafka table instead: this output stays off, and
+	// `flowzero store migrate` reads this section to create the server's tables.
 	Store StoreOutput `yaml:"store"`
 }
 
 // StoreOutput is the ClickHouse sink with its switch.
 type StoreOutput struct {
-	// Enabled inserts flows into the embedded engine's flows table (and its aggregated
-	// tables); it refuses clickhouse.url, and kafka.enabled together with outputs.kafka
-	// (every flow would be stored twice: by this sink and by the Kafka table).
+	// Enabled inserts flows into the flows table (and its aggregated tables) of the embedded
+	// engine, or of the server of clickhouse.url in mode outlet (refused in mode all); it
+	// refuses kafka.enabled together with outputs.kafka (every flow would be stored twice: by
+	// this sink and by the Kafka table).
 	Enabled             bool `yaml:"enabled"`
 	store.Configuration `yaml:",inline"`
 }
@@ -229,6 +231,15 @@ func (c *Configuration) Validate() error {
 	if c.Outputs.Store.Enabled {
 		if err := c.Outputs.Store.ValidateSink(); err != nil {
 			return config.Prefix("outputs.store", err)
+		}
+		if c.Outputs.Store.ClickHouse.URL != "" && c.Mode != ModeOutlet {
+			// Inserts into a server carry the deduplication tokens of an outlet's units; a
+			// collector in mode all has no units.
+			return config.Errorf("outputs.store.clickhouse.url",
+				"the store output inserts into a ClickHouse server in mode outlet only (units with deduplication tokens); "+
+					"in mode %s, turn the store output off, send the flows with outputs.kafka and create the tables with "+
+					"`flowzero store migrate` (with kafka.enabled, the Kafka table that reads them), or keep the store output "+
+					"without clickhouse.url for the embedded engine", c.Mode)
 		}
 		if c.Outputs.Store.Kafka.Enabled && c.Outputs.Kafka.Enabled {
 			// The sink inserts each flow, and the Kafka table inserts it again from the topic

@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// TestStoreOutputRefusesServer checks that the store output, which only writes to the
-// embedded engine, refuses a ClickHouse server and says how flows reach one; with the output
-// off, the same section is valid (flowzero store migrate reads it).
+// TestStoreOutputRefusesServer checks that the store output refuses a ClickHouse server in
+// mode all, which has no units to insert with deduplication tokens, and says how flows reach
+// one; with the output off, the same section is valid (flowzero store migrate reads it), and
+// so it is in mode outlet.
 func TestStoreOutputRefusesServer(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "collector.yaml")
 	server := "  store:\n    clickhouse: {url: http://127.0.0.1:8123}\n    kafka: {enabled: true}\n"
@@ -26,6 +27,11 @@ func TestStoreOutputRefusesServer(t *testing.T) {
 	os.WriteFile(path, []byte("outputs:\n"+server+"    enabled: false\n"), 0o644)
 	if _, err := Load(path); err != nil {
 		t.Errorf("the store output off: %v", err)
+	}
+	os.WriteFile(path, []byte("mode: outlet\ndatagrams: {brokers: [127.0.0.1:9092]}\noutputs:\n"+
+		"  store:\n    clickhouse: {url: http://127.0.0.1:8123}\n    enabled: true\n"), 0o644)
+	if _, err := Load(path); err != nil {
+		t.Errorf("mode outlet inserting into a server: %v", err)
 	}
 }
 

@@ -46,7 +46,7 @@ func (c *Configuration) paths() []configuredPath {
 	if c.Outputs.File.Enabled {
 		add("outputs.file.directory", c.Outputs.File.Directory, writeDir)
 	}
-	if c.Outputs.Store.Enabled {
+	if c.Outputs.Store.Enabled && c.Outputs.Store.ClickHouse.URL == "" {
 		add("outputs.store.embedded.path", c.Outputs.Store.Embedded.Path, writeDir)
 	}
 	add("netflow.templates-file", c.NetFlow.TemplatesFile, writeFile)

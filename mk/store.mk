@@ -26,7 +26,7 @@ export CGO_LDFLAGS := $(CGO_LDFLAGS) -L$(CHDB_DIR) -Wl,-rpath,$(CHDB_DIR)
 store-integration: chdb-fetch kafka-fetch
 	$(call with-kafka,$(GO) test -race -count=1 -timeout 10m -tags 'integration chdb' -run 'Kafka' ./store/... && \
 	  $(GO) test -race -count=1 -timeout 10m -tags 'integration chdb' \
-	    -run '^(TestUnitsStoredOnce|TestSplitKillOutletStore)$$' ./outlet/ ./app/)
+	    -run '^(TestUnitsStoredOnce|TestSplitKillOutletStore|TestSplitServerStoredOnce)$$' ./outlet/ ./app/)
 
 INTEGRATION_TARGETS += store-integration
 

@@ -26,6 +26,11 @@ type Configuration struct {
 	MaxPollRecords int `yaml:"max-poll-records"`
 	// MaxFetchBytes bounds the bytes of one fetch response (per broker).
 	MaxFetchBytes int32 `yaml:"max-fetch-bytes"`
+	// MaxUnitBytes bounds the encoded flows the outlet holds for a store output (its units,
+	// each one INSERT): past it, the outlet inserts and commits without waiting for the
+	// commit interval, so that catching up on a backlog makes INSERT bodies of about this
+	// size rather than of a commit interval's traffic.
+	MaxUnitBytes int `yaml:"max-unit-bytes"`
 	// State is the compacted topic through which the outlets share the NetFlow/IPFIX
 	// templates, sampling rates and withdrawals they learn.
 	State state.Configuration `yaml:"state"`
@@ -39,6 +44,7 @@ func DefaultConfiguration() Configuration {
 		SessionTimeout: 45 * time.Second,
 		MaxPollRecords: 4096,
 		MaxFetchBytes:  16 << 20,
+		MaxUnitBytes:   64 << 20,
 		State:          state.DefaultConfiguration(),
 	}
 }
@@ -56,6 +62,8 @@ func (c Configuration) Validate() error {
 		return config.Errorf("max-poll-records", "must be at least 1, not %d", c.MaxPollRecords)
 	case c.MaxFetchBytes < 1<<16:
 		return config.Errorf("max-fetch-bytes", "must be at least 64 KiB, not %d", c.MaxFetchBytes)
+	case c.MaxUnitBytes < 1<<16:
+		return config.Errorf("max-unit-bytes", "must be at least 64 KiB, not %d", c.MaxUnitBytes)
 	}
 	if err := c.State.Validate(); err != nil {
 		return config.Prefix("state", err)

@@ -21,7 +21,7 @@ func newMetrics(r prometheus.Registerer, _ *Outlet) (*metrics, error) {
 		commits: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_outlet_commits_total",
 			Help: "Offset commits, each after the sinks acknowledged the flows of the committed datagrams."}),
 		units: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_outlet_units_total",
-			Help: "Units (a partition's flows of an offset range) inserted into the unit sinks (the embedded store), each with its deduplication token."}),
+			Help: "Units (a partition's flows of an offset range) inserted into the unit sinks (the store output), each with its deduplication token."}),
 		pendingDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_outlet_pending_dropped_total",
 			Help: "Data sets dropped from the pending buffer without their template (also in the NetFlow decoder's metrics)."}),
 		decodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_outlet_decode_errors_total",

@@ -8,9 +8,12 @@
 // decoder's pending buffer. Every commit interval, and before its partitions are revoked, the
 // outlet sends its current batch, asks each sink to acknowledge everything sent so far, and
 // commits; when a sink cannot, nothing is committed and the partitions are read again from
-// their last committed offsets. A sink that is a UnitSink (the embedded store) gets units
+// their last committed offsets. A sink that is a UnitSink (the store output) gets units
 // instead, a partition's offset range at a time with a deduplication token, cut the same way
-// when the partition is read again (unit.go): it stores each flow once.
+// when the partition is read again (unit.go): it stores each flow once (per engine for the
+// embedded one; across outlets for a ClickHouse server they share). Units are closed and
+// inserted at every commit, before the commit interval when they hold outlet.max-unit-bytes,
+// and before the partitions are revoked, so a graceful rebalance inserts nothing again.
 // docs/scaling.md describes the guarantees and their limits.
 //
 // The NetFlow/IPFIX decoder state (templates, sampling rates) is shared with the other
@@ -62,7 +65,7 @@ type Dependencies struct {
 	Enricher Enricher
 	// Sinks receive every batch; the outlet neither starts nor stops them. A sink that is
 	// not an Acknowledger (see acknowledgeSink for the adapters of the usual sinks) is taken as
-	// delivering everything it accepts. A sink that is a UnitSink (the embedded store) gets
+	// delivering everything it accepts. A sink that is a UnitSink (the store output) gets
 	// units instead of batches.
 	Sinks []output.Sink
 	// BatchSize is the bytes of flows per batch (collector.batch-size).
@@ -265,12 +268,24 @@ func (o *Outlet) run() {
 		})
 		o.mu.Lock()
 		fetches.EachRecord(o.handle)
-		if now := o.clock.Now(); now.Sub(o.lastCommit) >= o.cfg.CommitInterval {
+		if now := o.clock.Now(); now.Sub(o.lastCommit) >= o.cfg.CommitInterval || o.unitBytesLocked() >= o.cfg.MaxUnitBytes {
 			o.commitLocked(o.ctx)
 		}
 		o.mu.Unlock()
 		o.client.AllowRebalance()
 	}
+}
+
+// unitBytesLocked returns the bytes of flows held in units, open or waiting (o.mu held).
+func (o *Outlet) unitBytesLocked() int {
+	n := 0
+	for _, ps := range o.parts {
+		n += len(ps.open.data)
+		for _, u := range ps.closed {
+			n += len(u.data)
+		}
+	}
+	return n
 }
 
 // handle decodes one datagram record (o.mu held).

@@ -32,15 +32,41 @@ import (
 //	    cluster: ""                  # a ClickHouse cluster name: Replicated*MergeTree + Distributed
 //	    clickhouse: {url: http://127.0.0.1:8123}
 //	    kafka: {enabled: true, brokers: [127.0.0.1:9092]}  # the Kafka table ClickHouse reads
+//
+// The outlets of a split collector (mode: outlet) insert into a server themselves, each
+// unit once whichever outlet inserts it (ServerSink; the tables from `flowzero store migrate`
+// with the outlets' file):
+//
+//	mode: outlet
+//	outputs:
+//	  store:
+//	    enabled: true
+//	    clickhouse: {url: http://127.0.0.1:8123}
 type Configuration struct {
 	// The tables, their retention, the Kafka table and the dictionaries.
 	ddl.Configuration `yaml:",inline"`
 	// ClickHouse is the HTTP interface of a ClickHouse server, where `flowzero store migrate`
-	// creates the tables. The store output writes to the embedded engine only and refuses a
-	// server: a server gets its flows from outputs.kafka through the Kafka table.
+	// creates the tables and the query API reads. With the store output enabled in mode
+	// outlet, the outlets insert their units there, each once whichever outlet inserts it
+	// (docs/scaling.md); in mode all the store output writes to the embedded engine only, and
+	// a server gets its flows from outputs.kafka through the Kafka table.
 	ClickHouse engine.HTTPConfiguration `yaml:"clickhouse"`
+	// Server configures the store output's inserts into the server of clickhouse.url.
+	Server ServerConfiguration `yaml:"server"`
 	// Embedded configures the in-process ClickHouse engine (chDB) and its sink.
 	Embedded EmbeddedConfiguration `yaml:"embedded"`
+}
+
+// ServerConfiguration configures the inserts of an outlet's units into a ClickHouse server.
+type ServerConfiguration struct {
+	// InsertTimeout bounds one INSERT attempt (and the check of the tables at start).
+	InsertTimeout time.Duration `yaml:"insert-timeout"`
+	// Retries is how many times a failed INSERT is tried again, with the same deduplication
+	// token, before the outlet is told (it then commits nothing and consumes the unit's
+	// datagrams again). A refused statement (HTTP 4xx) is not tried again.
+	Retries int `yaml:"retries"`
+	// RetryDelay is the wait before the first retry; it doubles at each next one.
+	RetryDelay time.Duration `yaml:"retry-delay"`
 }
 
 // EmbeddedConfiguration configures the embedded engine and the store sink.
@@ -100,6 +126,7 @@ func DefaultConfiguration() Configuration {
 	return Configuration{
 		Configuration: ddl.DefaultConfiguration(),
 		ClickHouse:    engine.DefaultHTTPConfiguration(),
+		Server:        ServerConfiguration{InsertTimeout: time.Minute, Retries: 3, RetryDelay: time.Second},
 		Embedded: EmbeddedConfiguration{
 			Path:             "var/chdb",
 			BatchBytes:       64 << 20,
@@ -123,6 +150,15 @@ func (c Configuration) Validate() error {
 	}
 	if err := c.ClickHouse.Validate(); err != nil {
 		return config.Prefix("clickhouse", err)
+	}
+	if c.Server.InsertTimeout < time.Second {
+		return config.Errorf("server.insert-timeout", "must be at least 1s, not %s", c.Server.InsertTimeout)
+	}
+	if c.Server.Retries < 0 {
+		return config.Errorf("server.retries", "must not be negative")
+	}
+	if c.Server.RetryDelay < 0 {
+		return config.Errorf("server.retry-delay", "must not be negative")
 	}
 	if c.Embedded.Path == "" {
 		return config.Errorf("embedded.path", "must not be empty")
@@ -151,18 +187,11 @@ func (c Configuration) Validate() error {
 	return nil
 }
 
-// ValidateSink checks the configuration of the store output (the Sink): Validate, and no
-// ClickHouse server, since the sink only writes to the embedded engine.
+// ValidateSink checks the configuration of the store output: Validate. With clickhouse.url
+// the output inserts into that server (ServerSink, units of mode outlet only: the collector's
+// configuration refuses it in mode all), else into the embedded engine (Sink).
 func (c Configuration) ValidateSink() error {
-	if err := c.Validate(); err != nil {
-		return err
-	}
-	if c.ClickHouse.URL != "" {
-		return config.Errorf("clickhouse.url", "the store output writes to the embedded engine only, not to a server: "+
-			"for a ClickHouse server, turn the store output off, send the flows with outputs.kafka and create the "+
-			"tables with `flowzero store migrate` (with kafka.enabled, the Kafka table that reads them)")
-	}
-	return nil
+	return c.Validate()
 }
 
 // ProtoDir returns where ClickHouse reads the schema's .proto: format-schema-path, or for

@@ -9,8 +9,8 @@ import (
 	"flowzero/store/internal/storetest"
 )
 
-// TestSinkRefusesServer checks that a sink is not made for a ClickHouse server, which it
-// would not write to.
+// TestSinkRefusesServer checks that the embedded sink is not made for a ClickHouse server,
+// which it would not write to (ServerSink does).
 func TestSinkRefusesServer(t *testing.T) {
 	s, err := schema.New(schema.DefaultConfiguration())
 	if err != nil {
@@ -70,6 +70,9 @@ func TestConfigurationValidate(t *testing.T) {
 		{func(c *Configuration) { c.ClickHouse.URL = "tcp://x:9000" }, "clickhouse.url"},
 		{func(c *Configuration) { c.ClickHouse.Timeout = 0 }, "clickhouse.timeout"},
 		{func(c *Configuration) { c.ClickHouse.MaxResponseBytes = 10 }, "clickhouse.max-response-bytes"},
+		{func(c *Configuration) { c.Server.InsertTimeout = 0 }, "server.insert-timeout"},
+		{func(c *Configuration) { c.Server.Retries = -1 }, "server.retries"},
+		{func(c *Configuration) { c.Server.RetryDelay = -time.Second }, "server.retry-delay"},
 		{func(c *Configuration) { c.Embedded.Path = "" }, "embedded.path"},
 		{func(c *Configuration) { c.Embedded.BatchBytes = 10 }, "embedded.batch-bytes"},
 		{func(c *Configuration) { c.Embedded.QueueLength = 0 }, "embedded.queue-length"},

@@ -1,7 +1,9 @@
 // Package store keeps flows in ClickHouse: it is the outputs.store section of the
 // configuration and the collector's store output (Sink), which inserts the flows into the
 // embedded engine (chDB) so that one machine works without a server. A server gets its flows
-// from the Kafka output through the Kafka table the DDL creates.
+// from the Kafka output through the Kafka table the DDL creates, or, from the outlets of a
+// split collector, through ServerSink: each outlet's units inserted over HTTP with their
+// deduplication tokens.
 //
 // The parts, each a package below, with data flowing one way (the sink uses them; ddl and
 // native do not know each other):

@@ -118,6 +118,9 @@ func NewSink(r prometheus.Registerer, cfg Configuration, deps Dependencies) (*Si
 	if err := cfg.ValidateSink(); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	if cfg.ClickHouse.URL != "" {
+		return nil, errors.New("store: clickhouse.url: the embedded sink does not insert into a server (ServerSink does)")
+	}
 	if deps.Schema == nil {
 		return nil, errors.New("store: no schema")
 	}

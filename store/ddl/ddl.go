@@ -134,6 +134,9 @@ func (d *DDL) q(name string) string { return quoteIdent(d.cfg.Database) + "." + 
 
 func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 
+// QuoteString quotes s as a ClickHouse string literal.
+func QuoteString(s string) string { return quoteString(s) }
+
 func quoteString(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }

@@ -1,0 +1,255 @@
+//go:build integration
+
+package outlet
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"flowzero/datagram"
+	"flowzero/decoder/netflow"
+	"flowzero/decoder/sflow"
+	"flowzero/internal/kafkatest"
+	"flowzero/internal/pcapfile"
+	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
+	"flowzero/output"
+	"flowzero/schema"
+)
+
+// insertedUnit is a unit a recordingSink was given.
+type insertedUnit struct {
+	outlet      string
+	partition   int32
+	first, last int64
+	flows       int
+}
+
+// recordingSink is a UnitSink that keeps the range of every unit it is given, for all the
+// outlets of a test.
+type recordingSink struct {
+	name  string
+	topic string
+	all   *unitLog
+}
+
+type unitLog struct {
+	mu    sync.Mutex
+	units []insertedUnit
+}
+
+func (s *recordingSink) Name() string { return "store" }
+func (s *recordingSink) Send(b *output.Batch) bool {
+	b.Release()
+	return false
+}
+func (s *recordingSink) Start() error { return nil }
+func (s *recordingSink) Stop() error  { return nil }
+
+func (s *recordingSink) InsertUnit(_ context.Context, token string, _ []byte, flows int) error {
+	var u insertedUnit
+	if _, err := fmt.Sscanf(strings.TrimPrefix(token, s.topic+"-"), "%d-%d-%d", &u.partition, &u.first, &u.last); err != nil {
+		return fmt.Errorf("token %q: %w", token, err)
+	}
+	u.outlet, u.flows = s.name, flows
+	s.all.mu.Lock()
+	s.all.units = append(s.all.units, u)
+	s.all.mu.Unlock()
+	return nil
+}
+
+// TestRebalanceInsertsOnce: outlets join and leave the group while datagrams flow (the
+// second and third join, then the first stops: three graceful rebalances, each revoking every
+// partition of the eager protocol). Before it gives its partitions up, an outlet inserts and
+// commits the units it holds (revoked), so that across all outlets no datagram offset of any
+// partition is in two units inserted, and the units' flows add up to the flows sent: a
+// rebalance inserts nothing again.
+func TestRebalanceInsertsOnce(t *testing.T) {
+	topic := datagram.DefaultTopicConfiguration()
+	topic.Brokers = kafkatest.Brokers(t)
+	const partitions = 4
+	topic.Topic = kafkatest.Topic(t, "rebalance", partitions)
+	cfg := DefaultConfiguration()
+	cfg.Group = topic.Topic + "-group"
+	cfg.State.Topic = topic.Topic + "-state"
+	cfg.CommitInterval = 200 * time.Millisecond
+	cfg.SessionTimeout = 6 * time.Second
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		adm := kadm.NewClient(kafkatest.Client(t))
+		_, _ = adm.DeleteTopics(ctx, cfg.State.Topic)
+		_, _ = adm.DeleteGroup(ctx, cfg.Group)
+	})
+	s, err := schema.New(schema.Configuration{Enabled: []string{"DatagramPartition", "DatagramOffset", "DatagramIndex"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dgs, err := pcapfile.ReadUDP(testdata.Path(t, "netflow", "data+templates.pcap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Flows of one pass of the capture.
+	perPass := 0
+	{
+		nf, err := netflow.New(nil, netflow.DefaultConfiguration(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fm := s.NewFlowMessage()
+		for _, dg := range dgs {
+			if err := nf.Decode(netflow.Packet{Payload: dg.Payload, Exporter: dg.Src, TimeReceived: testutil.Now()}, fm, func(fm *schema.FlowMessage) {
+				perPass++
+				fm.Finalize()
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	log := &unitLog{}
+	newOutlet := func(name string) *Outlet {
+		nf, err := netflow.New(nil, netflow.DefaultConfiguration(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sf, err := sflow.New(nil, sflow.DefaultConfiguration(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := New(topic, cfg, Dependencies{Schema: s, NetFlow: nf, SFlow: sf,
+			Sinks:    []output.Sink{&recordingSink{name: name, topic: topic.Topic, all: log}},
+			Registry: prometheus.NewRegistry(), Clock: testutil.Clock()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	insertedBy := func(name string) int {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		n := 0
+		for _, u := range log.units {
+			if u.outlet == name {
+				n++
+			}
+		}
+		return n
+	}
+
+	// Datagrams flow, spread over the partitions, until the rebalances are over.
+	producer := kafkatest.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(topic.Topic))
+	var passes atomic.Int64
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		at := testutil.Now()
+		n := 0
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var recs []*kgo.Record
+			for _, dg := range dgs {
+				at = at.Add(time.Millisecond)
+				recs = append(recs, &kgo.Record{Partition: int32(n % partitions),
+					Value: datagram.Append(nil, datagram.Datagram{Received: at, Exporter: netip.AddrPortFrom(dg.Src.Addr(), dg.Src.Port()), Protocol: datagram.NetFlow, Payload: dg.Payload})})
+				n++
+			}
+			if err := producer.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+				t.Error(err)
+				return
+			}
+			passes.Add(1)
+			time.Sleep(10 * time.Millisecond) // a rate, not a synchronisation
+		}
+	}()
+
+	a := newOutlet("a")
+	testutil.WaitUntil(t, "the first outlet to insert units", func() bool { return insertedBy("a") >= 4 })
+	b := newOutlet("b")
+	testutil.WaitUntil(t, "the second outlet to insert units", func() bool { return insertedBy("b") >= 2 })
+	c := newOutlet("c")
+	testutil.WaitUntil(t, "the third outlet to insert units", func() bool { return insertedBy("c") >= 2 })
+	aUnits := insertedBy("a")
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	after := insertedBy("b") + insertedBy("c")
+	testutil.WaitUntil(t, "the outlets left to insert units", func() bool { return insertedBy("b")+insertedBy("c") >= after+4 })
+	close(stop)
+	<-stopped
+
+	adm := kadm.NewClient(kafkatest.Client(t))
+	var ends kadm.ListedOffsets
+	testutil.WaitUntil(t, "every datagram committed", func() bool {
+		ends, err = adm.ListEndOffsets(context.Background(), topic.Topic)
+		if err != nil {
+			return false
+		}
+		committed, err := adm.FetchOffsets(context.Background(), cfg.Group)
+		if err != nil {
+			return false
+		}
+		done := true
+		ends.Each(func(o kadm.ListedOffset) {
+			c, ok := committed.Lookup(topic.Topic, o.Partition)
+			done = done && ok && c.At == o.Offset
+		})
+		return done
+	})
+	for _, o := range []*Outlet{b, c} {
+		if err := o.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	log.mu.Lock()
+	units := slices.Clone(log.units)
+	log.mu.Unlock()
+	slices.SortFunc(units, func(x, y insertedUnit) int {
+		if x.partition != y.partition {
+			return int(x.partition - y.partition)
+		}
+		return int(x.first - y.first)
+	})
+	// Each partition's units follow each other without overlap (a unit without flows, such
+	// as one of template datagrams only, is not inserted: a gap is no loss by itself; the
+	// count of flows below tells).
+	flows, next := 0, map[int32]int64{}
+	for _, u := range units {
+		if u.first < next[u.partition] {
+			t.Errorf("partition %d: unit [%d, %d] of outlet %s overlaps the units inserted before, up to %d",
+				u.partition, u.first, u.last, u.outlet, next[u.partition]-1)
+		}
+		next[u.partition] = max(next[u.partition], u.last+1)
+		flows += u.flows
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		// A last unit without flows (datagrams all held, then dropped) is not inserted.
+		if next[o.Partition] > o.Offset {
+			t.Errorf("partition %d: units up to %d, beyond its end %d", o.Partition, next[o.Partition], o.Offset)
+		}
+	})
+	want := int(passes.Load()) * perPass
+	t.Logf("%d flows sent in %d passes; %d units inserted (first outlet %d before it left), %d flows in them",
+		want, passes.Load(), len(units), aUnits, flows)
+	if flows != want {
+		t.Errorf("the units hold %d flows, want the %d sent (each once)", flows, want)
+	}
+}
