@@ -13,9 +13,14 @@
 # the ratio split/all. Before reading the CPU it waits for the whole run to drain: every
 # datagram received or counted dropped, the outlet's consumer lag 0 (datagrams consumed =
 # datagrams the inlet delivered), every flow produced acknowledged or counted dropped. The
-# accounting is checked exactly: a run whose counts do not add up is flagged.
+# accounting is checked exactly: a run whose counts do not add up is flagged (sent = received +
+# kernel drops; received = forwarded + collector drops; forwarded = delivered + inlet drops;
+# delivered = consumed; flows = produced + dropped; data sets the outlet dropped are shown).
+# Also printed: the broker's CPU per flow and the bytes per datagram and per flow in the
+# topics' log segments (after compression).
 #   RATES      flows per second (default "100000 250000 500000")
-#   MODES      default "all split"; e.g. "all split:lz4 split:zstd split:none"; a mode may end
+#   MODES      default "all split"; e.g. "all split:lz4 split:zstd split:none split:lz4/50ms"
+#              (split:COMPRESSION[/LINGER] sets the inlet's compression and linger); a mode may end
 #              with @BINARY to run another build of flowzero (a before/after comparison:
 #              "all split@/tmp/base/bin/flowzero split")
 #   ROUNDS     rounds of every mode and rate (default 3)
@@ -24,6 +29,8 @@
 #   FLOWS_COMPRESSION  compression of the Kafka flows output in both modes (default: its default)
 #   PPROF_DIR  when set, a 10 s CPU profile of each process is taken at the middle of each replay
 #              into that directory (the processes serve /debug/pprof)
+#   KEEP_FAILED  directory where a split run whose accounting does not add up leaves the
+#              metrics of its inlet and outlet and their logs
 #   RESULTS    file to keep the per-run table in (default: a temporary file)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -177,11 +184,12 @@ YAML
 }
 
 run_split() { # run_split ROUND RATE MODE (split or split:COMPRESSION, without @BINARY)
-  local id="s$1-$2-${3#split}-$RANDOM" compression=${3#split:} t0 t1 u0 u1 k0 k1 s0 s1
-  [ "$compression" = "$3" ] && compression=
+  local id="s$1-$2-${3#split}-$RANDOM" spec=${3#split:} t0 t1 u0 u1 k0 k1 s0 s1
+  [ "$spec" = "$3" ] && spec=
   id=${id//[:\/@.]/}
-  local inlet_section=
-  [ -n "$compression" ] && inlet_section="inlet: {compression: $compression}"
+  local compression=${spec%%/*} linger= inlet_section=
+  case $spec in */*) linger=${spec#*/} ;; esac
+  [ -n "$compression$linger" ] && inlet_section="inlet: {${compression:+compression: $compression}${compression:+${linger:+, }}${linger:+linger: $linger}}"
   cat >"$WORK/inlet.yaml" <<YAML
 log: {level: warn}
 mode: inlet
@@ -212,7 +220,7 @@ YAML
   t1=$(cpu_ticks "$ipid"); s1=$(sys_ticks "$ipid")
   wait_until 600 "the outlet to drain" outlet_drained || true
   u1=$(cpu_ticks "$opid"); k1=$(cpu_ticks "$KPID")
-  local recv kd cd isent idel idrop odg flows prod fd
+  local recv kd cd isent idel idrop odg pd flows prod fd
   recv=$(metric "$HPORT_A" flowzero_collector_datagrams_total)
   kd=$(metric "$HPORT_A" flowzero_collector_kernel_drops_total)
   cd=$(metric "$HPORT_A" flowzero_collector_dropped_total)
@@ -220,9 +228,15 @@ YAML
   idel=$(metric "$HPORT_A" flowzero_inlet_datagrams_delivered_total)
   idrop=$(metric "$HPORT_A" flowzero_inlet_datagrams_dropped_total)
   odg=$(metric "$HPORT_B" flowzero_outlet_datagrams_total)
+  pd=$(( $(metric "$HPORT_B" flowzero_outlet_pending_dropped_total) + $(metric "$HPORT_B" flowzero_outlet_invalid_records_total) + $(metric "$HPORT_B" flowzero_outlet_decode_errors_total) ))
   flows=$(metric "$HPORT_B" flowzero_outlet_flows_total)
   prod=$(metric "$HPORT_B" flowzero_kafka_flows_delivered_total)
   fd=$(metric "$HPORT_B" flowzero_kafka_flows_dropped_total)
+  if [ -n "${KEEP_FAILED:-}" ]; then # what a run that does not add up looked like, before stopping
+    mkdir -p "$KEEP_FAILED"
+    curl -fsS "http://127.0.0.1:$HPORT_A/metrics" >"$KEEP_FAILED/$id-inlet.metrics" || true
+    curl -fsS "http://127.0.0.1:$HPORT_B/metrics" >"$KEEP_FAILED/$id-outlet.metrics" || true
+  fi
   stop "$opid"; stop "$ipid"
   local db fb; db=$(topic_bytes "dg-$id"); fb=$(topic_bytes "$id")
   local ok=ok
@@ -231,8 +245,14 @@ YAML
   [ $((idel + idrop)) -eq "$isent" ] || ok="$ok,inlet:forwarded$isent!=delivered$idel+drops$idrop"
   [ "$odg" -eq "$idel" ] || ok="$ok,lag:consumed$odg!=delivered$idel"
   [ $((prod + fd)) -eq "$flows" ] || ok="$ok,flows:$flows!=produced$prod+drops$fd"
-  [ $((kd + cd + idrop)) -eq 0 ] && [ "$flows" -ne "$SENT_FLOWS" ] && ok="$ok,flows:sent$SENT_FLOWS!=$flows"
+  # Data sets dropped by the outlet (pending without a template, invalid records, decode
+  # errors) are counted in sets or datagrams, not flows: they are shown, not converted.
+  [ "$pd" -ne 0 ] && ok="$ok,outlet-dropped-sets:$pd"
+  [ $((kd + cd + idrop + pd)) -eq 0 ] && [ "$flows" -ne "$SENT_FLOWS" ] && ok="$ok,flows:sent$SENT_FLOWS!=$flows"
   cd=$((cd + idrop))
+  if [ -n "${KEEP_FAILED:-}" ]; then
+    if [ "$ok" = ok ]; then rm -f "$KEEP_FAILED/$id"-*.metrics; else cp "$WORK/inlet.log" "$WORK/outlet.log" "$KEEP_FAILED/" && echo "bench: $ok: metrics and logs kept in $KEEP_FAILED/$id-*" >&2; fi
+  fi
   local f=$((flows > 0 ? flows : 1))
   local in_nsd=$(( (t1 - t0) * 1000000000 / TCK / (recv > 0 ? recv : 1) ))
   local in_nsf=$(( (t1 - t0) * 1000000000 / TCK / f )) out_nsf=$(( (u1 - u0) * 1000000000 / TCK / f ))
