@@ -20,7 +20,9 @@
 # topics' log segments (after compression).
 #   RATES      flows per second (default "100000 250000 500000")
 #   MODES      default "all split"; e.g. "all split:lz4 split:zstd split:none split:lz4/50ms"
-#              (split:COMPRESSION[/LINGER] sets the inlet's compression and linger); a mode may end
+#              (split:COMPRESSION[/LINGER] sets the inlet's compression and linger,
+#              split:KEY=VALUE,... any keys of the inlet section: "split:key=batch,compression=none");
+#              a mode may end
 #              with @BINARY to run another build of flowzero (a before/after comparison:
 #              "all split@/tmp/base/bin/flowzero split")
 #   ROUNDS     rounds of every mode and rate (default 3)
@@ -186,10 +188,11 @@ YAML
 run_split() { # run_split ROUND RATE MODE (split or split:COMPRESSION, without @BINARY)
   local id="s$1-$2-${3#split}-$RANDOM" spec=${3#split:} t0 t1 u0 u1 k0 k1 s0 s1
   [ "$spec" = "$3" ] && spec=
-  id=${id//[:\/@.]/}
+  id=${id//[:\/@.=,]/}
   local compression=${spec%%/*} linger= inlet_section=
   case $spec in */*) linger=${spec#*/} ;; esac
   [ -n "$compression$linger" ] && inlet_section="inlet: {${compression:+compression: $compression}${compression:+${linger:+, }}${linger:+linger: $linger}}"
+  case $spec in *=*) inlet_section="inlet: {$(echo "$spec" | sed 's/=/: /g; s/,/, /g')}" ;; esac
   cat >"$WORK/inlet.yaml" <<YAML
 log: {level: warn}
 mode: inlet
