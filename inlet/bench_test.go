@@ -17,7 +17,7 @@ import (
 // worker does: the worker thread's CPU per datagram (cpu-ns/op: header, copy into a recycled
 // record, hand-off to the producer) and its allocations. The producer's own goroutines
 // (batching, compression, the broker connection) run on other threads: the whole inlet's CPU
-// per datagram is measured by `make bench-collector` (BENCH_MODES=split). The broker is
+// per datagram is measured by `make bench-collector-split`. The broker is
 // franz-go's in-process fake, or the real one of FLOWZERO_KAFKA_BROKERS when set.
 func BenchmarkInletForward(b *testing.B) {
 	dgs, err := pcapfile.ReadUDP(testdata.Path(b, "netflow", "data.pcap"))

@@ -16,7 +16,8 @@ type Configuration struct {
 	// template race, but a busy exporter makes a hot partition).
 	Key string `yaml:"key"`
 	// Compression of record batches: lz4, zstd, snappy, gzip or none. lz4 halves the bytes
-	// of NetFlow datagrams for little CPU; zstd compresses more for more CPU.
+	// of NetFlow datagrams; none spares the inlet's CPU and doubles the bytes in Kafka; zstd
+	// compresses more for more CPU (docs/design/split.md).
 	Compression string `yaml:"compression"`
 	// MaxBufferedBytes bounds the memory held for datagrams not yet acknowledged, while
 	// Kafka is slow or down. Datagrams beyond it are dropped and counted (reason
