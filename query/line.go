@@ -85,7 +85,9 @@ func (s *Service) Line(ctx context.Context, req LineRequest) (*LineResult, error
 		}
 	}
 	q := &seriesQuery{cat: cat, c: c, e: exprs{cat: cat, t4: c.t4, t6: c.t6}, axes: axes}
-	if len(c.dims) > 0 && q.splitRows() {
+	if len(c.dims) > 0 && q.splitRows() && !q.ranked() {
+		// The rows ranked apart (for the reverse axis): over the window split across the
+		// tables.
 		q.rows = split(cat, st.oldestFor(needCount), w.start, w.end(), flowsOnly, needCount)
 	}
 	sql := q.sql()

@@ -56,21 +56,27 @@ func (s *Service) Sankey(ctx context.Context, req SankeyRequest) (*SankeyResult,
 	first, last := w.start, w.end()
 	var sql string
 	if additive(c.units) {
-		// The range split over the tables, grouped by raw values in each part first: the
-		// rows ranked, the fold and the values shown apply to the groups.
+		// The range split over the tables, grouped by raw values in each part, then over
+		// the parts; those groups ranked (row_number) and each dimension's values in the
+		// rows kept gathered (a window over every group), in the same read; the fold and
+		// the values shown apply to the groups.
 		q.rows = split(cat, st.oldestFor(needCount), c.start, c.end, flowsOnly, needCount)
 		first, last = q.rows[0].start, q.rows[len(q.rows)-1].end
-		var keys, group, dims []string
+		var keys, group, sets, dims []string
 		for i, d := range c.dims {
 			k := fmt.Sprintf("k%d", i+1)
 			keys = append(keys, q.e.key(d)+" AS "+k)
 			group = append(group, k)
+			sets = append(sets, fmt.Sprintf("groupArrayIf(%s, rk <= %d) OVER () AS s%d", k, c.limit, i+1))
 			col := *d
 			col.Name = k
-			dims = append(dims, fmt.Sprintf("if(%s IN (SELECT r%d FROM rows), %s, 'Other')", k, i+1, q.e.display(&col, k)))
+			dims = append(dims, fmt.Sprintf("if(has(s%d, %s), %s, 'Other')", i+1, k, q.e.display(&col, k)))
 		}
-		sql = fmt.Sprintf("WITH rows AS (\n%s\n)\nSELECT [%s] AS dims, sum(v) AS v\nFROM (\n%s\n)\nGROUP BY dims",
-			q.rowsCTE(), strings.Join(dims, ", "), q.splitSQL(q.rows, strings.Join(keys, ", "), strings.Join(group, ", "), c.filter.SQL(false), c.units))
+		g := strings.Join(group, ", ")
+		sql = fmt.Sprintf("SELECT [%s] AS dims, sum(v) AS v\nFROM (\n SELECT %s, v, %s\n FROM (\n  SELECT %s, v, row_number() OVER (ORDER BY v DESC, %s) AS rk\n"+
+			"  FROM (\n   SELECT %s, sum(v) AS v\n   FROM (\n%s\n   )\n   GROUP BY %s\n  )\n )\n)\nGROUP BY dims",
+			strings.Join(dims, ", "), g, strings.Join(sets, ", "), g, g, g,
+			q.splitSQL(q.rows, strings.Join(keys, ", "), g, c.filter.SQL(false), c.units), g)
 	} else {
 		var dims []string
 		for i, d := range c.dims {

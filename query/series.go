@@ -125,46 +125,75 @@ func (q *seriesQuery) axisSQL(a axis) string {
 		cols, quoteTable(q.cat, a.w.table), where(a.w.start, a.w.end(), q.c.filter.SQL(a.reverse)))
 }
 
-// axisSQLGrouped is axisSQL in two steps: the rows of the table grouped by bucket and
-// folded key (the raw values of the rows shown, the type's default for the others, with
-// top telling which), then the values shown and the Other row from those groups.
+// axisSQLGrouped is axisSQL in two steps: group by raw values (k1, k2, ...), then fold.
 func (q *seriesQuery) axisSQLGrouped(a axis) string {
 	inner := []string{bucket(a.w.start, a.w.interval) + " AS b"}
 	group := []string{"b"}
 	dims := "emptyArrayString()"
 	if len(q.c.dims) > 0 && a.id <= 2 {
-		var raw, shown, names []string
-		for i, d := range q.dims(a) {
-			raw = append(raw, q.e.key(d))
-			names = append(names, fmt.Sprintf("r%d", i+1))
-		}
-		inner = append(inner, fmt.Sprintf("%s IN (SELECT %s FROM rows) AS top", tuple(raw), strings.Join(names, ", ")))
-		group = append(group, "top")
+		var keys, shown, names []string
 		for i, d := range q.dims(a) {
 			k := fmt.Sprintf("k%d", i+1)
-			inner = append(inner, fmt.Sprintf("if(top, %[1]s, defaultValueOfArgumentType(%[1]s)) AS %[2]s", raw[i], k))
+			inner = append(inner, q.e.key(d)+" AS "+k)
 			group = append(group, k)
+			keys = append(keys, k)
 			// The value shown, from the group's key: the column renamed to it.
 			col := *d
 			col.Name = k
 			shown = append(shown, q.e.display(&col, k))
+			names = append(names, fmt.Sprintf("r%d", i+1))
 		}
-		dims = fmt.Sprintf("if(top, [%s], %s)", strings.Join(shown, ", "), others(len(raw)))
+		dims = fmt.Sprintf("if(%s IN (SELECT %s FROM rows), [%s], %s)",
+			tuple(keys), strings.Join(names, ", "), strings.Join(shown, ", "), others(len(keys)))
+		if q.ranked() {
+			dims = fmt.Sprintf("if(rk <= %d, [%s], %s)", q.c.limit, strings.Join(shown, ", "), others(len(keys)))
+		}
 	}
 	inner = append(inner, unitExpr(q.unit(a), a.w.table)+" AS sv")
+	vals := []string{"b", "sv"}
 	outer := fmt.Sprintf("%d AS axis, b, %s AS dims, sum(sv) AS v", a.id, dims)
 	if q.totals {
 		inner = append(inner, "sum(Bytes * SamplingRate) AS sbytes", "sum(Packets * SamplingRate) AS spackets")
+		vals = append(vals, "sbytes", "spackets")
 		flows := "NULL"
 		if a.w.table.FlowCount {
 			inner = append(inner, unitExpr(UnitFps, a.w.table)+" AS sflows")
+			vals = append(vals, "sflows")
 			flows = "sum(sflows)"
 		}
 		outer += fmt.Sprintf(", sum(sbytes) AS bytes, sum(spackets) AS packets, %s AS flows", flows)
 	}
-	return fmt.Sprintf("SELECT %s\nFROM (\n  SELECT %s\n  FROM %s\n  WHERE %s\n  GROUP BY %s\n)\nGROUP BY b, dims",
-		outer, strings.Join(inner, ", "), quoteTable(q.cat, a.w.table), where(a.w.start, a.w.end(), q.c.filter.SQL(a.reverse)),
+	from := fmt.Sprintf("(\n  SELECT %s\n  FROM %s\n  WHERE %s\n  GROUP BY %s\n)",
+		strings.Join(inner, ", "), quoteTable(q.cat, a.w.table), where(a.w.start, a.w.end(), q.c.filter.SQL(a.reverse)),
 		strings.Join(group, ", "))
+	if q.ranked() && a.id == 1 {
+		// Each row's groups gathered with its sum over the range, ranked (a window over the
+		// rows, not over every group), then spread back.
+		keys := strings.Join(group[1:], ", ")
+		var spread []string
+		for i, v := range vals {
+			spread = append(spread, fmt.Sprintf("p.%d AS %s", i+1, v))
+		}
+		from = fmt.Sprintf("(\n SELECT %[1]s, rk, %[2]s\n FROM (\n  SELECT %[1]s, pts, row_number() OVER (ORDER BY rsum DESC, %[1]s) AS rk\n"+
+			"  FROM (\n   SELECT %[1]s, groupArray((%[3]s)) AS pts, sum(sv) AS rsum\n   FROM %[4]s\n   GROUP BY %[1]s\n  )\n )\n ARRAY JOIN pts AS p\n)",
+			keys, strings.Join(spread, ", "), strings.Join(vals, ", "), from)
+	}
+	return fmt.Sprintf("SELECT %s\nFROM %s\nGROUP BY b, dims", outer, from)
+}
+
+// ranked tells whether the direct axis ranks its rows itself in one read of the table
+// (a window function over its rows' sums) rather than through the rows CTE: for the ranking
+// by an additive unit's sum, without a reverse axis (which needs the direct axis's rows).
+func (q *seriesQuery) ranked() bool {
+	if len(q.c.dims) == 0 || q.c.topBy != TopByAvg || !additive(q.c.units) {
+		return false
+	}
+	for _, a := range q.axes {
+		if a.id == 2 {
+			return false
+		}
+	}
+	return true
 }
 
 // splitSQL is the rows of parts grouped by group (the keys cols names), with the unit's
@@ -197,7 +226,7 @@ func (q *seriesQuery) tables() []string {
 
 func (q *seriesQuery) sql() string {
 	var b strings.Builder
-	if len(q.c.dims) > 0 {
+	if len(q.c.dims) > 0 && !q.ranked() {
 		b.WriteString("WITH rows AS (\n" + q.rowsCTE() + "\n)\n")
 	}
 	b.WriteString("SELECT * FROM (\n")

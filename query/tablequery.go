@@ -17,8 +17,7 @@ type TableRequest struct {
 
 // TableResult is its answer.
 type TableResult struct {
-	// Table is the table of the statistics' buckets, Tables every table read (those of
-	// the rows ranked first).
+	// Table is the table read, Tables the same as a list (as for a line or a Sankey).
 	Table    string     `json:"table"`
 	Tables   []string   `json:"tables"`
 	Interval int64      `json:"interval"`
@@ -61,11 +60,7 @@ func (s *Service) Table(ctx context.Context, req TableRequest) (*TableResult, er
 		return nil, fieldError("points", "must be in 1..%d, not %d", MaxPoints, req.Points)
 	}
 	w := choose(cat, st.oldestFor(c.units == UnitFps), c.start, c.end, points, c.needsFlowsTable(cat, false), c.units == UnitFps)
-	var rows []part
-	if len(c.dims) > 0 && c.topBy == TopByAvg && additive(c.units) {
-		rows = split(cat, st.oldestFor(c.units == UnitFps), w.start, w.end(), c.needsFlowsTable(cat, false), c.units == UnitFps)
-	}
-	res, err := s.table(ctx, cat, c, w, rows)
+	res, err := s.table(ctx, cat, c, w)
 	if err == nil && !st.countsFrom(w) {
 		// Rows written before the table counted flows would make the count short: no count.
 		for i := range res.Rows {
@@ -75,8 +70,8 @@ func (s *Service) Table(ctx context.Context, req TableRequest) (*TableResult, er
 	return res, err
 }
 
-func (s *Service) table(ctx context.Context, cat *catalog.Catalog, c common, w window, rows []part) (*TableResult, error) {
-	q := &seriesQuery{cat: cat, c: c, e: exprs{cat: cat, t4: c.t4, t6: c.t6}, axes: []axis{{id: 1, w: w}}, totals: true, rows: rows}
+func (s *Service) table(ctx context.Context, cat *catalog.Catalog, c common, w window) (*TableResult, error) {
+	q := &seriesQuery{cat: cat, c: c, e: exprs{cat: cat, t4: c.t4, t6: c.t6}, axes: []axis{{id: 1, w: w}}, totals: true}
 	sql := q.sql()
 	res, err := s.run(ctx, sql, 7, 0)
 	if err != nil {

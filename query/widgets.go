@@ -170,7 +170,7 @@ func (s *Service) Top(ctx context.Context, dimension, filterText string) (*Top, 
 		return nil, err
 	}
 	w := choose(cat, st.oldest, c.start, c.end, int(RecentWindow/time.Minute), c.needsFlowsTable(cat, false), false)
-	t, err := s.table(ctx, cat, c, w, nil)
+	t, err := s.table(ctx, cat, c, w)
 	if err != nil {
 		return nil, err
 	}
