@@ -562,6 +562,11 @@ func TestTableChoiceOldest(t *testing.T) {
 			t.Errorf("%s: oldest %v, want %s", tb.Name, tb.Oldest, want)
 		}
 	}
+	// A Sankey over a range split across the tables: flows_1h from 3 hours ago only, the
+	// hours before from flows_5m.
+	checkSankey(t, s, e, e.Anchor.Add(-querytest.Recent+17*time.Second), e.Anchor.Add(-23*time.Minute-13*time.Second), UnitL3bps,
+		[]string{"flows_1h", "flows_5m", "flows_1m", "flows"})
+	checkSankey(t, s, e, e.Anchor.Add(-querytest.Recent), e.Anchor, UnitL3bps, []string{"flows_1h", "flows_5m"})
 	start := e.Anchor.Add(-querytest.Recent)
 	res, err := s.Line(context.Background(), LineRequest{Common: Common{Start: start, End: e.Anchor}, Points: 5})
 	if err != nil {
@@ -1112,11 +1117,15 @@ func TestHTTPClientPath(t *testing.T) {
 }
 
 // topKeys ranks the values key gives the flows in [start, end) by their bytes × sampling
-// rate, first limit of them, ties by the order less gives.
-func topKeys[K comparable](flows []querytest.Flow, start, end time.Time, limit int, key func(querytest.Flow) K, less func(a, b K) int) []K {
+// rate (their count for fps), first limit of them, ties by the order less gives.
+func topKeys[K comparable](flows []querytest.Flow, start, end time.Time, limit int, u Unit, key func(querytest.Flow) K, less func(a, b K) int) []K {
 	sums := map[K]uint64{}
 	for _, f := range flows {
 		if !f.Time.Before(start) && f.Time.Before(end) {
+			if u == UnitFps {
+				sums[key(f)]++
+				continue
+			}
 			sums[key(f)] += f.Bytes * f.SamplingRate
 		}
 	}
@@ -1136,12 +1145,13 @@ func topKeys[K comparable](flows []querytest.Flow, start, end time.Time, limit i
 	return out[:min(limit, len(out))]
 }
 
-// checkSankey runs a Sankey of SrcAS and DstAS (3 rows kept) over [start, end) and compares
-// it with the sums of the flows in exactly that range; tables are the tables it must read.
-func checkSankey(t *testing.T, s *Service, e *querytest.Env, start, end time.Time, tables []string) {
+// checkSankey runs a Sankey of SrcAS and DstAS (3 rows kept) over [start, end) in bits or
+// flows per second and compares it with the sums of the flows in exactly that range; tables
+// are the tables it must read.
+func checkSankey(t *testing.T, s *Service, e *querytest.Env, start, end time.Time, u Unit, tables []string) {
 	t.Helper()
 	res, err := s.Sankey(context.Background(), SankeyRequest{Common{Start: start, End: end,
-		Dimensions: []string{"SrcAS", "DstAS"}, Limit: 3}})
+		Dimensions: []string{"SrcAS", "DstAS"}, Limit: 3, Units: u}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1149,7 +1159,7 @@ func checkSankey(t *testing.T, s *Service, e *querytest.Env, start, end time.Tim
 		t.Errorf("tables %s (%v), want %v\n%s", res.Table, res.Tables, tables, res.SQL)
 	}
 	type pair struct{ src, dst uint32 }
-	top := topKeys(e.Flows, start, end, 3, func(f querytest.Flow) pair { return pair{f.SrcAS, f.DstAS} }, func(a, b pair) int {
+	top := topKeys(e.Flows, start, end, 3, u, func(f querytest.Flow) pair { return pair{f.SrcAS, f.DstAS} }, func(a, b pair) int {
 		if a.src != b.src {
 			return int(a.src) - int(b.src)
 		}
@@ -1167,7 +1177,11 @@ func checkSankey(t *testing.T, s *Service, e *querytest.Env, start, end time.Tim
 		if slices.ContainsFunc(top, func(p pair) bool { return p.dst == f.DstAS }) {
 			dst = asText(f.DstAS)
 		}
-		want[src+","+dst] += float64(f.Bytes*f.SamplingRate*8) / end.Sub(start).Seconds()
+		v := float64(f.Bytes * f.SamplingRate * 8)
+		if u == UnitFps {
+			v = 1
+		}
+		want[src+","+dst] += v / end.Sub(start).Seconds()
 	}
 	got := map[string]float64{}
 	for i, r := range res.Rows {
@@ -1214,7 +1228,8 @@ func TestSplitRanges(t *testing.T) {
 					t.Fatalf("tables %v", tables)
 				}
 			}
-			checkSankey(t, s, e, c.start, c.end, tables)
+			checkSankey(t, s, e, c.start, c.end, UnitL3bps, tables)
+			checkSankey(t, s, e, c.start, c.end, UnitFps, tables)
 		})
 	}
 	// A bidirectional line: its rows ranked apart (for the reverse axis), over its window
@@ -1232,7 +1247,7 @@ func TestSplitRanges(t *testing.T) {
 	} {
 		first := alignDown(start, c.interval)
 		n := int(end.Sub(first) / c.interval)
-		top := topKeys(e.Flows, first, first.Add(time.Duration(n)*c.interval), 2, func(f querytest.Flow) uint32 { return f.SrcAS },
+		top := topKeys(e.Flows, first, first.Add(time.Duration(n)*c.interval), 2, UnitL3bps, func(f querytest.Flow) uint32 { return f.SrcAS },
 			func(a, b uint32) int { return int(a) - int(b) })
 		var names []string
 		for _, as := range top {
