@@ -1,7 +1,8 @@
 # Query layer (owner: query):
 #   bench-query  BenchmarkQuery (query/): the console's queries (home widgets, top 10 by SrcAS
 #                over 1 h, 24 h and 7 days, a 24 h series by 3 dimensions, a 6 h Sankey of 3
-#                dimensions), on the table chosen and forced onto the flows table, on the data
+#                dimensions, a 24 h Sankey ending on no bucket), on the table chosen and forced
+#                onto the flows table (wall ms/op and the process's cpu-ms/op), on the data
 #                set of $(QUERY_BENCH_DIR): the demo's traffic at 5,000 flows/s, 24 h in the
 #                aggregated tables, the last hour in the flows table. It is built there the
 #                first time (and when older than 5 days); its embedded store

@@ -186,3 +186,108 @@ func previousPeriod(start, end time.Time) (shift time.Duration, name string) {
 	}
 	return start.Sub(start.AddDate(-1, 0, 0)), "year"
 }
+
+// part is a piece of a range read from one table: [start, end), whole buckets of it.
+type part struct {
+	table      catalog.Table
+	start, end time.Time
+}
+
+// split cuts [start, end) into parts for a query without a time axis, so that it reads as
+// few rows as the tables allow and sums exactly what [start, end) holds: the whole buckets
+// of the coarsest table that has rows from their start (flows_1h), the edges before and
+// after them from the finer tables in the same way (flows_5m, flows_1m), what is left
+// (less than a minute at each edge) from the flows table. An aggregated table's bucket
+// holds every flow of its interval, so an end on a bucket boundary (the current bucket
+// still open or not) needs no finer table. Candidates as for choose; flowsOnly gives the
+// flows table alone. An edge that no table holds at a fine enough resolution (older than
+// the finer tables' data) is read from the finest table that reaches back, whole buckets
+// of it, as choose would.
+func split(cat *catalog.Catalog, oldest map[string]time.Time, start, end time.Time, flowsOnly, needCount bool) []part {
+	tables := []catalog.Table{cat.Flows}
+	if !flowsOnly {
+		for _, t := range cat.Aggregated {
+			if t.FlowCount || !needCount {
+				tables = append(tables, t)
+			}
+		}
+	}
+	slices.SortStableFunc(tables, func(a, b catalog.Table) int { return int(resolution(b) - resolution(a)) })
+	start, end = start.Truncate(time.Second), end.Truncate(time.Second)
+	var parts []part
+	for _, p := range cover(tables, tables, oldest, start, end, true) {
+		if n := len(parts); n > 0 && parts[n-1].table.Name == p.table.Name && parts[n-1].end.Equal(p.start) {
+			parts[n-1].end = p.end // one read of a table for two parts that follow each other
+			continue
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		return []part{{table: tables[len(tables)-1], start: start, end: end}}
+	}
+	return parts
+}
+
+// cover is split over tables, coarsest first: [s, e)'s whole buckets of the first table
+// holding rows from their start, the rest recursively from the finer ones. left says
+// whether [s, e) is the range's start edge (the only one that can be older than a table's
+// data), all is every candidate (for that edge).
+func cover(all, tables []catalog.Table, oldest map[string]time.Time, s, e time.Time, left bool) []part {
+	if !s.Before(e) {
+		return nil
+	}
+	for i, t := range tables {
+		o, ok := oldest[t.Name]
+		if !ok {
+			continue
+		}
+		res := resolution(t)
+		a := alignUp(s, res)
+		if o.After(a) {
+			a = alignUp(o, res)
+		}
+		b := alignDown(e, res)
+		if !a.Before(b) {
+			continue
+		}
+		parts := cover(all, tables[i+1:], oldest, s, a, left)
+		parts = append(parts, part{table: t, start: a, end: b})
+		return append(parts, cover(all, tables[i+1:], oldest, b, e, false)...)
+	}
+	if left {
+		// Older than every finer table's data: the buckets of the finest table that has
+		// rows from their start (e, where the next part starts, is on its buckets).
+		for i := len(all) - 1; i >= 0; i-- {
+			t := all[i]
+			if o, ok := oldest[t.Name]; ok && !o.After(alignDown(s, resolution(t))) && alignDown(e, resolution(t)).Equal(e) {
+				return []part{{table: t, start: alignDown(s, resolution(t)), end: e}}
+			}
+		}
+	}
+	if len(tables) == 0 {
+		return nil
+	}
+	return []part{{table: tables[len(tables)-1], start: s, end: e}}
+}
+
+// alignUp rounds t up to a multiple of d since the Unix epoch.
+func alignUp(t time.Time, d time.Duration) time.Time {
+	down := alignDown(t, d)
+	if down.Before(t) {
+		return down.Add(d)
+	}
+	return down
+}
+
+// partTables names the tables parts read, coarsest first, each once.
+func partTables(parts []part) []string {
+	var names []string
+	for _, p := range slices.SortedStableFunc(slices.Values(parts), func(a, b part) int {
+		return int(resolution(b.table) - resolution(a.table))
+	}) {
+		if !slices.Contains(names, p.table.Name) {
+			names = append(names, p.table.Name)
+		}
+	}
+	return names
+}

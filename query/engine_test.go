@@ -562,6 +562,11 @@ func TestTableChoiceOldest(t *testing.T) {
 			t.Errorf("%s: oldest %v, want %s", tb.Name, tb.Oldest, want)
 		}
 	}
+	// A Sankey over a range split across the tables: flows_1h from 3 hours ago only, the
+	// hours before from flows_5m.
+	checkSankey(t, s, e, e.Anchor.Add(-querytest.Recent+17*time.Second), e.Anchor.Add(-23*time.Minute-13*time.Second), UnitL3bps,
+		[]string{"flows_1h", "flows_5m", "flows_1m", "flows"})
+	checkSankey(t, s, e, e.Anchor.Add(-querytest.Recent), e.Anchor, UnitL3bps, []string{"flows_1h", "flows_5m"})
 	start := e.Anchor.Add(-querytest.Recent)
 	res, err := s.Line(context.Background(), LineRequest{Common: Common{Start: start, End: e.Anchor}, Points: 5})
 	if err != nil {
@@ -1109,4 +1114,178 @@ func TestHTTPClientPath(t *testing.T) {
 	if !errors.As(err, &ee) || ee.Kind != EngineFailed || !strings.Contains(err.Error(), "nosuchcolumn") {
 		t.Errorf("engine error over HTTP: %v", err)
 	}
+}
+
+// topKeys ranks the values key gives the flows in [start, end) by their bytes × sampling
+// rate (their count for fps), first limit of them, ties by the order less gives.
+func topKeys[K comparable](flows []querytest.Flow, start, end time.Time, limit int, u Unit, key func(querytest.Flow) K, less func(a, b K) int) []K {
+	sums := map[K]uint64{}
+	for _, f := range flows {
+		if !f.Time.Before(start) && f.Time.Before(end) {
+			if u == UnitFps {
+				sums[key(f)]++
+				continue
+			}
+			sums[key(f)] += f.Bytes * f.SamplingRate
+		}
+	}
+	var out []K
+	for k := range sums {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b K) int {
+		if sums[a] != sums[b] {
+			if sums[a] > sums[b] {
+				return -1
+			}
+			return 1
+		}
+		return less(a, b)
+	})
+	return out[:min(limit, len(out))]
+}
+
+// checkSankey runs a Sankey of SrcAS and DstAS (3 rows kept) over [start, end) in bits or
+// flows per second and compares it with the sums of the flows in exactly that range; tables
+// are the tables it must read.
+func checkSankey(t *testing.T, s *Service, e *querytest.Env, start, end time.Time, u Unit, tables []string) {
+	t.Helper()
+	res, err := s.Sankey(context.Background(), SankeyRequest{Common{Start: start, End: end,
+		Dimensions: []string{"SrcAS", "DstAS"}, Limit: 3, Units: u}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Tables, tables) || res.Table != tables[0] {
+		t.Errorf("tables %s (%v), want %v\n%s", res.Table, res.Tables, tables, res.SQL)
+	}
+	type pair struct{ src, dst uint32 }
+	top := topKeys(e.Flows, start, end, 3, u, func(f querytest.Flow) pair { return pair{f.SrcAS, f.DstAS} }, func(a, b pair) int {
+		if a.src != b.src {
+			return int(a.src) - int(b.src)
+		}
+		return int(a.dst) - int(b.dst)
+	})
+	want := map[string]float64{}
+	for _, f := range e.Flows {
+		if f.Time.Before(start) || !f.Time.Before(end) {
+			continue
+		}
+		src, dst := "Other", "Other"
+		if slices.ContainsFunc(top, func(p pair) bool { return p.src == f.SrcAS }) {
+			src = asText(f.SrcAS)
+		}
+		if slices.ContainsFunc(top, func(p pair) bool { return p.dst == f.DstAS }) {
+			dst = asText(f.DstAS)
+		}
+		v := float64(f.Bytes * f.SamplingRate * 8)
+		if u == UnitFps {
+			v = 1
+		}
+		want[src+","+dst] += v / end.Sub(start).Seconds()
+	}
+	got := map[string]float64{}
+	for i, r := range res.Rows {
+		got[strings.Join(r, ",")] = res.Values[i]
+	}
+	if len(got) != len(want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if !closeTo(got[k], v) {
+			t.Errorf("row %s: %v, want %v", k, got[k], v)
+		}
+	}
+}
+
+// TestSplitRanges checks the queries whose rows are ranked over a range split across the
+// tables (split): edges on no bucket of an hour, 5 minutes or a minute, a range inside one
+// hour, an end in an hour not over (the hour's bucket holds flows after it), an end at
+// now. Each answer is that of the flows in exactly the range.
+func TestSplitRanges(t *testing.T) {
+	s, e := newService(t)
+	a := e.Anchor
+	all := []string{"flows_1h", "flows_5m", "flows_1m", "flows"}
+	for _, c := range []struct {
+		name       string
+		start, end time.Time
+		tables     []string
+	}{
+		{"whole hours", a.Add(-querytest.Recent), a, []string{"flows_1h"}},
+		{"edges on no bucket", a.Add(-querytest.Recent + 17*time.Second), a.Add(-23*time.Minute - 13*time.Second), all},
+		{"edges on 5 minutes", a.Add(-querytest.Recent + 10*time.Minute), a.Add(-25 * time.Minute), []string{"flows_1h", "flows_5m"}},
+		{"edges on minutes", a.Add(-querytest.Recent + 12*time.Minute), a.Add(-23 * time.Minute), []string{"flows_1h", "flows_5m", "flows_1m"}},
+		{"inside one hour", a.Add(-2*time.Hour + 12*time.Minute + 30*time.Second), a.Add(-2*time.Hour + 48*time.Minute + 10*time.Second),
+			[]string{"flows_5m", "flows_1m", "flows"}},
+		{"inside one minute", a.Add(-2*time.Hour + 12*time.Minute + 3*time.Second), a.Add(-2*time.Hour + 12*time.Minute + 45*time.Second), []string{"flows"}},
+		{"hour not over", a.Add(-3 * time.Hour), a.Add(-37*time.Minute - 13*time.Second), []string{"flows_1h", "flows_5m", "flows_1m", "flows"}},
+		{"to now", a.Add(-time.Hour - 7*time.Minute - 29*time.Second), testutil.Now().Truncate(time.Second), nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tables := c.tables
+			if tables == nil { // depends on now
+				tables = partTables(split(e.Catalog, mustState(t, s).oldest, c.start, c.end, false, false))
+				if len(tables) < 2 {
+					t.Fatalf("tables %v", tables)
+				}
+			}
+			checkSankey(t, s, e, c.start, c.end, UnitL3bps, tables)
+			checkSankey(t, s, e, c.start, c.end, UnitFps, tables)
+		})
+	}
+	// A bidirectional line: its rows ranked apart (for the reverse axis), over its window
+	// split across the tables, its points from the window's table. A table (and a line
+	// without a reverse axis) ranks its rows in its one read of the window's table.
+	start, end := a.Add(-querytest.Recent+17*time.Second), a.Add(-23*time.Minute-13*time.Second)
+	for _, c := range []struct {
+		points   int
+		table    string
+		interval time.Duration
+		tables   []string
+	}{
+		{72, "flows_5m", 5 * time.Minute, []string{"flows_5m", "flows_1h"}},
+		{360, "flows_1m", time.Minute, []string{"flows_1m", "flows_1h", "flows_5m"}},
+	} {
+		first := alignDown(start, c.interval)
+		n := int(end.Sub(first) / c.interval)
+		top := topKeys(e.Flows, first, first.Add(time.Duration(n)*c.interval), 2, UnitL3bps, func(f querytest.Flow) uint32 { return f.SrcAS },
+			func(a, b uint32) int { return int(a) - int(b) })
+		var names []string
+		for _, as := range top {
+			names = append(names, asText(as))
+		}
+		want := oracle(e.Flows, first, c.interval, n, UnitL3bps, nil, srcAS)
+		line, err := s.Line(context.Background(), LineRequest{Common: Common{Start: start, End: end, Dimensions: []string{"SrcAS"}, Limit: 2},
+			Points: c.points, Bidirectional: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line.Table != c.table || !slices.Equal(line.Tables, c.tables) || len(line.Time) != n || !line.Time[0].Equal(first) {
+			t.Fatalf("line: table %s (%v), %d points from %s\n%s", line.Table, line.Tables, len(line.Time), line.Time[0], line.SQL)
+		}
+		checkLine(t, line, 1, want, names, c.interval)
+		table, err := s.Table(context.Background(), TableRequest{Common: Common{Start: start, End: end, Dimensions: []string{"SrcAS"}, Limit: 2},
+			Points: c.points})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if table.Table != c.table || !slices.Equal(table.Tables, []string{c.table}) {
+			t.Errorf("table: %s (%v)", table.Table, table.Tables)
+		}
+		var got []string
+		for _, r := range table.Rows {
+			got = append(got, strings.Join(r.Dimensions, ","))
+		}
+		if !slices.Equal(got, append(names, "Other")) {
+			t.Errorf("table rows %v, want %v", got, names)
+		}
+	}
+}
+
+func mustState(t *testing.T, s *Service) *tablesState {
+	t.Helper()
+	st, err := s.tables(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

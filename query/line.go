@@ -21,10 +21,12 @@ type LineRequest struct {
 
 // LineResult is a time series answer.
 type LineResult struct {
-	// Table is the table read (of the direct axis), Interval the seconds between points.
-	Table    string `json:"table"`
-	Interval int64  `json:"interval"`
-	SQL      string `json:"sql"`
+	// Table is the table of the direct axis, Tables every table read (those of the rows
+	// ranked first, the previous period's), Interval the seconds between points.
+	Table    string   `json:"table"`
+	Tables   []string `json:"tables"`
+	Interval int64    `json:"interval"`
+	SQL      string   `json:"sql"`
 	// Time holds the start of each point.
 	Time []time.Time `json:"t"`
 	// Rows are the dimension values of each series (["Other", ...] for the fold, [] for a
@@ -83,12 +85,17 @@ func (s *Service) Line(ctx context.Context, req LineRequest) (*LineResult, error
 		}
 	}
 	q := &seriesQuery{cat: cat, c: c, e: exprs{cat: cat, t4: c.t4, t6: c.t6}, axes: axes}
+	if len(c.dims) > 0 && q.splitRows() && !q.ranked() {
+		// The rows ranked apart (for the reverse axis): over the window split across the
+		// tables.
+		q.rows = split(cat, st.oldestFor(needCount), w.start, w.end(), flowsOnly, needCount)
+	}
 	sql := q.sql()
 	res, err := s.run(ctx, sql, 4, 0)
 	if err != nil {
 		return nil, err
 	}
-	out := &LineResult{Table: w.table.Name, Interval: int64(w.interval / time.Second), SQL: sql, Time: times(w), AxisNames: map[int]string{}}
+	out := &LineResult{Table: w.table.Name, Tables: q.tables(), Interval: int64(w.interval / time.Second), SQL: sql, Time: times(w), AxisNames: map[int]string{}}
 	seconds := w.interval.Seconds()
 	for _, sr := range readSeries(res, w.n, c.topBy, false) {
 		st := statsOf(sr.values)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -502,6 +504,92 @@ func TestCountedRows(t *testing.T) {
 		}
 		if line.Table != c.table {
 			t.Errorf("%s in line over %s: table %s, want %s", c.units, c.since, line.Table, c.table)
+		}
+	}
+}
+
+// TestSplit checks how a range without a time axis is cut over the tables: whole buckets
+// of the coarsest table that holds them, the edges from the finer ones, and parts that
+// follow each other from start to end.
+func TestSplit(t *testing.T) {
+	cat := testCatalog(t)
+	now := time.Date(2026, 11, 26, 10, 7, 23, 0, time.UTC)
+	hour := alignDown(now, time.Hour)
+	full := map[string]time.Time{
+		"flows": now.Add(-15 * 24 * time.Hour), "flows_1m": now.Add(-7 * 24 * time.Hour),
+		"flows_5m": now.Add(-90 * 24 * time.Hour), "flows_1h": now.Add(-365 * 24 * time.Hour),
+	}
+	with := func(table string, oldest time.Time) map[string]time.Time {
+		m := maps.Clone(full)
+		m[table] = oldest
+		return m
+	}
+	withoutCount := testCatalog(t)
+	for i := range withoutCount.Aggregated {
+		withoutCount.Aggregated[i].FlowCount = false
+	}
+	at := func(d time.Duration) time.Time { return hour.Add(d) }
+	day := now.Add(-24 * time.Hour) // 10:07:23 the day before
+	young := maps.Clone(full)       // the finer tables' TTL has dropped the start
+	young["flows"], young["flows_1m"] = at(-2*time.Hour), at(-2*time.Hour)
+	type p struct {
+		table      string
+		start, end time.Time
+	}
+	for _, c := range []struct {
+		name       string
+		cat        *catalog.Catalog
+		oldest     map[string]time.Time
+		start, end time.Time
+		flowsOnly  bool
+		needCount  bool
+		want       []p
+	}{
+		{"whole hours", cat, full, at(-6 * time.Hour), hour, false, false, []p{{"flows_1h", at(-6 * time.Hour), hour}}},
+		{"24 h to now", cat, full, day, now, false, false, []p{
+			{"flows", day, day.Add(37 * time.Second)},
+			{"flows_1m", day.Add(37 * time.Second), at(-24*time.Hour + 10*time.Minute)},
+			{"flows_5m", at(-24*time.Hour + 10*time.Minute), at(-23 * time.Hour)},
+			{"flows_1h", at(-23 * time.Hour), hour},
+			{"flows_5m", hour, at(5 * time.Minute)},
+			{"flows_1m", at(5 * time.Minute), at(7 * time.Minute)},
+			{"flows", at(7 * time.Minute), now},
+		}},
+		{"inside one hour", cat, full, at(12*time.Minute + 30*time.Second), at(48*time.Minute + 10*time.Second), false, false, []p{
+			{"flows", at(12*time.Minute + 30*time.Second), at(13 * time.Minute)},
+			{"flows_1m", at(13 * time.Minute), at(15 * time.Minute)},
+			{"flows_5m", at(15 * time.Minute), at(45 * time.Minute)},
+			{"flows_1m", at(45 * time.Minute), at(48 * time.Minute)},
+			{"flows", at(48 * time.Minute), at(48*time.Minute + 10*time.Second)},
+		}},
+		{"inside one minute", cat, full, at(12*time.Minute + 30*time.Second), at(12*time.Minute + 40*time.Second), false, false, []p{
+			{"flows", at(12*time.Minute + 30*time.Second), at(12*time.Minute + 40*time.Second)},
+		}},
+		{"flows_1h from 3 h ago", cat, with("flows_1h", at(-3*time.Hour)), at(-6 * time.Hour), hour, false, false, []p{
+			{"flows_5m", at(-6 * time.Hour), at(-3 * time.Hour)},
+			{"flows_1h", at(-3 * time.Hour), hour},
+		}},
+		{"flows_1m and flows younger than the start: flows_5m's bucket", cat, young, at(-6*time.Hour + 7*time.Minute), hour, false, false, []p{
+			{"flows_5m", at(-6*time.Hour + 5*time.Minute), at(-5 * time.Hour)},
+			{"flows_1h", at(-5 * time.Hour), hour},
+		}},
+		{"before any data", cat, map[string]time.Time{"flows": at(-90 * time.Second), "flows_1m": at(-2 * time.Minute), "flows_5m": at(-5 * time.Minute), "flows_1h": at(-time.Hour)},
+			at(-2 * time.Hour), at(30 * time.Second), false, false, []p{
+				{"flows", at(-2 * time.Hour), at(-time.Hour)},
+				{"flows_1h", at(-time.Hour), hour},
+				{"flows", hour, at(30 * time.Second)},
+			}},
+		{"flows only", cat, full, at(-6 * time.Hour), hour, true, false, []p{{"flows", at(-6 * time.Hour), hour}}},
+		{"counting flows, without Flows", withoutCount, full, at(-6 * time.Hour), hour, false, true, []p{{"flows", at(-6 * time.Hour), hour}}},
+		{"no state", cat, map[string]time.Time{}, at(-6 * time.Hour), hour, false, false, []p{{"flows", at(-6 * time.Hour), hour}}},
+	} {
+		want := c.want
+		var got []p
+		for _, x := range split(c.cat, c.oldest, c.start, c.end, c.flowsOnly, c.needCount) {
+			got = append(got, p{x.table.Name, x.start, x.end})
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s:\n got %v\nwant %v", c.name, got, want)
 		}
 	}
 }

@@ -20,7 +20,10 @@ type SankeyRequest struct {
 // SankeyResult is its answer: each row's dimension values and value (the average over the
 // range in the unit asked), and the diagram's nodes and links.
 type SankeyResult struct {
+	// Table is the coarsest table read, Tables every table read (a range split over
+	// them).
 	Table  string       `json:"table"`
+	Tables []string     `json:"tables"`
 	SQL    string       `json:"sql"`
 	Rows   [][]string   `json:"rows"`
 	Values []float64    `json:"values"`
@@ -47,23 +50,33 @@ func (s *Service) Sankey(ctx context.Context, req SankeyRequest) (*SankeyResult,
 	if err != nil {
 		return nil, err
 	}
-	w := chooseWhole(cat, st.oldestFor(c.units == UnitFps), c.start, c.end, SankeyPoints, c.needsFlowsTable(cat, false), c.units == UnitFps)
+	flowsOnly, needCount := c.needsFlowsTable(cat, false), c.units == UnitFps
+	w := chooseWhole(cat, st.oldestFor(needCount), c.start, c.end, SankeyPoints, flowsOnly, needCount)
 	q := &seriesQuery{cat: cat, c: c, e: exprs{cat: cat, t4: c.t4, t6: c.t6}, axes: []axis{{id: 1, w: w}}}
+	first, last := w.start, w.end()
 	var sql string
 	if additive(c.units) {
-		// Grouped by raw values first: the fold and the values shown apply to the groups.
-		var keys, group, dims []string
+		// The range split over the tables, grouped by raw values in each part, then over
+		// the parts; those groups ranked (row_number) and each dimension's values in the
+		// rows kept gathered (a window over every group), in the same read; the fold and
+		// the values shown apply to the groups.
+		q.rows = split(cat, st.oldestFor(needCount), c.start, c.end, flowsOnly, needCount)
+		first, last = q.rows[0].start, q.rows[len(q.rows)-1].end
+		var keys, group, sets, dims []string
 		for i, d := range c.dims {
 			k := fmt.Sprintf("k%d", i+1)
 			keys = append(keys, q.e.key(d)+" AS "+k)
 			group = append(group, k)
+			sets = append(sets, fmt.Sprintf("groupArrayIf(%s, rk <= %d) OVER () AS s%d", k, c.limit, i+1))
 			col := *d
 			col.Name = k
-			dims = append(dims, fmt.Sprintf("if(%s IN (SELECT r%d FROM rows), %s, 'Other')", k, i+1, q.e.display(&col, k)))
+			dims = append(dims, fmt.Sprintf("if(has(s%d, %s), %s, 'Other')", i+1, k, q.e.display(&col, k)))
 		}
-		sql = fmt.Sprintf("WITH rows AS (\n%s\n)\nSELECT [%s] AS dims, sum(sv) AS v\nFROM (\n  SELECT %s, %s AS sv\n  FROM %s\n  WHERE %s\n  GROUP BY %s\n)\nGROUP BY dims",
-			q.rowsCTE(), strings.Join(dims, ", "), strings.Join(keys, ", "), unitExpr(c.units, w.table), quoteTable(cat, w.table),
-			where(w.start, w.end(), c.filter.SQL(false)), strings.Join(group, ", "))
+		g := strings.Join(group, ", ")
+		sql = fmt.Sprintf("SELECT [%s] AS dims, sum(v) AS v\nFROM (\n SELECT %s, v, %s\n FROM (\n  SELECT %s, v, row_number() OVER (ORDER BY v DESC, %s) AS rk\n"+
+			"  FROM (\n   SELECT %s, sum(v) AS v\n   FROM (\n%s\n   )\n   GROUP BY %s\n  )\n )\n)\nGROUP BY dims",
+			strings.Join(dims, ", "), g, strings.Join(sets, ", "), g, g, g,
+			q.splitSQL(q.rows, strings.Join(keys, ", "), g, c.filter.SQL(false), c.units), g)
 	} else {
 		var dims []string
 		for i, d := range c.dims {
@@ -78,8 +91,12 @@ func (s *Service) Sankey(ctx context.Context, req SankeyRequest) (*SankeyResult,
 	if err != nil {
 		return nil, err
 	}
-	seconds := w.end().Sub(w.start).Seconds()
-	out := &SankeyResult{Table: w.table.Name, SQL: sql, Rows: [][]string{}, Values: []float64{}, Nodes: []string{}, Links: []SankeyLink{}}
+	seconds := last.Sub(first).Seconds()
+	tables := q.tables()
+	if q.rows != nil {
+		tables = partTables(q.rows)
+	}
+	out := &SankeyResult{Table: tables[0], Tables: tables, SQL: sql, Rows: [][]string{}, Values: []float64{}, Nodes: []string{}, Links: []SankeyLink{}}
 	type row struct {
 		dims []string
 		v    float64

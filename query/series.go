@@ -28,6 +28,15 @@ type seriesQuery struct {
 	e      exprs
 	axes   []axis
 	totals bool
+	// rows is what the rows CTE reads when it ranks by an additive unit's sum: the direct
+	// axis's range split over the tables (split); nil: the direct axis's window.
+	rows []part
+}
+
+// splitRows tells whether the rows CTE may read a split range: a ranking by the sum of an
+// additive unit, which the buckets of any table add up to.
+func (q *seriesQuery) splitRows() bool {
+	return q.c.topBy == TopByAvg && additive(q.c.units)
 }
 
 // dims returns the dimensions of an axis (those of the other direction when reversed).
@@ -58,11 +67,15 @@ func (q *seriesQuery) rowsCTE() string {
 		keys = append(keys, fmt.Sprintf("%s AS r%d", q.e.key(d), i+1))
 		names = append(names, fmt.Sprintf("r%d", i+1))
 	}
+	group := strings.Join(names, ", ")
+	if q.rows != nil && q.splitRows() {
+		return fmt.Sprintf("SELECT %s\nFROM (\n%s\n)\nGROUP BY %s\nORDER BY sum(v) DESC, %s\nLIMIT %d",
+			group, q.splitSQL(q.rows, strings.Join(keys, ", "), group, q.c.filter.SQL(false), q.c.units), group, group, q.c.limit)
+	}
 	w := where(a.w.start, a.w.end(), q.c.filter.SQL(false))
 	from := quoteTable(q.cat, a.w.table)
 	unit := unitExpr(q.c.units, a.w.table)
-	group := strings.Join(names, ", ")
-	if q.c.topBy == TopByAvg && additive(q.c.units) {
+	if q.splitRows() {
 		return fmt.Sprintf("SELECT %s\nFROM %s\nWHERE %s\nGROUP BY %s\nORDER BY %s DESC, %s\nLIMIT %d",
 			strings.Join(keys, ", "), from, w, group, unit, group, q.c.limit)
 	}
@@ -181,6 +194,34 @@ func (q *seriesQuery) ranked() bool {
 		}
 	}
 	return true
+}
+
+// splitSQL is the rows of parts grouped by group (the keys cols names), with the unit's
+// value as v: one sub-select per part, each on its own table and range, joined by UNION
+// ALL.
+func (q *seriesQuery) splitSQL(parts []part, cols, group, filterSQL string, u Unit) string {
+	var subs []string
+	for _, p := range parts {
+		subs = append(subs, fmt.Sprintf("  SELECT %s, %s AS v\n  FROM %s\n  WHERE %s\n  GROUP BY %s",
+			cols, unitExpr(u, p.table), quoteTable(q.cat, p.table), where(p.start, p.end, filterSQL), group))
+	}
+	return strings.Join(subs, "\n  UNION ALL\n")
+}
+
+// tables names the tables the query reads: the axes' and the rows CTE's, each once.
+func (q *seriesQuery) tables() []string {
+	var names []string
+	for _, a := range q.axes {
+		if !slices.Contains(names, a.w.table.Name) {
+			names = append(names, a.w.table.Name)
+		}
+	}
+	for _, n := range partTables(q.rows) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 func (q *seriesQuery) sql() string {

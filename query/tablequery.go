@@ -17,7 +17,9 @@ type TableRequest struct {
 
 // TableResult is its answer.
 type TableResult struct {
+	// Table is the table read, Tables the same as a list (as for a line or a Sankey).
 	Table    string     `json:"table"`
+	Tables   []string   `json:"tables"`
 	Interval int64      `json:"interval"`
 	SQL      string     `json:"sql"`
 	Rows     []TableRow `json:"rows"`
@@ -75,7 +77,7 @@ func (s *Service) table(ctx context.Context, cat *catalog.Catalog, c common, w w
 	if err != nil {
 		return nil, err
 	}
-	out := &TableResult{Table: w.table.Name, Interval: int64(w.interval / time.Second), SQL: sql, Rows: []TableRow{}}
+	out := &TableResult{Table: w.table.Name, Tables: q.tables(), Interval: int64(w.interval / time.Second), SQL: sql, Rows: []TableRow{}}
 	seconds := w.interval.Seconds()
 	for _, sr := range readSeries(res, w.n, c.topBy, true) {
 		st := statsOf(sr.values)

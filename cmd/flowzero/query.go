@@ -192,15 +192,36 @@ func finish(stdout, stderr io.Writer, f queryFlags, body []byte, err error, out 
 
 type tableAnswer struct{ r *query.TableResult }
 
-func (a tableAnswer) explain() (string, int64, string) { return a.r.Table, a.r.Interval, a.r.SQL }
+func (a tableAnswer) explain() (string, int64, string) {
+	return alsoRead(a.r.Table, a.r.Tables), a.r.Interval, a.r.SQL
+}
+
+// alsoRead is the table chosen, with the other tables a query read (its rows ranked over
+// a range split across the tables): "flows_5m (also read: flows_1h, flows_1m)".
+func alsoRead(table string, tables []string) string {
+	var others []string
+	for _, t := range tables {
+		if t != table {
+			others = append(others, t)
+		}
+	}
+	if len(others) == 0 {
+		return table
+	}
+	return table + " (also read: " + strings.Join(others, ", ") + ")"
+}
 
 type lineAnswer struct{ r *query.LineResult }
 
-func (a lineAnswer) explain() (string, int64, string) { return a.r.Table, a.r.Interval, a.r.SQL }
+func (a lineAnswer) explain() (string, int64, string) {
+	return alsoRead(a.r.Table, a.r.Tables), a.r.Interval, a.r.SQL
+}
 
 type sankeyAnswer struct{ r *query.SankeyResult }
 
-func (a sankeyAnswer) explain() (string, int64, string) { return a.r.Table, 0, a.r.SQL }
+func (a sankeyAnswer) explain() (string, int64, string) {
+	return alsoRead(a.r.Table, a.r.Tables), 0, a.r.SQL
+}
 
 type flowsAnswer struct{ r *query.FlowsResult }
 

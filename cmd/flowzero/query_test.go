@@ -178,3 +178,19 @@ func TestQueryServerErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestAlsoRead(t *testing.T) {
+	for _, c := range []struct {
+		table  string
+		tables []string
+		want   string
+	}{
+		{"flows_1m", nil, "flows_1m"},
+		{"flows_1m", []string{"flows_1m"}, "flows_1m"},
+		{"flows_5m", []string{"flows_5m", "flows_1h", "flows"}, "flows_5m (also read: flows_1h, flows)"},
+	} {
+		if got := alsoRead(c.table, c.tables); got != c.want {
+			t.Errorf("%s %v: %q, want %q", c.table, c.tables, got, c.want)
+		}
+	}
+}

@@ -8,9 +8,10 @@ import (
 
 // answer is an encoded 200 answer and its headers.
 type answer struct {
-	body  []byte
-	sql   string
-	table string
+	body   []byte
+	sql    string
+	table  string
+	tables []string
 }
 
 // cache keeps answers by request for a short time, bounded in bytes: the oldest go first.
@@ -34,7 +35,7 @@ func newCache(ttl time.Duration, maxBytes int) *cache {
 }
 
 func (e *cacheEntry) bytes() int {
-	return len(e.key) + len(e.a.body) + len(e.a.sql) + len(e.a.table) + 64
+	return len(e.key) + len(e.a.body) + len(e.a.sql) + len(e.a.table) + 16*len(e.a.tables) + 64
 }
 
 func (c *cache) get(key string, now time.Time) *answer {

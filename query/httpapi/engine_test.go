@@ -101,7 +101,8 @@ func TestEngine(t *testing.T) {
 	t.Run("line", func(t *testing.T) {
 		var out query.LineResult
 		res := call(t, "POST", "/api/v0/query/line", `{`+rng+`, "dimensions": ["InIfBoundary"], "points": 360, "bidirectional": true, "previousPeriod": true}`, &out)
-		if res.Header.Get("X-Flowzero-Table") != "flows_1m" || !strings.HasPrefix(res.Header.Get("X-SQL-Query"), "WITH rows AS ( SELECT InIfBoundary AS r1") {
+		if res.Header.Get("X-Flowzero-Table") != "flows_1m" || res.Header.Get("X-Flowzero-Tables") != "flows_1m, flows_1h" ||
+			!strings.HasPrefix(res.Header.Get("X-SQL-Query"), "WITH rows AS ( SELECT r1 FROM (   SELECT InIfBoundary AS r1") {
 			t.Errorf("headers %v", res.Header)
 		}
 		var total float64

@@ -17,7 +17,8 @@
 // Identical requests within cache-duration share one answer: a request running is joined
 // (singleflight), a finished one is served from a cache bounded in bytes. Every answer of a
 // query carries the SQL that ran (X-SQL-Query, newlines as spaces, cut at 16 KiB; whole in
-// the body's sql field), the table read (X-Flowzero-Table) and whether it came from the
+// the body's sql field), the table chosen (X-Flowzero-Table), every table read by the line,
+// table and Sankey routes (X-Flowzero-Tables) and whether it came from the
 // cache (X-Flowzero-Cache: miss, hit, or shared with a request running).
 //
 // Errors are JSON, {"message": ...}: a bad field adds "field", a bad filter "field":
@@ -329,11 +330,11 @@ func encode(res any) (*answer, error) {
 	a := &answer{body: append(body, '\n')}
 	switch r := res.(type) {
 	case *query.LineResult:
-		a.sql, a.table = r.SQL, r.Table
+		a.sql, a.table, a.tables = r.SQL, r.Table, r.Tables
 	case *query.SankeyResult:
-		a.sql, a.table = r.SQL, r.Table
+		a.sql, a.table, a.tables = r.SQL, r.Table, r.Tables
 	case *query.TableResult:
-		a.sql, a.table = r.SQL, r.Table
+		a.sql, a.table, a.tables = r.SQL, r.Table, r.Tables
 	case *query.FlowsResult:
 		a.sql, a.table = r.SQL, r.Table
 	case *query.FlowRate:
@@ -362,6 +363,9 @@ func writeAnswer(w http.ResponseWriter, a *answer, cache string) {
 	}
 	if a.table != "" {
 		hd.Set("X-Flowzero-Table", a.table)
+	}
+	if len(a.tables) > 0 {
+		hd.Set("X-Flowzero-Tables", strings.Join(a.tables, ", "))
 	}
 	w.WriteHeader(http.StatusOK)
 	w.Write(a.body)
