@@ -178,6 +178,7 @@ func (e *Enricher) rebuild(why string) {
 	defer e.mu.Unlock()
 	start := time.Now()
 	b := newBuilder(e.schema, e.asn)
+	b.flat = e.cfg.IPv4Array
 	add(b.static, e.static)
 	for _, s := range e.sources {
 		add(b.source, e.sourceEntries[s.name])
