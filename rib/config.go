@@ -19,6 +19,11 @@ type Configuration struct {
 	Snapshot string `yaml:"snapshot"`
 	// SnapshotInterval is the period of the background saves (0 saves only on Stop).
 	SnapshotInterval time.Duration `yaml:"snapshot-interval"`
+	// IPv4Array answers IPv4 lookups from an array indexed by the addresses' first 24 bits,
+	// kept beside the prefix tree, when the table has more than 65,536 IPv4 prefixes: fewer
+	// memory accesses per flow for about 64 MiB more (twice that while it is rebuilt after a
+	// large change). Off: the tree alone.
+	IPv4Array bool `yaml:"ipv4-array"`
 }
 
 // DefaultConfiguration returns the defaults: first peer, no snapshot.
@@ -26,6 +31,7 @@ func DefaultConfiguration() Configuration {
 	return Configuration{
 		Selection:        "first",
 		SnapshotInterval: 10 * time.Minute,
+		IPv4Array:        true,
 	}
 }
 
