@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -518,12 +519,16 @@ func (m *MetadataCache) snmpUpdate(u snmp.Update) {
 // rule that does not compile is an error naming it and the position in it, and the previous
 // rules stay.
 func (m *MetadataCache) ReloadRules(cfg classifier.Configuration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if slices.Equal(cfg.ExporterClassifiers, m.cfg.ExporterClassifiers) &&
+		slices.Equal(cfg.InterfaceClassifiers, m.cfg.InterfaceClassifiers) {
+		return nil // a reload for another key: nothing to classify again
+	}
 	rules, err := m.rules.Reload(cfg)
 	if err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.rules = rules
 	m.cfg.Configuration = cfg
 	rekey := rules.UsesVLAN() != m.byVLAN.Load()

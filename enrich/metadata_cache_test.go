@@ -503,6 +503,15 @@ interface-classifiers:
 	if err == nil || !strings.Contains(err.Error(), "interface-classifiers[1]") || !strings.Contains(err.Error(), "line 1, column") {
 		t.Fatalf("bad rule: %v", err)
 	}
+	// The same rules: nothing classified again.
+	refreshes := promtest.ToFloat64(m.metrics.refreshes)
+	if err := m.ReloadRules(classifier.Configuration{ExporterClassifiers: []string{`ClassifySite("par")`},
+		InterfaceClassifiers: []string{`ClassifyProvider("cogent") && ClassifyExternal()`}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := promtest.ToFloat64(m.metrics.refreshes); n != refreshes {
+		t.Errorf("%v refreshes for the same rules", n-refreshes)
+	}
 	check("after a bad rule", 0, map[string]any{"ExporterSite": "par", "InIfProvider": "cogent", "InIfBoundary": ext,
 		"OutIfProvider": "cogent", "OutIfBoundary": ext})
 
