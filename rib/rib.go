@@ -19,14 +19,21 @@
 // What flowzero adds is where the data sits: the origin AS inline in the route (two cache
 // misses fewer than reading it through the attributes) and, after a bulk change such as a
 // load, one copy of the trie so that its nodes sit together in traversal order. Fast rather
-// than Table for its faster level traversal. docs/design/rib.md has the alternatives (a
-// DIR-24-8 array, bart's Table, gobgp) with their figures and the benchmarks that measure them.
+// than Table for its faster level traversal. docs/design/rib.md has the alternatives (bart's
+// Table, gobgp) with their figures and the benchmarks that measure them.
+//
+// For IPv4, when the table is large (a full table), a DIR-24-8 array beside the trie answers
+// lookups (flat.go): one or two entries and the route, where the trie walks three or four
+// nodes, each a likely cache miss for the addresses of a flow stream's long tail. It costs
+// 64 MiB (Configuration.IPv4Array switches it off).
 //
 // Concurrency is RCU-style: readers load the current lookup trie from an atomic pointer and
 // never block. Writers serialize on a mutex inside a Tx; a Tx modifies a private version of the
 // lookup trie (bart's persistent insert/delete copy only the nodes on the path, and a Tx that
 // changes many prefixes clones the trie once and then updates it in place) and publishes it
-// with one atomic store at Commit, so readers see a batch all at once.
+// with one atomic store at Commit, so readers of the trie see a batch all at once. The IPv4
+// array is then updated in place, before Commit returns: each IPv4 lookup sees its address's
+// route before or after the commit, but two lookups during the commit may see one each.
 //
 // Attribute sets are interned: identical sets (same AS path, communities, large communities,
 // next hop, origin, local preference, MED) are stored once and reference-counted by the
