@@ -25,6 +25,7 @@ import (
 	"flowzero/enrich/networks"
 	"flowzero/inlet"
 	"flowzero/internal/clock"
+	"flowzero/internal/config"
 	"flowzero/internal/lograte"
 	"flowzero/outlet"
 	"flowzero/output"
@@ -442,11 +443,26 @@ func (a *App) Reload() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	restart, err := a.collector.Reload(cfg.Collector)
+	// The rules first: they are what can still fail (Load compiled them already).
+	var restart []string
+	rules := cfg.Enrich.Dynamic.Configuration
+	reloaded := "collector.exporters, collector.batch-interval"
+	switch {
+	case a.metadata != nil:
+		if err := a.metadata.ReloadRules(rules); err != nil {
+			return "", config.Prefix("enrich", err)
+		}
+		reloaded += ", enrich.exporter-classifiers, enrich.interface-classifiers"
+	case rules.Enabled():
+		// Started without the metadata cache (no rules, SNMP or drop-unknown-interfaces).
+		restart = append(restart, "enrich.exporter-classifiers", "enrich.interface-classifiers")
+	}
+	more, err := a.collector.Reload(cfg.Collector)
 	if err != nil {
 		return "", err
 	}
-	msg := "configuration reloaded (collector.exporters, collector.batch-interval)"
+	restart = append(more, restart...)
+	msg := "configuration reloaded (" + reloaded + ")"
 	if len(restart) > 0 {
 		msg += fmt.Sprintf("; these changed but need a restart: %v", restart)
 	}

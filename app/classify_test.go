@@ -2,6 +2,10 @@ package app
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 
 	"flowzero/enrich"
@@ -78,5 +82,78 @@ func TestEnrichmentClassifiers(t *testing.T) {
 	}
 	if rejected != 5 {
 		t.Errorf("%v flows counted as rejected, want 5", rejected)
+	}
+}
+
+// TestReloadClassifiers replays the NetFlow v5 capture, changes the classifier rules in the
+// configuration file and reloads, and replays it again: the second replay's flows are
+// classified by the new rules (the interfaces were cached by the first). A file with a rule
+// that does not compile is refused with an error naming the rule and where, and the rules in
+// use stay.
+func TestReloadClassifiers(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "flowzero.yaml")
+	write := func(rule string) {
+		t.Helper()
+		y := fmt.Sprintf(`
+collector:
+  listeners:
+    - {protocol: netflow, address: "127.0.0.1:0", workers: 2}
+  http: {listen: "127.0.0.1:0"}
+  batch-interval: 20ms
+outputs:
+  file: {directory: %q}
+enrich:
+  interface-classifiers:
+    - %s
+`, filepath.Join(dir, "out"), rule)
+		if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`ClassifyProvider("before")`)
+	cfg, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(cfg, testDeps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.ConfigPath = path
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	capture := [][]string{{testdata.Path(t, "netflow", "nfv5.pcap")}}
+	replayGroups(t, a, capture, 29)
+
+	write(`ClassifyProvider("after")`)
+	msg, err := a.Reload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(msg, "enrich.interface-classifiers") {
+		t.Errorf("reload message %q does not list the rules", msg)
+	}
+	write(`ClassifyProvider("broken"`)
+	if _, err := a.Reload(); err == nil || !strings.Contains(err.Error(), "enrich.interface-classifiers[0]") ||
+		!strings.Contains(err.Error(), "line 1, column") {
+		t.Errorf("reload of a bad rule: %v", err)
+	}
+	replayGroups(t, a, capture, 2*29)
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	providers := map[any]int{}
+	for _, msg := range archivedMessages(t, cfg) {
+		got := map[string]any{}
+		a.Schema().DecodeMessage(msg, func(c *schema.Column, v any) { got[c.Name] = v })
+		providers[got["InIfProvider"]]++
+		if got["InIfProvider"] != got["OutIfProvider"] {
+			t.Errorf("input and output interfaces classified by different rules: %v", got)
+		}
+	}
+	if want := map[any]int{"before": 29, "after": 29}; !reflect.DeepEqual(providers, want) {
+		t.Errorf("flows by provider: %v, want %v", providers, want)
 	}
 }

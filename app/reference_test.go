@@ -26,8 +26,13 @@ func reference(t *testing.T) string {
 		"`flowzero collect --config FILE` reads one YAML file; every key is optional and takes the\n"+
 			"default below when absent. Unknown keys are errors that name the key and its line.\n"+
 			"`flowzero collect --check --config FILE` validates a file without starting.\n"+
-			"SIGHUP or `POST /api/v0/reload` re-reads the file and applies `collector.exporters` and\n"+
-			"`collector.batch-interval` at once; other changes are reported as needing a restart.\n"+
+			"SIGHUP or `POST /api/v0/reload` re-reads the file and applies `collector.exporters`,\n"+
+			"`collector.batch-interval` and the classifier rules (`enrich.exporter-classifiers`,\n"+
+			"`enrich.interface-classifiers`, which reclassify every cached exporter and interface) at\n"+
+			"once; a file that does not validate (a rule that does not compile: the error names it and\n"+
+			"the position in it) changes nothing. Changes of the listeners, the HTTP server, the batch\n"+
+			"size, and rules added to a collector started without rules, SNMP or\n"+
+			"drop-unknown-interfaces are reported as needing a restart; other keys are read at start.\n"+
 			"The reload request must carry the header `X-Flowzero-Request: 1`, which no web page can\n"+
 			"send cross-site (`curl -X POST -H 'X-Flowzero-Request: 1' http://127.0.0.1:8080/api/v0/reload`).\n\n"+
 			"This page is generated from the code (`UPDATE=1 go test ./app -run TestConfigurationReference`).",

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,8 +41,9 @@ type MetadataCache struct {
 	snmp   *snmp.Cache // nil with SNMP off
 	clock  clock.Clock
 	log    *slog.Logger
-	// byVLAN keys interfaces by (index, VLAN): a rule reads Interface.VLAN.
-	byVLAN bool
+	// byVLAN keys interfaces by (index, VLAN): a rule reads Interface.VLAN. It changes
+	// only with the rules (ReloadRules, m.mu held).
+	byVLAN atomic.Bool
 	// maxExporters bounds the exporters cached (maxSeenExporters; tests lower it).
 	maxExporters int
 
@@ -153,7 +155,7 @@ func NewMetadataCache(cfg DynamicMetadataConfiguration, exporters map[string]Exp
 	if m.rules, err = classifier.New(deps.Registry, cfg.Configuration, m.log); err != nil {
 		return nil, err
 	}
-	m.byVLAN = m.rules.UsesVLAN()
+	m.byVLAN.Store(m.rules.UsesVLAN())
 	if cfg.SNMP.Enabled {
 		if m.snmp, err = snmp.New(deps.Registry, cfg.SNMP.Configuration, snmp.Dependencies{Clock: m.clock, Logger: m.log}); err != nil {
 			return nil, err
@@ -220,7 +222,7 @@ func (m *MetadataCache) Enrich(fm *schema.FlowMessage) {
 	}
 	// The common case, inlined: interfaces numbered below maxDenseIndex, not keyed by VLAN.
 	var in, out *ifaceSlot
-	if !m.byVLAN {
+	if !m.byVLAN.Load() {
 		in, out = e.denseSlot(fm.InIf), e.denseSlot(fm.OutIf)
 	}
 	if in == nil {
@@ -275,9 +277,6 @@ func (e *exporterState) denseSlot(index uint32) *ifaceSlot {
 // iface returns the cached slot of an interface, built on first sight: the slow path of
 // denseSlot.
 func (m *MetadataCache) iface(e *exporterState, index uint32, vlan uint16) *ifaceSlot {
-	if !m.byVLAN {
-		vlan = 0
-	}
 	if s := m.slot(e, index, vlan); s != nil {
 		return s
 	}
@@ -322,6 +321,9 @@ func (m *MetadataCache) newExporter(a netip.Addr) *exporterState {
 func (m *MetadataCache) newSlot(e *exporterState, index uint32, vlan uint16) *ifaceSlot {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !m.byVLAN.Load() {
+		vlan = 0
+	}
 	if s := m.slot(e, index, vlan); s != nil {
 		return s
 	}
@@ -341,7 +343,7 @@ func (m *MetadataCache) newSlot(e *exporterState, index uint32, vlan uint16) *if
 // store puts s in its exporter's tables, in place of the slot it refreshes if any. m.mu is
 // held.
 func (m *MetadataCache) store(e *exporterState, s *ifaceSlot) {
-	if !m.byVLAN && s.index < maxDenseIndex {
+	if !m.byVLAN.Load() && s.index < maxDenseIndex {
 		cur := *e.dense.Load()
 		next := make([]*ifaceSlot, max(len(cur), int(s.index)+1))
 		copy(next, cur)
@@ -360,11 +362,15 @@ func (m *MetadataCache) store(e *exporterState, s *ifaceSlot) {
 
 // slot returns a cached interface, or nil.
 func (m *MetadataCache) slot(e *exporterState, index uint32, vlan uint16) *ifaceSlot {
-	if !m.byVLAN && index < maxDenseIndex {
+	byVLAN := m.byVLAN.Load()
+	if !byVLAN && index < maxDenseIndex {
 		if d := *e.dense.Load(); index < uint32(len(d)) {
 			return d[index]
 		}
 		return nil
+	}
+	if !byVLAN {
+		vlan = 0
 	}
 	return (*e.sparse.Load())[uint64(index)<<16|uint64(vlan)]
 }
@@ -494,7 +500,7 @@ func (m *MetadataCache) snmpUpdate(u snmp.Update) {
 		return
 	}
 	for _, index := range u.Indexes {
-		if !m.byVLAN {
+		if !m.byVLAN.Load() {
 			if s := m.slot(e, index, 0); s != nil {
 				refresh(s)
 			}
@@ -506,6 +512,48 @@ func (m *MetadataCache) snmpUpdate(u snmp.Update) {
 			}
 		}
 	}
+}
+
+// ReloadRules compiles the exporter and interface rules of cfg and classifies every cached
+// exporter and interface again with them: flows get the new columns from the next one on. A
+// rule that does not compile is an error naming it and the position in it, and the previous
+// rules stay.
+func (m *MetadataCache) ReloadRules(cfg classifier.Configuration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if slices.Equal(cfg.ExporterClassifiers, m.cfg.ExporterClassifiers) &&
+		slices.Equal(cfg.InterfaceClassifiers, m.cfg.InterfaceClassifiers) {
+		return nil // a reload for another key: nothing to classify again
+	}
+	rules, err := m.rules.Reload(cfg)
+	if err != nil {
+		return err
+	}
+	m.rules = rules
+	m.cfg.Configuration = cfg
+	rekey := rules.UsesVLAN() != m.byVLAN.Load()
+	m.byVLAN.Store(rules.UsesVLAN())
+	m.exporters.Load().values(func(e *exporterState) {
+		e.result.Store(m.computeExporter(e))
+		m.metrics.refreshes.Inc()
+		if rekey {
+			// Interfaces are now keyed with or without their VLAN: forgotten, and classified
+			// again on their next flow.
+			m.eachSlot(e, func(*ifaceSlot) { m.slots-- })
+			e.dense.Store(&[]*ifaceSlot{})
+			e.sparse.Store(&map[uint64]*ifaceSlot{})
+			return
+		}
+		m.eachSlot(e, func(s *ifaceSlot) {
+			n := m.computeInterface(e, s.index, s.vlan)
+			n.used.Store(s.used.Load())
+			n.lastUsed = s.lastUsed
+			m.store(e, n)
+			m.metrics.refreshes.Inc()
+		})
+	})
+	m.metrics.entries.Set(float64(m.slots))
+	return nil
 }
 
 // sweep notes which interfaces flows used since the previous sweep (and tells SNMP, so that

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
+	"flowzero/enrich/classifier"
 	"flowzero/enrich/snmp/snmptest"
 	"flowzero/internal/config"
 	"flowzero/internal/testutil"
@@ -221,7 +222,7 @@ interface-classifiers:
   - Interface.VLAN > 0 && SetName(Format("%s.%d", Interface.Name, Interface.VLAN))
   - Interface.VLAN == 100 && ClassifyConnectivity("customer")
 `, s, nil)
-	if !m.byVLAN {
+	if !m.byVLAN.Load() {
 		t.Fatal("rules read Interface.VLAN: interfaces must be cached per VLAN")
 	}
 	// The static name wins over SetName; the VLAN still classifies.
@@ -467,5 +468,84 @@ func TestBenchMetadataSources(t *testing.T) {
 	}
 	if n := promtest.ToFloat64(m.metrics.misses); n != misses {
 		t.Errorf("%v misses after the warm-up", n-misses)
+	}
+}
+
+// TestMetadataCacheReloadRules checks that reloaded rules classify the exporters and
+// interfaces already cached, the next flow on, that rules switching to per-VLAN keys do too,
+// and that a rule that does not compile is an error naming it and keeps the previous rules.
+func TestMetadataCacheReloadRules(t *testing.T) {
+	s, err := schema.New(schema.Configuration{Enabled: []string{"SrcVlan", "DstVlan"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, reg := newTestCache(t, `
+exporter-classifiers:
+  - ClassifySite("par")
+interface-classifiers:
+  - ClassifyProvider("cogent") && ClassifyExternal()
+`, s, nil)
+	check := func(what string, vlan uint16, want map[string]any) {
+		t.Helper()
+		if got := enrichOne(t, m, s, "192.0.2.1", 10, 20, vlan, vlan); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: got %v\nwant %v", what, got, want)
+		}
+	}
+	ext := uint64(schema.BoundaryExternal)
+	check("before", 0, map[string]any{"ExporterSite": "par", "InIfProvider": "cogent", "InIfBoundary": ext,
+		"OutIfProvider": "cogent", "OutIfBoundary": ext})
+
+	// A bad rule: an error naming it and the position, the previous rules stay.
+	err = m.ReloadRules(classifier.Configuration{
+		ExporterClassifiers:  []string{`ClassifySite("fra")`},
+		InterfaceClassifiers: []string{`ClassifyProvider("x")`, `ClassifyProvider(`},
+	})
+	if err == nil || !strings.Contains(err.Error(), "interface-classifiers[1]") || !strings.Contains(err.Error(), "line 1, column") {
+		t.Fatalf("bad rule: %v", err)
+	}
+	// The same rules: nothing classified again.
+	refreshes := promtest.ToFloat64(m.metrics.refreshes)
+	if err := m.ReloadRules(classifier.Configuration{ExporterClassifiers: []string{`ClassifySite("par")`},
+		InterfaceClassifiers: []string{`ClassifyProvider("cogent") && ClassifyExternal()`}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := promtest.ToFloat64(m.metrics.refreshes); n != refreshes {
+		t.Errorf("%v refreshes for the same rules", n-refreshes)
+	}
+	check("after a bad rule", 0, map[string]any{"ExporterSite": "par", "InIfProvider": "cogent", "InIfBoundary": ext,
+		"OutIfProvider": "cogent", "OutIfBoundary": ext})
+
+	// New rules: the cached exporter and interfaces are classified again.
+	if err := m.ReloadRules(classifier.Configuration{
+		ExporterClassifiers:  []string{`ClassifySite("fra")`},
+		InterfaceClassifiers: []string{`Interface.Index == 10 && ClassifyProvider("telia")`, `ClassifyInternal()`},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	in := uint64(schema.BoundaryInternal)
+	check("reloaded", 0, map[string]any{"ExporterSite": "fra", "InIfProvider": "telia", "InIfBoundary": in, "OutIfBoundary": in})
+
+	// Rules reading the VLAN: interfaces are keyed by VLAN from then on.
+	if err := m.ReloadRules(classifier.Configuration{
+		InterfaceClassifiers: []string{`Interface.VLAN == 100 && ClassifyConnectivity("customer")`},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !m.byVLAN.Load() {
+		t.Fatal("rules read Interface.VLAN: interfaces must be cached per VLAN")
+	}
+	check("per VLAN, 100", 100, map[string]any{"InIfConnectivity": "customer", "OutIfConnectivity": "customer"})
+	check("per VLAN, 200", 200, map[string]any{})
+	// And back: one entry per interface.
+	if err := m.ReloadRules(classifier.Configuration{InterfaceClassifiers: []string{`ClassifyProvider("zayo")`}}); err != nil {
+		t.Fatal(err)
+	}
+	check("without VLAN", 100, map[string]any{"InIfProvider": "zayo", "OutIfProvider": "zayo"})
+	if n := promtest.ToFloat64(m.metrics.entries); n != 2 {
+		t.Errorf("%v cached interfaces, want 2", n)
+	}
+	// The rules' metrics are still registered once, counting the reloaded rules' runs.
+	if n, err := promtest.GatherAndCount(reg, "flowzero_enrich_classifier_runs_total"); err != nil || n != 2 {
+		t.Errorf("classifier_runs_total: %d series, %v", n, err)
 	}
 }

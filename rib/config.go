@@ -19,6 +19,12 @@ type Configuration struct {
 	Snapshot string `yaml:"snapshot"`
 	// SnapshotInterval is the period of the background saves (0 saves only on Stop).
 	SnapshotInterval time.Duration `yaml:"snapshot-interval"`
+	// IPv4Array answers IPv4 lookups from an array indexed by the addresses' first 24 bits,
+	// kept beside the prefix tree, when the table has more than 65,536 IPv4 prefixes: fewer
+	// memory accesses per flow, for 64 MiB and about 75 bytes per distinct route (attributes,
+	// peer, prefix length) more, and twice the 64 MiB while it is rebuilt after a large
+	// change. Off: the tree alone.
+	IPv4Array bool `yaml:"ipv4-array"`
 }
 
 // DefaultConfiguration returns the defaults: first peer, no snapshot.
@@ -26,6 +32,7 @@ func DefaultConfiguration() Configuration {
 	return Configuration{
 		Selection:        "first",
 		SnapshotInterval: 10 * time.Minute,
+		IPv4Array:        true,
 	}
 }
 

@@ -19,14 +19,21 @@
 // What flowzero adds is where the data sits: the origin AS inline in the route (two cache
 // misses fewer than reading it through the attributes) and, after a bulk change such as a
 // load, one copy of the trie so that its nodes sit together in traversal order. Fast rather
-// than Table for its faster level traversal. docs/design/rib.md has the alternatives (a
-// DIR-24-8 array, bart's Table, gobgp) with their figures and the benchmarks that measure them.
+// than Table for its faster level traversal. docs/design/rib.md has the alternatives (bart's
+// Table, gobgp) with their figures and the benchmarks that measure them.
+//
+// For IPv4, when the table is large (a full table), a DIR-24-8 array beside the trie answers
+// lookups (flat.go): one or two entries and the route, where the trie walks three or four
+// nodes, each a likely cache miss for the addresses of a flow stream's long tail. It costs
+// 64 MiB (Configuration.IPv4Array switches it off).
 //
 // Concurrency is RCU-style: readers load the current lookup trie from an atomic pointer and
 // never block. Writers serialize on a mutex inside a Tx; a Tx modifies a private version of the
 // lookup trie (bart's persistent insert/delete copy only the nodes on the path, and a Tx that
 // changes many prefixes clones the trie once and then updates it in place) and publishes it
-// with one atomic store at Commit, so readers see a batch all at once.
+// with one atomic store at Commit, so readers of the trie see a batch all at once. The IPv4
+// array is then updated in place, before Commit returns: each IPv4 lookup sees its address's
+// route before or after the commit, but two lookups during the commit may see one each.
 //
 // Attribute sets are interned: identical sets (same AS path, communities, large communities,
 // next hop, origin, local preference, MED) are stored once and reference-counted by the
@@ -114,6 +121,9 @@ type peerState struct {
 // go through Begin/Tx (or the one-change helpers Add, Withdraw, RemovePeer).
 type RIB struct {
 	cur atomic.Pointer[bart.Fast[Route]]
+	// flat answers IPv4 lookups in place of cur when the table is large (flat.go); nil
+	// otherwise. Commit keeps it equal to cur.
+	flat atomic.Pointer[flat4]
 	// peerAS is the AS of each peer by ID, published with the trie so that PeerAS knows the
 	// peer of every route a lookup can return.
 	peerAS atomic.Pointer[[]uint32]
@@ -159,7 +169,13 @@ func NewTable(cfg Configuration) *RIB {
 // never allocates. IPv4-mapped IPv6 addresses (::ffff:a.b.c.d, as some decoders store every
 // address) are looked up as IPv4.
 func (r *RIB) Lookup(a netip.Addr) (Route, bool) {
-	return r.cur.Load().Lookup(a.Unmap())
+	a = a.Unmap()
+	if a.Is4() {
+		if f := r.flat.Load(); f != nil {
+			return f.lookup(a)
+		}
+	}
+	return r.cur.Load().Lookup(a)
 }
 
 // PeerAS returns the AS number of a peer (0 for an unknown ID). Like Lookup, it never blocks
@@ -321,6 +337,10 @@ type Tx struct {
 	changes         int
 	owned           bool
 	done            bool
+	// IPv4 prefixes whose route changed, for RIB.flat; flatRebuild when too many (or too
+	// short) to update in place
+	changed4    []netip.Prefix
+	flatRebuild bool
 }
 
 // Begin starts a transaction; it waits for the previous writer to commit.
@@ -354,7 +374,48 @@ func (tx *Tx) Commit() {
 		tx.next = tx.next.Clone()
 	}
 	r.cur.Store(tx.next)
+	r.commitFlat(tx)
 	tx.r.mu.Unlock()
+}
+
+// flatMaxChanges is the number of changed IPv4 prefixes past which a commit rebuilds the
+// flat array rather than updating their ranges.
+const flatMaxChanges = 1 << 15
+
+// noteChange records a change of p's route for the flat array.
+func (tx *Tx) noteChange(p netip.Prefix) {
+	if !tx.r.cfg.IPv4Array || tx.flatRebuild || !p.Addr().Is4() {
+		return
+	}
+	if p.Bits() < flatRebuildBits || len(tx.changed4) >= flatMaxChanges {
+		tx.flatRebuild, tx.changed4 = true, nil
+		return
+	}
+	tx.changed4 = append(tx.changed4, p)
+}
+
+// commitFlat brings the flat array to the committed trie: built when the table becomes
+// large (or the changes are many), dropped when it becomes small, updated otherwise.
+func (r *RIB) commitFlat(tx *Tx) {
+	if !r.cfg.IPv4Array {
+		return
+	}
+	f := r.flat.Load()
+	switch {
+	case tx.next.Size4() <= flatMinPrefixes:
+		if f != nil {
+			r.flat.Store(nil)
+		}
+	case f == nil || tx.flatRebuild:
+		r.flat.Store(newFlat4(tx.next))
+	case len(tx.changed4) > 0:
+		for _, p := range tx.changed4 {
+			f.update(tx.next, p)
+		}
+		if f.worn() {
+			r.flat.Store(newFlat4(tx.next))
+		}
+	}
 }
 
 // compactThreshold is the number of trie changes of a Tx past which Commit compacts the trie.
@@ -548,6 +609,7 @@ func (tx *Tx) reselect(p netip.Prefix, ps []path) {
 		// Private trie: overwrite without looking first.
 		tx.changes++
 		tx.next.Insert(p, nr)
+		tx.noteChange(p)
 		return
 	}
 	if cur, ok := tx.next.Get(p); ok && cur == nr {
@@ -558,6 +620,7 @@ func (tx *Tx) reselect(p netip.Prefix, ps []path) {
 
 func (tx *Tx) mutate(p netip.Prefix, rt Route, del bool) {
 	tx.changes++
+	tx.noteChange(p)
 	if !tx.owned && tx.changes > cloneThreshold {
 		tx.next = tx.next.Clone()
 		tx.owned = true

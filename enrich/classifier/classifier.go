@@ -268,6 +268,18 @@ func New(reg prometheus.Registerer, cfg Configuration, logger *slog.Logger) (*Cl
 	return &Classifier{rules: r, metrics: m, log: logger, logRate: lograte.New(3, 30*time.Second)}, nil
 }
 
+// Reload compiles the rules of cfg into a new Classifier reporting to the same metrics and
+// logger; c is unchanged. An error names the rule that does not compile and the position in
+// it, as New's.
+func (c *Classifier) Reload(cfg Configuration) (*Classifier, error) {
+	r, err := compile(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Classifier{rules: r, metrics: c.metrics.forRules(len(r.exporter), len(r.iface)), log: c.log,
+		logRate: c.logRate}, nil
+}
+
 // HasExporterRules reports whether there is any exporter rule.
 func (c *Classifier) HasExporterRules() bool { return len(c.rules.exporter) > 0 }
 

@@ -22,6 +22,8 @@ type metrics struct {
 	runs [kindCount]prometheus.Counter
 	// errors holds one handle per rule.
 	errors [kindCount][]prometheus.Counter
+	// the vectors, for the handles of reloaded rules
+	runsVec, errorsVec *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, exporterRules, interfaceRules int) (*metrics, error) {
@@ -33,13 +35,7 @@ func newMetrics(reg prometheus.Registerer, exporterRules, interfaceRules int) (*
 		Namespace: "flowzero", Subsystem: "enrich", Name: "classifier_errors_total",
 		Help: "Classifier rules that failed at run time (the classification stops there), by kind and rule index.",
 	}, []string{"kind", "rule"})
-	m := &metrics{}
-	for k, n := range [kindCount]int{exporterRules, interfaceRules} {
-		m.runs[k] = runs.WithLabelValues(kindNames[k])
-		for i := range n {
-			m.errors[k] = append(m.errors[k], errors.WithLabelValues(kindNames[k], strconv.Itoa(i)))
-		}
-	}
+	m := (&metrics{runsVec: runs, errorsVec: errors}).forRules(exporterRules, interfaceRules)
 	if reg != nil {
 		for _, c := range []prometheus.Collector{runs, errors} {
 			if err := reg.Register(c); err != nil {
@@ -48,4 +44,16 @@ func newMetrics(reg prometheus.Registerer, exporterRules, interfaceRules int) (*
 		}
 	}
 	return m, nil
+}
+
+// forRules returns the handles for a set of rules, on the same vectors.
+func (m *metrics) forRules(exporterRules, interfaceRules int) *metrics {
+	n := &metrics{runsVec: m.runsVec, errorsVec: m.errorsVec}
+	for k, count := range [kindCount]int{exporterRules, interfaceRules} {
+		n.runs[k] = m.runsVec.WithLabelValues(kindNames[k])
+		for i := range count {
+			n.errors[k] = append(n.errors[k], m.errorsVec.WithLabelValues(kindNames[k], strconv.Itoa(i)))
+		}
+	}
+	return n
 }

@@ -14,7 +14,9 @@
 // swapped in with one atomic store: flows read the old or the new one, never a mix, and never
 // wait. The table is exact: for an address, the longest prefix of the union of all sources
 // is the one whose resolved attributes are right, since every source's prefixes that hold
-// the address also hold that prefix.
+// the address also hold that prefix. When the table is large (a GeoIP database), its IPv4
+// part is also laid out as a DIR-24-8 array (flat.go) built with it: an IPv4 lookup reads one
+// or two entries and the leaf instead of walking three or four trie nodes.
 //
 // Entries may name a VRF: a table per such VRF holds the VRF's prefixes and the other
 // prefixes nested in them, resolved with the VRF's entries first; an address outside them
@@ -178,6 +180,7 @@ func (e *Enricher) rebuild(why string) {
 	defer e.mu.Unlock()
 	start := time.Now()
 	b := newBuilder(e.schema, e.asn)
+	b.flat = e.cfg.IPv4Array
 	add(b.static, e.static)
 	for _, s := range e.sources {
 		add(b.source, e.sourceEntries[s.name])

@@ -35,6 +35,9 @@ type table struct {
 	// prefixes nested in them, resolved for that VRF; an address outside them falls back
 	// to global. nil when no entry names a VRF.
 	vrfs map[uint32]*bart.Fast[leaf]
+	// flat answers global IPv4 lookups in place of the trie when the table is large; nil
+	// otherwise.
+	flat *flat4
 	// sizes for the metrics
 	prefixes, leaves int
 }
@@ -48,6 +51,9 @@ func (t *table) lookup(a netip.Addr, vrf uint32) (leaf, bool) {
 			}
 		}
 	}
+	if t.flat != nil && a.Is4() {
+		return t.flat.lookup(a)
+	}
 	return t.global.Lookup(a)
 }
 
@@ -60,6 +66,7 @@ type layer = bart.Table[*Attributes]
 type builder struct {
 	schema *schema.Schema
 	asn    bool // keep AS numbers (the "geoip" provider is on)
+	flat   bool // build a flat4 for large tables
 	// mask blanks the attributes whose columns are off in both directions
 	mask   Attributes
 	static map[uint32]*layer
@@ -275,6 +282,9 @@ func (b *builder) build() *table {
 		})
 	}
 	t.prefixes = t.global.Size()
+	if b.flat && t.global.Size4() > flatMinPrefixes {
+		t.flat = newFlat4(t.global.AllSorted4())
+	}
 	// Per VRF: its own prefixes, and the global ones nested in them.
 	vrfs := map[uint32]bool{}
 	for _, layers := range []map[uint32]*layer{b.static, b.source} {

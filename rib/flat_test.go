@@ -1,0 +1,211 @@
+package rib
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"flowzero/rib/bgp"
+)
+
+// withFlat builds the flat array whatever the table's size, for the test.
+func withFlat(t *testing.T) {
+	t.Helper()
+	n := flatMinPrefixes
+	flatMinPrefixes = 0
+	t.Cleanup(func() { flatMinPrefixes = n })
+}
+
+func flatAttrs(nh netip.Addr, path ...uint32) *bgp.Attributes {
+	return &bgp.Attributes{ASPath: path, ASPathLength: uint16(len(path)), NextHop: nh, Origin: bgp.OriginIGP}
+}
+
+// checkFlat compares the flat array's answers with the trie's at the edges of every prefix
+// given and at random addresses.
+func checkFlat(t *testing.T, r *RIB, prefixes []netip.Prefix, rnd *rand.Rand) {
+	t.Helper()
+	f := r.flat.Load()
+	if f == nil {
+		t.Fatal("no flat array")
+	}
+	trie := r.cur.Load()
+	check := func(a netip.Addr) {
+		t.Helper()
+		if !a.IsValid() {
+			return
+		}
+		want, wantOK := trie.Lookup(a)
+		got, ok := r.Lookup(a)
+		if got != want || ok != wantOK {
+			t.Fatalf("%s: %+v %v, the trie says %+v %v", a, got, ok, want, wantOK)
+		}
+	}
+	for _, p := range prefixes {
+		check(p.Addr())
+		check(p.Addr().Prev())
+		last := p.Addr().As4()
+		for k := p.Bits(); k < 32; k++ {
+			last[k/8] |= 1 << (7 - k%8)
+		}
+		check(netip.AddrFrom4(last))
+		check(netip.AddrFrom4(last).Next())
+	}
+	for range 2000 {
+		check(netip.AddrFrom4([4]byte{byte(rnd.Uint32()), byte(rnd.Uint32()), byte(rnd.Uint32()), byte(rnd.Uint32())}))
+	}
+}
+
+// TestFlat4 changes a table at random (announcements and withdrawals of nested prefixes of
+// every length from /6 to /32, from two peers, with changing attributes, peer removals) and
+// checks after each commit that IPv4 lookups through the array answer what the trie does,
+// through updates in place, rebuilds of worn arrays and rebuilds after large changes.
+func TestFlat4(t *testing.T) {
+	withFlat(t)
+	r := NewTable(DefaultConfiguration())
+	peers := []PeerID{
+		r.Peer(PeerKey{Address: netip.MustParseAddr("192.0.2.1")}, netip.Addr{}),
+		r.Peer(PeerKey{Address: netip.MustParseAddr("192.0.2.2")}, netip.Addr{}),
+	}
+	rnd := rand.New(rand.NewPCG(7, 8))
+	rounds, shortEvery := 200, 200
+	if raceEnabled {
+		rounds, shortEvery = 40, 60
+	}
+	var prefixes []netip.Prefix
+	randomPrefix := func() netip.Prefix {
+		if len(prefixes) > 0 && rnd.IntN(3) == 0 {
+			// nested in an earlier one
+			q := prefixes[rnd.IntN(len(prefixes))]
+			a := q.Addr().As4()
+			for k := q.Bits(); k < 32; k++ {
+				if rnd.IntN(2) == 1 {
+					a[k/8] |= 1 << (7 - k%8)
+				}
+			}
+			return netip.PrefixFrom(netip.AddrFrom4(a), q.Bits()+rnd.IntN(33-q.Bits())).Masked()
+		}
+		bits := 8 + rnd.IntN(25)
+		if rnd.IntN(shortEvery) == 0 {
+			bits = 6 // shorter than flatRebuildBits: a rebuild
+		}
+		return netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(rnd.Uint32()), byte(rnd.Uint32()), byte(rnd.Uint32()),
+			byte(rnd.Uint32())}), bits).Masked()
+	}
+	first := r.flat.Load()
+	rebuilt := 0
+	for round := range rounds {
+		tx := r.Begin()
+		for range 1 + rnd.IntN(40) {
+			switch op := rnd.IntN(10); {
+			case op < 6 || len(prefixes) == 0:
+				p := randomPrefix()
+				prefixes = append(prefixes, p)
+				tx.Add(peers[rnd.IntN(2)], p, 0, flatAttrs(netip.MustParseAddr("192.0.2.1"), 65000, uint32(rnd.IntN(5000))))
+			default:
+				tx.Withdraw(peers[rnd.IntN(2)], prefixes[rnd.IntN(len(prefixes))], 0)
+			}
+		}
+		if round%30 == 29 {
+			tx.RemovePeer(peers[rnd.IntN(2)])
+		}
+		tx.Commit()
+		checkFlat(t, r, prefixes, rnd)
+		if f := r.flat.Load(); f != first {
+			rebuilt++
+			first = f
+		}
+	}
+	if rebuilt < 2 {
+		t.Errorf("%d rebuilds: the test does not reach them", rebuilt)
+	}
+	// A table that becomes small goes back to the trie alone.
+	flatMinPrefixes = 1 << 30
+	r.Add(peers[0], netip.MustParsePrefix("198.51.100.0/24"), 0, flatAttrs(netip.MustParseAddr("192.0.2.1"), 1))
+	if r.flat.Load() != nil {
+		t.Error("flat array kept for a small table")
+	}
+}
+
+// TestFlat4NextLookup checks that each kind of change shows in the next lookup through the
+// array: a new route, a changed one, a more specific one (also past /24), a withdrawal.
+func TestFlat4NextLookup(t *testing.T) {
+	withFlat(t)
+	r := NewTable(DefaultConfiguration())
+	peer := r.Peer(PeerKey{Address: netip.MustParseAddr("192.0.2.1")}, netip.Addr{})
+	nh := netip.MustParseAddr("192.0.2.1")
+	addr := netip.MustParseAddr("10.1.2.200")
+	origin := func() uint32 {
+		rt, ok := r.Lookup(addr)
+		if !ok {
+			return 0
+		}
+		return rt.OriginAS
+	}
+	for _, step := range []struct {
+		change func()
+		want   uint32
+	}{
+		{func() { r.Add(peer, netip.MustParsePrefix("10.0.0.0/8"), 0, flatAttrs(nh, 1, 8)) }, 8},
+		{func() { r.Add(peer, netip.MustParsePrefix("10.0.0.0/8"), 0, flatAttrs(nh, 1, 80)) }, 80},
+		{func() { r.Add(peer, netip.MustParsePrefix("10.1.0.0/16"), 0, flatAttrs(nh, 1, 16)) }, 16},
+		{func() { r.Add(peer, netip.MustParsePrefix("10.1.2.128/25"), 0, flatAttrs(nh, 1, 25)) }, 25},
+		{func() { r.Add(peer, netip.MustParsePrefix("10.1.2.0/24"), 0, flatAttrs(nh, 1, 24)) }, 25},
+		{func() { r.Withdraw(peer, netip.MustParsePrefix("10.1.2.128/25"), 0) }, 24},
+		{func() { r.Add(peer, netip.MustParsePrefix("10.1.2.200/32"), 0, flatAttrs(nh, 1, 32)) }, 32},
+		{func() { r.Add(peer, netip.MustParsePrefix("10.1.2.0/24"), 0, flatAttrs(nh, 1, 240)) }, 32},
+		{func() { r.Withdraw(peer, netip.MustParsePrefix("10.1.2.200/32"), 0) }, 240},
+		{func() { r.Withdraw(peer, netip.MustParsePrefix("10.1.2.0/24"), 0) }, 16},
+		{func() { r.Withdraw(peer, netip.MustParsePrefix("10.1.0.0/16"), 0) }, 80},
+		{func() { r.Add(peer, netip.MustParsePrefix("0.0.0.0/0"), 0, flatAttrs(nh, 1, 1)) }, 80},
+		{func() { r.Withdraw(peer, netip.MustParsePrefix("10.0.0.0/8"), 0) }, 1},
+		{func() { r.RemovePeer(peer) }, 0},
+	} {
+		step.change()
+		if r.flat.Load() == nil && step.want != 0 {
+			t.Fatal("no flat array")
+		}
+		if got := origin(); got != step.want {
+			t.Fatalf("origin AS %d, want %d", got, step.want)
+		}
+	}
+}
+
+// TestFlat4Concurrent looks addresses up while routes change (run with -race): every answer
+// is a route the address had at some commit.
+func TestFlat4Concurrent(t *testing.T) {
+	withFlat(t)
+	r := NewTable(DefaultConfiguration())
+	peer := r.Peer(PeerKey{Address: netip.MustParseAddr("192.0.2.1")}, netip.Addr{})
+	nh := netip.MustParseAddr("192.0.2.1")
+	r.Add(peer, netip.MustParsePrefix("10.0.0.0/8"), 0, flatAttrs(nh, 1, 8))
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			a := netip.MustParseAddr("10.1.2.3")
+			for !stop.Load() {
+				rt, ok := r.Lookup(a)
+				if !ok || (rt.OriginAS != 8 && rt.OriginAS < 1000) {
+					t.Errorf("lookup during changes: %+v %v", rt, ok)
+					return
+				}
+			}
+		})
+	}
+	for i := range 2000 {
+		tx := r.Begin()
+		tx.Add(peer, netip.MustParsePrefix("10.1.0.0/16"), 0, flatAttrs(nh, 1, uint32(1000+i)))
+		tx.Add(peer, netip.MustParsePrefix("10.1.2.0/30"), 0, flatAttrs(nh, 1, uint32(1000+i)))
+		tx.Commit()
+		if i%2 == 1 {
+			tx := r.Begin()
+			tx.Withdraw(peer, netip.MustParsePrefix("10.1.0.0/16"), 0)
+			tx.Withdraw(peer, netip.MustParsePrefix("10.1.2.0/30"), 0)
+			tx.Commit()
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+}
