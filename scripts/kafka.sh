@@ -304,5 +304,5 @@ case "${1:-}" in
     if [ -z "$down" ]; then bootstrap; elif [ "$n" -eq 1 ]; then log "not running"; exit 1; else log "node(s)$down of $n not running"; exit 1; fi ;;
   env) echo "FLOWZERO_KAFKA_BROKERS=$(bootstrap)" ;;
   clean) stop_nodes $(seq 1 "$n"); rm -rf "$KAFKA_DATA" ;;
-  *) sed -n '2,32p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,30p' "$0" >&2; exit 2 ;;
 esac
