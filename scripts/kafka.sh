@@ -11,7 +11,7 @@
 #   kafka.sh status          exit 0 and print the bootstrap list (127.0.0.1:P1,127.0.0.1:P2,...)
 #                            when every node runs; exit 1 naming the nodes down otherwise
 #   kafka.sh env             print FLOWZERO_KAFKA_BROKERS=<bootstrap list>
-#   kafka.sh clean           stop every node, then remove $KAFKA_DATA
+#   kafka.sh clean           stop every node (KILL after 5 s), then remove $KAFKA_DATA
 #
 # Environment (several runs may share a machine, so everything is configurable):
 #   KAFKA_BROKERS          number of nodes (default 1; remembered in $KAFKA_DATA/brokers at start).
@@ -259,7 +259,10 @@ start_nodes() {
   fi
 }
 
-# stop_nodes stops the nodes given: TERM to all, then KILL those alive after 30 s.
+# stop_nodes stops the nodes given: TERM to all, then KILL those alive after $grace seconds
+# (30; clean, which removes the data, gives 5: the last nodes of a cluster stopped at once
+# wait for a controller quorum that is gone).
+grace=30
 stop_nodes() {
   local i pids=() dir
   for i in "$@"; do
@@ -270,12 +273,12 @@ stop_nodes() {
     fi
   done
   for pid in ${pids[@]+"${pids[@]}"}; do
-    for _ in $(seq 1 150); do
+    for _ in $(seq 1 $((grace * 5))); do
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.2
     done
     if kill -0 "$pid" 2>/dev/null; then
-      log "pid $pid still alive after 30 s, killing it"
+      log "pid $pid still alive after $grace s, killing it"
       kill -KILL "$pid" 2>/dev/null || true
       sleep 0.5
     fi
@@ -303,6 +306,6 @@ case "${1:-}" in
     for i in $(seq 1 "$n"); do running "$i" || down="$down $i"; done
     if [ -z "$down" ]; then bootstrap; elif [ "$n" -eq 1 ]; then log "not running"; exit 1; else log "node(s)$down of $n not running"; exit 1; fi ;;
   env) echo "FLOWZERO_KAFKA_BROKERS=$(bootstrap)" ;;
-  clean) stop_nodes $(seq 1 "$n"); rm -rf "$KAFKA_DATA" ;;
+  clean) grace=5; stop_nodes $(seq 1 "$n"); rm -rf "$KAFKA_DATA" ;;
   *) sed -n '2,30p' "$0" >&2; exit 2 ;;
 esac

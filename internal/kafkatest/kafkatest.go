@@ -116,6 +116,25 @@ func createTopic(t testing.TB, cl *kgo.Client, prefix string, partitions int32, 
 	if err != nil {
 		t.Fatalf("create topic %s: %v", name, err)
 	}
+	// On a cluster, a broker learns of a new topic a moment after the controller: wait until
+	// the metadata show every partition with a leader.
+	for {
+		md, err := adm.ListTopics(ctx, name)
+		if err == nil && md[name].Err == nil && len(md[name].Partitions) == int(partitions) {
+			led := true
+			for _, p := range md[name].Partitions {
+				led = led && p.Leader >= 0 && p.Err == nil
+			}
+			if led {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("topic %s: metadata without its %d partitions: %v", name, partitions, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
