@@ -29,12 +29,17 @@ import (
 type splitTopics struct {
 	brokers                 []string
 	datagrams, state, group string
+	// rf is the replication factor of the topics: 3 on `make test`'s cluster of 3 brokers
+	// (with min.insync.replicas 2), as a production cluster would have.
+	rf int16
 }
 
 // newSplitTopics creates the datagrams topic (partitions partitions) and names the state
 // topic and the group; the state topic is deleted at the end.
 func newSplitTopics(t *testing.T, partitions int32) splitTopics {
-	st := splitTopics{brokers: kafkatest.Brokers(t), datagrams: kafkatest.Topic(t, "split-datagrams", partitions)}
+	cl := kafkatest.Client(t)
+	st := splitTopics{brokers: kafkatest.Brokers(t), datagrams: kafkatest.ReplicatedTopic(t, cl, "split-datagrams", partitions),
+		rf: kafkatest.ReplicationFactor(t, cl)}
 	st.state = st.datagrams + "-state"
 	st.group = st.datagrams + "-group"
 	t.Cleanup(func() {
@@ -54,8 +59,10 @@ func (st splitTopics) config(t *testing.T, mode string) Configuration {
 	cfg.Mode = mode
 	cfg.Datagrams.Brokers = st.brokers
 	cfg.Datagrams.Topic = st.datagrams
+	cfg.Datagrams.ReplicationFactor = max(st.rf, 1)
 	cfg.Outlet.Group = st.group
 	cfg.Outlet.State.Topic = st.state
+	cfg.Outlet.State.ReplicationFactor = max(st.rf, 1)
 	cfg.Outlet.CommitInterval = 100 * time.Millisecond
 	cfg.Inlet.Linger = time.Millisecond
 	cfg.Schema.Enabled = []string{"DatagramPartition", "DatagramOffset", "DatagramIndex"}

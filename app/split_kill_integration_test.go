@@ -73,12 +73,12 @@ func TestSplitKillOutlet(t *testing.T) {
 		p := &outletProcess{bin: bin, dir: filepath.Join(root, fmt.Sprintf("outlet%d", i)), config: filepath.Join(root, fmt.Sprintf("outlet%d.yaml", i))}
 		yaml := fmt.Sprintf(`mode: outlet
 log: {level: warn}
-datagrams: {brokers: [%s], topic: %s}
-outlet: {group: %s, commit-interval: 100ms, session-timeout: 6s, state: {topic: %s}}
+datagrams: {brokers: [%s], topic: %s, replication-factor: %d}
+outlet: {group: %s, commit-interval: 100ms, session-timeout: 6s, state: {topic: %s, replication-factor: %d}}
 collector: {http: {listen: ""}}
 schema: {enabled: [DatagramPartition, DatagramOffset, DatagramIndex]}
 outputs: {file: {directory: %s, compression: none}}
-`, strings.Join(st.brokers, ", "), st.datagrams, st.group, st.state, p.dir)
+`, strings.Join(st.brokers, ", "), st.datagrams, st.rf, st.group, st.state, st.rf, p.dir)
 		if err := os.WriteFile(p.config, []byte(yaml), 0o644); err != nil {
 			t.Fatal(err)
 		}

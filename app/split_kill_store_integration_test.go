@@ -55,8 +55,8 @@ func TestSplitKillOutletStore(t *testing.T) {
 	engineDir := filepath.Join(root, "chdb")
 	yaml := fmt.Sprintf(`mode: outlet
 log: {level: info}
-datagrams: {brokers: [%s], topic: %s}
-outlet: {group: %s, commit-interval: 100ms, session-timeout: 6s, state: {topic: %s}}
+datagrams: {brokers: [%s], topic: %s, replication-factor: %d}
+outlet: {group: %s, commit-interval: 100ms, session-timeout: 6s, state: {topic: %s, replication-factor: %d}}
 collector: {http: {listen: ""}}
 schema: {enabled: [DatagramPartition, DatagramOffset, DatagramIndex]}
 outputs:
@@ -66,7 +66,7 @@ outputs:
     ttl: 0s
     resolutions: [{interval: 1m, ttl: 0s}, {interval: 5m, ttl: 0s}, {interval: 1h, ttl: 0s}]
     embedded: {path: %s, max-threads: 2}
-`, strings.Join(st.brokers, ", "), st.datagrams, st.group, st.state, p.dir, engineDir)
+`, strings.Join(st.brokers, ", "), st.datagrams, st.rf, st.group, st.state, st.rf, p.dir, engineDir)
 	if err := os.WriteFile(p.config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}

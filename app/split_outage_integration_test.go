@@ -5,10 +5,6 @@ package app
 import (
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,36 +15,7 @@ import (
 	"flowzero/replay"
 )
 
-// ownBroker runs a broker of the test's own with scripts/kafka.sh, for tests that stop it.
-type ownBroker struct {
-	script string
-	env    []string
-}
-
-func (b *ownBroker) run(t *testing.T, cmd string) string {
-	t.Helper()
-	c := exec.Command(b.script, cmd)
-	c.Env = append(os.Environ(), b.env...)
-	out, err := c.Output()
-	if err != nil {
-		t.Fatalf("kafka.sh %s: %v", cmd, err)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func startOwnBroker(t *testing.T) (*ownBroker, string) {
-	kafkatest.Brokers(t) // skips (or fails when required) like every Kafka test
-	script, err := filepath.Abs("../scripts/kafka.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &ownBroker{script: script, env: []string{"KAFKA_PORT=auto", "KAFKA_DATA=" + t.TempDir()}}
-	b.run(t, "start")
-	t.Cleanup(func() { b.run(t, "clean") })
-	return b, b.run(t, "status")
-}
-
-// TestSplitBrokerOutage: the only broker stops for 30 s while an inlet receives datagrams and
+// TestSplitBrokerOutage: the whole Kafka (a single broker of the test's own) stops for 30 s while an inlet receives datagrams and
 // three outlets consume; it comes back. The inlet buffers meanwhile (sent = delivered +
 // dropped, nothing dropped within max-buffered-bytes), and every flow of the delivered
 // datagrams is stored, at least once.
@@ -56,13 +23,13 @@ func TestSplitBrokerOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stops a broker for 30 s")
 	}
-	broker, addr := startOwnBroker(t)
+	broker := kafkatest.StartCluster(t, 1)
 	capture := testdata.Path(t, "netflow", "data+templates.pcap")
 	dgs, err := pcapfile.ReadUDP(capture)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := splitTopics{brokers: []string{addr}, datagrams: "outage-datagrams", state: "outage-state", group: "outage-group"}
+	st := splitTopics{brokers: broker.Brokers, datagrams: "outage-datagrams", state: "outage-state", group: "outage-group"}
 	cfg := st.config(t, ModeOutlet)
 	once, err := replay.Decode(replay.Decoders{Schema: cfg.Schema, NetFlow: cfg.NetFlow, SFlow: cfg.SFlow}, []string{capture}, replay.DecodeOptions{}, io.Discard)
 	if err != nil || once.Flows == 0 {
@@ -98,14 +65,14 @@ func TestSplitBrokerOutage(t *testing.T) {
 	}
 	forward(100)
 	testutil.WaitUntil(t, "the outlets to decode the first datagrams", func() bool { return decoded() >= int64(100*once.Flows) })
-	broker.run(t, "stop")
+	broker.Stop(t)
 	// The outage lasts 30 s, traffic going on: a duration of the scenario, not a wait for
 	// something to happen.
 	for range 30 {
 		forward(10)
 		time.Sleep(time.Second)
 	}
-	broker.run(t, "start")
+	broker.Start(t)
 	forward(100)
 	if err := in.Stop(); err != nil {
 		t.Fatal(err)

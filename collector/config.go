@@ -92,7 +92,10 @@ type ExporterPolicy struct {
 	Allow []netip.Prefix `yaml:"allow"`
 	// RateLimit is the most flows per second accepted from one exporter; 0 disables it. As in
 	// Akvorado, flows beyond it are dropped and the sampling rate of the flows kept is raised
-	// in proportion, so volumes stay right.
+	// in proportion, so volumes stay right. In mode inlet, which decodes nothing, a datagram
+	// takes the flows its headers and the exporter's templates announce and is dropped whole
+	// when they do not fit (datagrams defining templates always pass); the sampling rate of
+	// the flows kept is not raised there.
 	RateLimit float64 `yaml:"rate-limit"`
 }
 

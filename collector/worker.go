@@ -72,6 +72,9 @@ type workerExporter struct {
 	windowStart  time.Time
 	seen, kept   uint64
 	rateMultiply uint64
+	// flows counts the flows of datagrams without decoding them, for the rate limit of an
+	// inlet.
+	flows flowCounter
 }
 
 func newWorker(c *Collector, listener int, name, socket string, conn *net.UDPConn, dec Decoder, protocol string) *worker {
@@ -187,6 +190,9 @@ func (w *worker) handle(payload []byte, from netip.AddrPort) {
 	e.info.datagrams.Add(1)
 	e.info.lastSeen.Store(w.now.UnixNano())
 	if f := w.c.deps.Forward; f != nil {
+		if rate := w.c.policy.Load().rate; rate > 0 && !e.admitDatagram(w.now, rate, payload, w.rateLimited) {
+			return
+		}
 		f.Forward(payload, from, w.now, w.protocol)
 		return
 	}
@@ -349,6 +355,31 @@ func (e *workerExporter) admit(now time.Time, rate float64) bool {
 	}
 	e.tokens--
 	e.kept++
+	return true
+}
+
+// admitDatagram applies the per-exporter rate limit in an inlet, which decodes nothing: the
+// same token bucket as admit, taking the flows the datagram holds (flowCounter) at once. A
+// datagram that does not fit is dropped whole and its flows counted in limited; one that
+// defines templates always passes (later data need them), taking what tokens there are.
+// The sampling rate of the flows kept cannot be raised, since they are not decoded here.
+func (e *workerExporter) admitDatagram(now time.Time, rate float64, payload []byte, limited prometheus.Counter) bool {
+	n, templates := e.flows.count(payload)
+	if n == 0 {
+		return true
+	}
+	e.tokens += now.Sub(e.tokensAt).Seconds() * rate
+	e.tokensAt = now
+	if e.tokens > rate {
+		e.tokens = rate
+	}
+	// A datagram holding more flows than a second's worth passes when the bucket is full.
+	need := min(float64(n), rate)
+	if e.tokens < need && !templates {
+		limited.Add(float64(n))
+		return false
+	}
+	e.tokens = max(e.tokens-float64(n), 0)
 	return true
 }
 

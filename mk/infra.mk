@@ -1,11 +1,15 @@
 # Real services for the integration tests (owner: storage/infrastructure).
 #   make kafka-fetch   cache the Apache Kafka jars (Maven Central) under .cache/kafka
-#   make kafka-start   start a single-node KRaft broker on 127.0.0.1:$(KAFKA_PORT) (kept running)
+#   make kafka-start   start a single-node KRaft broker on 127.0.0.1:$(KAFKA_PORT) (kept running;
+#                      KAFKA_BROKERS=3 makes it a cluster on the ports from KAFKA_PORT on)
 #   make kafka-stop    stop it
-#   make kafka-integration  run every package's integration tests against a fresh broker
+#   make kafka-integration  run every package's integration tests against a fresh cluster of
+#                      $(KAFKA_TEST_BROKERS) brokers (replication factor 3, min.insync.replicas 2)
 # Integration tests that need Kafka live in files tagged `//go:build integration` and get the
 # broker from flowzero/internal/kafkatest (FLOWZERO_KAFKA_BROKERS).
 KAFKA_PORT ?= 19092
+# Brokers of the Kafka that the integration runs start (with-kafka).
+KAFKA_TEST_BROKERS ?= 3
 KAFKA_SH := $(CURDIR)/scripts/kafka.sh
 
 .PHONY: kafka-fetch kafka-start kafka-stop kafka-status kafka-integration
@@ -23,12 +27,13 @@ kafka-stop:
 kafka-status:
 	KAFKA_PORT=$(KAFKA_PORT) $(KAFKA_SH) status
 
-# $(call with-kafka,COMMAND) runs COMMAND with FLOWZERO_KAFKA_BROKERS pointing at a broker of its
-# own (free ports, fresh data directory under .cache), and stops and removes that broker when
-# COMMAND ends, on success, failure or interruption alike (trap EXIT; INT/TERM exit).
+# $(call with-kafka,COMMAND) runs COMMAND with FLOWZERO_KAFKA_BROKERS pointing at a cluster of
+# its own, KAFKA_TEST_BROKERS brokers (free ports, fresh data directory under .cache), and stops
+# and removes that cluster when COMMAND ends, on success, failure or interruption alike (trap
+# EXIT; INT/TERM exit).
 # FLOWZERO_REQUIRE_SERVICES=1 makes a test that cannot reach a service fail instead of skip.
 define with-kafka
-	export KAFKA_PORT=auto KAFKA_DATA=$$(mktemp -d "$(CACHE)/kafka-run.XXXXXX"); \
+	export KAFKA_PORT=auto KAFKA_BROKERS=$(KAFKA_TEST_BROKERS) KAFKA_DATA=$$(mktemp -d "$(CACHE)/kafka-run.XXXXXX"); \
 	trap '$(KAFKA_SH) clean' EXIT; trap 'exit 130' INT TERM; \
 	$(KAFKA_SH) start; \
 	export FLOWZERO_KAFKA_BROKERS=$$($(KAFKA_SH) status) FLOWZERO_REQUIRE_SERVICES=1; \

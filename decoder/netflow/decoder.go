@@ -99,6 +99,9 @@ type exporter struct {
 	pendingBytes int
 	newTemplates []templateKey
 	dirty        bool
+	// reports are the template changes of the datagram being decoded, told to the observer
+	// at its end, after the sampling rates its options data gave (see decode).
+	reports []StateRecord
 
 	lastSeen atomic.Int64 // unix seconds of the last datagram, for eviction
 
@@ -339,6 +342,16 @@ func (d *Decoder) decode(e *exporter, pkt Packet, fm *schema.FlowMessage, emit f
 	default:
 		return false, e.fail(reasonBadVersion)
 	}
+	// Template changes are reported after the options data of the same datagram: a decoder
+	// applying them in that order has the sampling rate before a template releases its
+	// pending data sets, as if it had decoded the datagram itself.
+	if len(e.reports) > 0 {
+		for _, r := range e.reports {
+			d.observer.StateLearned(r)
+		}
+		clear(e.reports) // the records point into the payload
+		e.reports = e.reports[:0]
+	}
 	if ctx.flows > 0 {
 		e.m.flows.Add(float64(ctx.flows))
 	}
@@ -358,7 +371,11 @@ type decodeContext struct {
 	// applying is set while a state record is applied (ApplyState): what it installs is not
 	// reported to the observer, which published it.
 	applying bool
-	recv     time.Time
+	// inDatagram is set while the sets of a received datagram are decoded: pending data sets
+	// that its templates release are decoded at its end (replayDue), once its options data
+	// (sampling rates) are known too.
+	inDatagram, replayDue bool
+	recv                  time.Time
 	// recvSec is recv in unix seconds, computed once per datagram.
 	recvSec uint64
 

@@ -50,6 +50,7 @@ func (c *decodeContext) decodeV9IPFIX(data []byte) error {
 		return c.e.fail(reasonBadSet)
 	}
 	var firstErr error
+	c.inDatagram = true
 	for len(p) >= 4 {
 		id := binary.BigEndian.Uint16(p)
 		length := int(binary.BigEndian.Uint16(p[2:]))
@@ -76,6 +77,16 @@ func (c *decodeContext) decodeV9IPFIX(data []byte) error {
 		}
 		if err != nil && firstErr == nil {
 			firstErr = err
+		}
+	}
+	// The data sets its templates released, now that its options data are known as well: a
+	// datagram bringing templates and the sampling rate releases the data held before it
+	// with that rate.
+	c.inDatagram = false
+	if c.replayDue {
+		c.replayDue = false
+		if len(c.e.pending) > 0 {
+			c.replayPending()
 		}
 	}
 	return firstErr
@@ -141,7 +152,11 @@ func (c *decodeContext) templateSet(setID uint16, body []byte, options bool) err
 		err = ErrBadTemplate // refused templates, counted by reason
 	}
 	if len(e.newTemplates) > 0 && len(e.pending) > 0 && c.fm != nil {
-		c.replayPending()
+		if c.inDatagram {
+			c.replayDue = true
+		} else {
+			c.replayPending()
+		}
 	}
 	return err
 }

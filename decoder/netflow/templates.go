@@ -372,7 +372,7 @@ func (d *Decoder) storeTemplate(e *exporter, key templateKey, version uint16, fi
 		if options {
 			kind = StateOptionsTemplate
 		}
-		d.observer.StateLearned(StateRecord{Kind: kind, Exporter: e.addr, Version: version, Domain: key.domain,
+		e.reports = append(e.reports, StateRecord{Kind: kind, Exporter: e.addr, Version: version, Domain: key.domain,
 			ID: uint64(key.id), Received: time.Unix(0, learned), Record: wire})
 	}
 	if options {
@@ -395,7 +395,7 @@ func (d *Decoder) withdrawTemplate(e *exporter, key templateKey, all bool, optio
 		if options {
 			kind = StateOptionsTemplate
 		}
-		d.observer.StateLearned(StateRecord{Kind: kind, Exporter: e.addr, Version: k.version, Domain: k.domain,
+		e.reports = append(e.reports, StateRecord{Kind: kind, Exporter: e.addr, Version: k.version, Domain: k.domain,
 			ID: uint64(k.id), Received: time.Unix(0, learned), Withdrawn: true})
 	}
 	if all {

@@ -1,5 +1,6 @@
-// Package kafkatest gives integration tests the address of the real Kafka broker that
-// `make test` starts (scripts/kafka.sh, mk/infra.mk) and a few helpers around it.
+// Package kafkatest gives integration tests the address of the real Kafka that `make test`
+// starts (scripts/kafka.sh, mk/infra.mk: a cluster of 3 brokers on loopback), a few helpers
+// around it, and clusters of a test's own for the tests that stop brokers (StartCluster).
 //
 // The broker list comes from FLOWZERO_KAFKA_BROKERS. When it is unset a test is skipped, so a
 // plain `go test ./...` on a laptop stays quick; but under CI=true or
@@ -73,22 +74,66 @@ func Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 }
 
 // Topic creates a topic with a unique name starting with prefix and the given number of
-// partitions, and deletes it at the end of the test. Tests sharing the broker never see
-// each other's records.
+// partitions (one replica), and deletes it at the end of the test. Tests sharing the broker
+// never see each other's records.
 func Topic(t testing.TB, prefix string, partitions int32) string {
+	t.Helper()
+	return createTopic(t, Client(t), prefix, partitions, 1)
+}
+
+// ReplicatedTopic is Topic with the replication factor of ReplicationFactor (3 on a cluster
+// of 3 or more brokers, whose min.insync.replicas is 2), on the client's cluster.
+func ReplicatedTopic(t testing.TB, cl *kgo.Client, prefix string, partitions int32) string {
+	t.Helper()
+	return createTopic(t, cl, prefix, partitions, ReplicationFactor(t, cl))
+}
+
+// ReplicationFactor is the replication factor tests use on the client's cluster: 3, or the
+// number of brokers when there are fewer.
+func ReplicationFactor(t testing.TB, cl *kgo.Client) int16 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	md, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+	if err != nil {
+		t.Fatalf("kafka metadata: %v", err)
+	}
+	return int16(min(3, len(md.Brokers)))
+}
+
+func createTopic(t testing.TB, cl *kgo.Client, prefix string, partitions int32, rf int16) string {
 	t.Helper()
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	name := prefix + "-" + hex.EncodeToString(rnd[:])
-	adm := kadm.NewClient(Client(t))
+	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, name)
+	resp, err := adm.CreateTopic(ctx, partitions, rf, nil, name)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil {
 		t.Fatalf("create topic %s: %v", name, err)
+	}
+	// On a cluster, a broker learns of a new topic a moment after the controller: wait until
+	// the metadata show every partition with a leader.
+	for {
+		md, err := adm.ListTopics(ctx, name)
+		if err == nil && md[name].Err == nil && len(md[name].Partitions) == int(partitions) {
+			led := true
+			for _, p := range md[name].Partitions {
+				led = led && p.Leader >= 0 && p.Err == nil
+			}
+			if led {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("topic %s: metadata without its %d partitions: %v", name, partitions, err)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -1,0 +1,130 @@
+//go:build integration
+
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"flowzero/internal/kafkatest"
+	"flowzero/internal/pcapfile"
+	"flowzero/internal/testdata"
+	"flowzero/internal/testutil"
+	"flowzero/replay"
+)
+
+// TestSplitBrokerStopped: a cluster of three brokers of the test's own, every topic with
+// replication factor 3 and min.insync.replicas 2 (datagrams, decoder state, consumer
+// offsets); the broker leading the most datagram partitions stops for 30 s while an inlet
+// receives datagrams and three outlets consume, then comes back. The two others keep the
+// topics writable: the inlet drops nothing (sent = delivered + dropped, dropped = 0), and
+// every flow of the delivered datagrams is stored, none twice.
+func TestSplitBrokerStopped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stops a broker for 30 s")
+	}
+	cluster := kafkatest.StartCluster(t, 3)
+	capture := testdata.Path(t, "netflow", "data+templates.pcap")
+	dgs, err := pcapfile.ReadUDP(capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := cluster.Client(t)
+	st := splitTopics{brokers: cluster.Brokers, datagrams: kafkatest.ReplicatedTopic(t, cl, "brokers-datagrams", 6), rf: 3}
+	st.state, st.group = st.datagrams+"-state", st.datagrams+"-group"
+	if rf := kafkatest.ReplicationFactor(t, cl); rf != 3 {
+		t.Fatalf("the cluster has %d brokers, want 3", rf)
+	}
+	cfg := st.config(t, ModeOutlet)
+	once, err := replay.Decode(replay.Decoders{Schema: cfg.Schema, NetFlow: cfg.NetFlow, SFlow: cfg.SFlow}, []string{capture}, replay.DecodeOptions{}, io.Discard)
+	if err != nil || once.Flows == 0 {
+		t.Fatalf("offline: %d flows, %v", once.Flows, err)
+	}
+	var outlets []*App
+	var dirs []string
+	for range 3 {
+		cfg := st.config(t, ModeOutlet)
+		cfg.Outlet.SessionTimeout = 45 * time.Second // longer than the outage
+		dirs = append(dirs, cfg.Outputs.File.Directory)
+		outlets = append(outlets, startApp(t, cfg))
+	}
+	in := startApp(t, st.config(t, ModeInlet))
+	at := testutil.Now()
+	forward := func(passes int) {
+		for range passes {
+			for _, dg := range dgs {
+				at = at.Add(time.Millisecond)
+				in.Inlet().Forward(dg.Payload, dg.Src, at, "netflow")
+			}
+		}
+	}
+	decoded := func() int64 {
+		f := int64(0)
+		for _, o := range outlets {
+			_, ff := o.Outlet().Counts()
+			f += ff
+		}
+		return f
+	}
+	forward(100)
+	testutil.WaitUntil(t, "the outlets to decode the first datagrams", func() bool { return decoded() >= int64(100*once.Flows) })
+
+	// The broker leading the most datagram partitions; the consumer group's coordinator and
+	// the state topic's leader are logged to say what else moved.
+	leaders := kafkatest.Leaders(t, cl, st.datagrams)
+	var victim int32
+	for id, n := range leaders {
+		if victim == 0 || n > leaders[victim] || (n == leaders[victim] && id < victim) {
+			victim = id
+		}
+	}
+	adm := kadm.NewClient(cl)
+	coordinator := int32(-1)
+	if gs, err := adm.DescribeGroups(context.Background(), st.group); err == nil {
+		if g, ok := gs[st.group]; ok {
+			coordinator = g.Coordinator.NodeID
+		}
+	}
+	t.Logf("datagram partitions led per broker %v; stopping broker %d (group coordinator: %d, state topic leader: %v)",
+		leaders, victim, coordinator, kafkatest.Leaders(t, cl, st.state))
+	cluster.StopBroker(t, victim)
+	// The outage lasts 30 s, traffic going on: a duration of the scenario, not a wait for
+	// something to happen.
+	for range 30 {
+		forward(10)
+		time.Sleep(time.Second)
+	}
+	duringOutage := decoded()
+	cluster.StartBroker(t, victim)
+	forward(100)
+	if err := in.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	sent, delivered, dropped := in.Inlet().Counts()
+	if sent != delivered+dropped || dropped != 0 || sent != 500*int64(len(dgs)) {
+		t.Fatalf("inlet: sent %d, delivered %d, dropped %d", sent, delivered, dropped)
+	}
+	want := int(delivered) / len(dgs) * once.Flows
+	testutil.WaitUntil(t, fmt.Sprintf("the outlets to decode %d flows", want), func() bool { return decoded() >= int64(want) })
+	for _, o := range outlets {
+		if err := o.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids, stored, twice := storedFlowIDs(t, dirs)
+	t.Logf("broker %d of 3 stopped 30 s: %d datagrams sent, %d delivered, %d dropped; %d flows decoded when it came back; %d distinct flows stored of %d, %d rows, %d stored more than once",
+		victim, sent, delivered, dropped, duringOutage, len(ids), want, stored, twice)
+	if len(ids) != want || stored != want || twice != 0 {
+		t.Errorf("%d distinct flows stored (%d rows, %d twice), want %d each once", len(ids), stored, twice, want)
+	}
+	// The outlets kept decoding while the broker was down: the datagrams of the outage were
+	// not merely buffered until it came back.
+	if duringOutage < int64(300*once.Flows) {
+		t.Errorf("%d flows decoded by the end of the outage, want at least the %d sent before its end", duringOutage, 300*once.Flows)
+	}
+}
