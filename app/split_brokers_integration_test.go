@@ -28,6 +28,8 @@ func TestSplitBrokerStopped(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stops a broker for 30 s")
 	}
+	// Each outage test has a cluster of its own and mostly waits: they run beside each other.
+	t.Parallel()
 	cluster := kafkatest.StartCluster(t, 3)
 	capture := testdata.Path(t, "netflow", "data+templates.pcap")
 	dgs, err := pcapfile.ReadUDP(capture)

@@ -23,6 +23,8 @@ func TestSplitBrokerOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stops a broker for 30 s")
 	}
+	// Each outage test has a cluster of its own and mostly waits: they run beside each other.
+	t.Parallel()
 	broker := kafkatest.StartCluster(t, 1)
 	capture := testdata.Path(t, "netflow", "data+templates.pcap")
 	dgs, err := pcapfile.ReadUDP(capture)
