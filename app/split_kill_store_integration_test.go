@@ -122,22 +122,7 @@ outputs:
 	if dropped != 0 {
 		t.Fatalf("the inlet dropped %d datagrams", dropped)
 	}
-	testutil.WaitUntil(t, "every datagram committed", func() bool {
-		ends, err := adm.ListEndOffsets(context.Background(), st.datagrams)
-		if err != nil {
-			return false
-		}
-		committed, err := adm.FetchOffsets(context.Background(), st.group)
-		if err != nil {
-			return false
-		}
-		done := true
-		ends.Each(func(o kadm.ListedOffset) {
-			c, ok := committed.Lookup(st.datagrams, o.Partition)
-			done = done && ok && c.At == o.Offset
-		})
-		return done
-	})
+	kafkatest.WaitCommitted(t, adm, st.datagrams, st.group)
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	p.cmd.Wait()
 	log, _ := os.ReadFile(p.dir + ".log")

@@ -4,7 +4,6 @@ package app
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -274,22 +273,7 @@ outputs:
 		t.Fatalf("the inlet dropped %d datagrams", dropped)
 	}
 	adm := kadm.NewClient(kafkatest.Client(t))
-	testutil.WaitUntil(t, "every datagram committed", func() bool {
-		ends, err := adm.ListEndOffsets(context.Background(), st.datagrams)
-		if err != nil {
-			return false
-		}
-		committed, err := adm.FetchOffsets(context.Background(), st.group)
-		if err != nil {
-			return false
-		}
-		done := true
-		ends.Each(func(o kadm.ListedOffset) {
-			c, ok := committed.Lookup(st.datagrams, o.Partition)
-			done = done && ok && c.At == o.Offset
-		})
-		return done
-	})
+	kafkatest.WaitCommitted(t, adm, st.datagrams, st.group)
 	for _, p := range outlets {
 		p.cmd.Process.Signal(syscall.SIGTERM)
 		p.cmd.Wait()

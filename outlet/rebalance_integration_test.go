@@ -196,23 +196,7 @@ func TestRebalanceInsertsOnce(t *testing.T) {
 	<-stopped
 
 	adm := kadm.NewClient(kafkatest.Client(t))
-	var ends kadm.ListedOffsets
-	testutil.WaitUntil(t, "every datagram committed", func() bool {
-		ends, err = adm.ListEndOffsets(context.Background(), topic.Topic)
-		if err != nil {
-			return false
-		}
-		committed, err := adm.FetchOffsets(context.Background(), cfg.Group)
-		if err != nil {
-			return false
-		}
-		done := true
-		ends.Each(func(o kadm.ListedOffset) {
-			c, ok := committed.Lookup(topic.Topic, o.Partition)
-			done = done && ok && c.At == o.Offset
-		})
-		return done
-	})
+	ends := kafkatest.WaitCommitted(t, adm, topic.Topic, cfg.Group)
 	for _, o := range []*Outlet{b, c} {
 		if err := o.Stop(); err != nil {
 			t.Fatal(err)

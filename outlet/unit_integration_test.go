@@ -203,22 +203,7 @@ func TestUnitsStoredOnce(t *testing.T) {
 	second := &crashingStore{store: st, crashAt: -1}
 	b := newOutlet(second)
 	adm := kadm.NewClient(kafkatest.Client(t))
-	testutil.WaitUntil(t, "every datagram committed", func() bool {
-		ends, err := adm.ListEndOffsets(context.Background(), topic.Topic)
-		if err != nil {
-			return false
-		}
-		committed, err := adm.FetchOffsets(context.Background(), cfg.Group)
-		if err != nil {
-			return false
-		}
-		done := true
-		ends.Each(func(o kadm.ListedOffset) {
-			c, ok := committed.Lookup(topic.Topic, o.Partition)
-			done = done && ok && c.At == o.Offset
-		})
-		return done
-	})
+	kafkatest.WaitCommitted(t, adm, topic.Topic, cfg.Group)
 	if err := b.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"flowzero/internal/testutil"
 )
 
 // EnvBrokers names the environment variable holding the comma-separated broker list.
@@ -141,4 +143,28 @@ func createTopic(t testing.TB, cl *kgo.Client, prefix string, partitions int32, 
 		_, _ = adm.DeleteTopics(ctx, name)
 	})
 	return name
+}
+
+// WaitCommitted waits until group has committed the end offset of every partition of
+// topic, and returns those end offsets.
+func WaitCommitted(t testing.TB, adm *kadm.Client, topic, group string) kadm.ListedOffsets {
+	t.Helper()
+	var ends kadm.ListedOffsets
+	testutil.WaitUntil(t, "every record of "+topic+" committed by "+group, func() bool {
+		var err error
+		if ends, err = adm.ListEndOffsets(context.Background(), topic); err != nil {
+			return false
+		}
+		committed, err := adm.FetchOffsets(context.Background(), group)
+		if err != nil {
+			return false
+		}
+		done := true
+		ends.Each(func(o kadm.ListedOffset) {
+			c, ok := committed.Lookup(topic, o.Partition)
+			done = done && ok && c.At == o.Offset
+		})
+		return done
+	})
+	return ends
 }
