@@ -9,7 +9,7 @@ GO      ?= go
 CACHE   := $(CURDIR)/.cache
 BIN     := $(CURDIR)/bin
 VAR     := $(CURDIR)/var
-FUZZTIME ?= 4s
+FUZZTIME ?= 3s
 export GOFLAGS ?= -buildvcs=false
 export PATH := $(CACHE)/gobin:$(PATH)
 

@@ -2,7 +2,7 @@
 # Runs every fuzz target of the main module (func FuzzXxx in *_test.go, outside bench/) for a
 # short time, starting from its seed corpus (f.Add seeds and testdata/fuzz). A crash fails the
 # run and leaves the crasher in the package's testdata/fuzz folder, as go test -fuzz does.
-#   FUZZTIME  how long each target runs (default 4s)
+#   FUZZTIME  how long each target runs (default 3s, as make test runs it)
 #   FUZZTAGS  extra build tags
 # Each package's instrumented test binary is built once (go test -c -fuzz), in the background
 # while the previous package fuzzes, and runs each of its targets from the package's folder
@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-FUZZTIME=${FUZZTIME:-4s}
+FUZZTIME=${FUZZTIME:-3s}
 GO=${GO:-go}
 module=$($GO list -m)
 fuzzcache="$($GO env GOCACHE)/fuzz"
