@@ -73,8 +73,10 @@ func (s *recordingSink) InsertUnit(_ context.Context, token string, _ []byte, fl
 // second and third join, then the first stops: three graceful rebalances, each revoking every
 // partition of the eager protocol). Before it gives its partitions up, an outlet inserts and
 // commits the units it holds (revoked), so that across all outlets no datagram offset of any
-// partition is in two units inserted, and the units' flows add up to the flows sent: a
-// rebalance inserts nothing again.
+// partition is in two different units, and the units' flows add up to the flows sent. A unit
+// may be inserted again when its commit did not land before the next owner read the offsets
+// (seen in about one run of three on 3 brokers): it must then be the same range, hence the
+// same deduplication token, which a shared ClickHouse stores once.
 func TestRebalanceInsertsOnce(t *testing.T) {
 	topic := datagram.DefaultTopicConfiguration()
 	topic.Brokers = kafkatest.Brokers(t)
@@ -215,12 +217,25 @@ func TestRebalanceInsertsOnce(t *testing.T) {
 	// Each partition's units follow each other without overlap (a unit without flows, such
 	// as one of template datagrams only, is not inserted: a gap is no loss by itself; the
 	// count of flows below tells).
-	flows, next := 0, map[int32]int64{}
+	// A unit inserted again must be cut the same (same range, so same deduplication token:
+	// a shared ClickHouse stores it once); any other overlap is a range stored twice.
+	type span struct {
+		partition   int32
+		first, last int64
+	}
+	seen := map[span]bool{}
+	flows, again, next := 0, 0, map[int32]int64{}
 	for _, u := range units {
-		if u.first < next[u.partition] {
+		sp := span{u.partition, u.first, u.last}
+		switch {
+		case seen[sp]:
+			again++
+			continue
+		case u.first < next[u.partition]:
 			t.Errorf("partition %d: unit [%d, %d] of outlet %s overlaps the units inserted before, up to %d",
 				u.partition, u.first, u.last, u.outlet, next[u.partition]-1)
 		}
+		seen[sp] = true
 		next[u.partition] = max(next[u.partition], u.last+1)
 		flows += u.flows
 	}
@@ -231,8 +246,8 @@ func TestRebalanceInsertsOnce(t *testing.T) {
 		}
 	})
 	want := int(passes.Load()) * perPass
-	t.Logf("%d flows sent in %d passes; %d units inserted (first outlet %d before it left), %d flows in them",
-		want, passes.Load(), len(units), aUnits, flows)
+	t.Logf("%d flows sent in %d passes; %d units inserted (first outlet %d before it left), %d flows in them; %d units inserted again with the same range and token",
+		want, passes.Load(), len(units), aUnits, flows, again)
 	if flows != want {
 		t.Errorf("the units hold %d flows, want the %d sent (each once)", flows, want)
 	}
