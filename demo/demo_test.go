@@ -193,8 +193,9 @@ func TestGeneratorMix(t *testing.T) {
 		t.Fatal("no upload flows")
 	}
 	g.Diurnal = true
-	night := g.Scale(time.Date(2026, 1, 1, 3, 0, 0, 0, time.UTC))
-	evening := g.Scale(time.Date(2026, 1, 1, 21, 0, 0, 0, time.UTC))
+	day := testutil.Now().UTC().Truncate(24 * time.Hour)
+	night := g.Scale(day.Add(3 * time.Hour))
+	evening := g.Scale(day.Add(21 * time.Hour))
 	if night >= evening || night < 0.2 {
 		t.Fatalf("diurnal shape: 03:00 %.2f, 21:00 %.2f", night, evening)
 	}
