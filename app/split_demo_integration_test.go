@@ -151,14 +151,7 @@ func TestSplitDemoExporters(t *testing.T) {
 		dirs = append(dirs, cfg.Outputs.File.Directory)
 		outlets = append(outlets, startApp(t, cfg))
 	}
-	testutil.WaitUntil(t, "the outlets to read the state topic", func() bool {
-		for _, o := range outlets {
-			if !o.Outlet().Ready() {
-				return false
-			}
-		}
-		return true
-	})
+	st.waitOutlets(t, outlets)
 	icfg := st.config(t, ModeInlet)
 	for i := range icfg.Collector.Listeners {
 		// Bursts of the exporters' 100 ms ticks must wait in the socket, not be dropped by
