@@ -135,6 +135,11 @@ type partition struct {
 	open    unit
 	closed  []*unit
 	planned int64
+	// inserted is the end of the last unit inserted: committed again at each commit until a
+	// commit lands, so that a commit that failed after an insert (a rebalance starting) is
+	// made good by the next one, the revoke's included, and the next owner does not decode
+	// the unit again.
+	inserted int64
 }
 
 // Tags pack a datagram's partition and offset: 16 bits of partition, 48 of offset.

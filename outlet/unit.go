@@ -172,7 +172,12 @@ func (o *Outlet) closeUnitsLocked(ctx context.Context) (map[int32]int64, error) 
 		if err := o.insertUnit(ctx, p, u, u.end); err != nil {
 			return nil, err
 		}
-		upTo[p] = u.end
+		ps.inserted = u.end
+	}
+	for p, ps := range o.parts {
+		if ps.inserted > ps.committed {
+			upTo[p] = ps.inserted
+		}
 	}
 	return upTo, nil
 }
