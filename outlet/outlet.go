@@ -123,8 +123,8 @@ type Outlet struct {
 	// gaveUp are the exporters of the datagrams decoded after waiting template-wait: their
 	// datagrams do not wait again until state of theirs is learned or applied.
 	gaveUp map[netip.AddrPort]struct{}
-	// waiting is the partition and offset of the datagram waiting the longest, and since when
-	// (unix ns, 0: none), for Health.
+	// The datagram waiting the longest, for Health: since when (unix ns, 0: none), its
+	// partition and offset.
 	waitingSince               atomic.Int64
 	waitingPart, waitingOffset atomic.Int64
 	health                     *health.State
@@ -696,19 +696,6 @@ func (o *Outlet) Held() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return len(o.held)
-}
-
-// Paused returns the partitions stopped at a datagram waiting for a template.
-func (o *Outlet) Paused() []int32 {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var ps []int32
-	for id, p := range o.parts {
-		if p.paused {
-			ps = append(ps, id)
-		}
-	}
-	return ps
 }
 
 // Name names the outlet in /healthz.
