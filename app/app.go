@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -91,9 +92,11 @@ type App struct {
 	store      *store.Sink
 	inlet      *inlet.Inlet
 	outlet     *outlet.Outlet
-	console    *console.Console // nil when not served
-	demoCancel context.CancelFunc
-	demoDone   chan struct{}
+	// outletHealth is the outlet for /healthz, which serves before the outlet is made.
+	outletHealth atomic.Pointer[outlet.Outlet]
+	console      *console.Console // nil when not served
+	demoCancel   context.CancelFunc
+	demoDone     chan struct{}
 
 	// wrapDecoder, when set (by tests), wraps each protocol's decoder before the collector
 	// gets it, to watch what every datagram gives.
@@ -221,6 +224,7 @@ func (a *App) startOutlet() error {
 	if err := a.newSplit(); err != nil {
 		return err
 	}
+	a.outletHealth.Store(a.outlet)
 	return a.outlet.Start()
 }
 

@@ -7,6 +7,7 @@ import (
 	"flowzero/datagram"
 	"flowzero/inlet"
 	"flowzero/internal/config"
+	"flowzero/internal/health"
 	"flowzero/outlet"
 )
 
@@ -72,7 +73,7 @@ func (a *App) newSplit() error {
 
 // splitCollector adapts the collector to the mode: an inlet's workers forward datagrams to
 // it and there are no sinks; an outlet has no UDP listener (its collector serves HTTP and
-// starts and stops the sinks).
+// starts and stops the sinks, and reports the outlet in /healthz).
 func (a *App) splitCollector(cfg *collector.Configuration, deps *collector.Dependencies) {
 	switch a.cfg.Mode {
 	case ModeInlet:
@@ -80,6 +81,8 @@ func (a *App) splitCollector(cfg *collector.Configuration, deps *collector.Depen
 		deps.Decoders, deps.Sinks, deps.Enricher = nil, nil, nil
 	case ModeOutlet:
 		cfg.Listeners = nil
+		// Degraded while a partition waits for a template past outlet.template-wait.
+		deps.Health = append(deps.Health, outletHealth{a})
 	}
 }
 
@@ -95,4 +98,16 @@ func splitDefaults(c *Configuration) {
 	c.Datagrams = datagram.DefaultTopicConfiguration()
 	c.Inlet = inlet.DefaultConfiguration()
 	c.Outlet = outlet.DefaultConfiguration()
+}
+
+// outletHealth reports the outlet in /healthz, ok until it is made (startOutlet).
+type outletHealth struct{ a *App }
+
+func (h outletHealth) Name() string { return "outlet" }
+
+func (h outletHealth) Health() health.Report {
+	if o := h.a.outletHealth.Load(); o != nil {
+		return o.Health()
+	}
+	return health.Report{Status: health.OK}
 }

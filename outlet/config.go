@@ -31,6 +31,13 @@ type Configuration struct {
 	// commit interval, so that catching up on a backlog makes INSERT bodies of about this
 	// size rather than of a commit interval's traffic.
 	MaxUnitBytes int `yaml:"max-unit-bytes"`
+	// TemplateWait bounds how long a partition waits at a NetFlow/IPFIX datagram whose data
+	// sets have no template yet and do not fit in the decoder's pending buffer
+	// (netflow.pending-sets, netflow.pending-bytes). Meanwhile the outlet reads its other
+	// partitions and the state topic, which may bring the template; past this, the datagram is
+	// decoded as in mode all (the sets that do not fit are dropped and counted), and the
+	// exporter's next datagrams do not wait until some state of it is learned again.
+	TemplateWait time.Duration `yaml:"template-wait"`
 	// State is the compacted topic through which the outlets share the NetFlow/IPFIX
 	// templates, sampling rates and withdrawals they learn.
 	State state.Configuration `yaml:"state"`
@@ -45,6 +52,7 @@ func DefaultConfiguration() Configuration {
 		MaxPollRecords: 4096,
 		MaxFetchBytes:  16 << 20,
 		MaxUnitBytes:   64 << 20,
+		TemplateWait:   time.Minute,
 		State:          state.DefaultConfiguration(),
 	}
 }
@@ -64,6 +72,8 @@ func (c Configuration) Validate() error {
 		return config.Errorf("max-fetch-bytes", "must be at least 64 KiB, not %d", c.MaxFetchBytes)
 	case c.MaxUnitBytes < 1<<16:
 		return config.Errorf("max-unit-bytes", "must be at least 64 KiB, not %d", c.MaxUnitBytes)
+	case c.TemplateWait < 100*time.Millisecond:
+		return config.Errorf("template-wait", "must be at least 100ms, not %s", c.TemplateWait)
 	}
 	if err := c.State.Validate(); err != nil {
 		return config.Prefix("state", err)

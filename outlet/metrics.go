@@ -6,8 +6,9 @@ import (
 
 type metrics struct {
 	datagrams, invalid, flows, commits, units, pendingDropped prometheus.Counter
+	pauses, waitTimeouts                                      prometheus.Counter
 	decodeErrors, errors                                      *prometheus.CounterVec
-	held, ready                                               prometheus.Gauge
+	held, ready, paused                                       prometheus.Gauge
 }
 
 func newMetrics(r prometheus.Registerer, _ *Outlet) (*metrics, error) {
@@ -24,6 +25,12 @@ func newMetrics(r prometheus.Registerer, _ *Outlet) (*metrics, error) {
 			Help: "Units (a partition's flows of an offset range) inserted into the unit sinks (the store output), each with its deduplication token."}),
 		pendingDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_outlet_pending_dropped_total",
 			Help: "Data sets dropped from the pending buffer without their template (also in the NetFlow decoder's metrics)."}),
+		pauses: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_outlet_pauses_total",
+			Help: "Times a partition stopped at a NetFlow/IPFIX datagram whose data sets have no template yet and do not fit in the pending buffer."}),
+		waitTimeouts: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_outlet_wait_timeouts_total",
+			Help: "Datagrams decoded after waiting outlet.template-wait for a template (their data sets that did not fit in the pending buffer were dropped, counted by the NetFlow decoder as pending-full)."}),
+		paused: prometheus.NewGauge(prometheus.GaugeOpts{Name: "flowzero_outlet_paused_partitions",
+			Help: "Partitions stopped at a datagram waiting for a template; their offsets are not committed past it."}),
 		decodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_outlet_decode_errors_total",
 			Help: "Datagrams that did not decode, by protocol."}, []string{"protocol"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_outlet_errors_total",
@@ -38,7 +45,7 @@ func newMetrics(r prometheus.Registerer, _ *Outlet) (*metrics, error) {
 		m.errors.WithLabelValues(op)
 	}
 	if r != nil {
-		for _, c := range []prometheus.Collector{m.datagrams, m.invalid, m.flows, m.commits, m.units, m.pendingDropped, m.decodeErrors, m.errors, m.held, m.ready} {
+		for _, c := range []prometheus.Collector{m.datagrams, m.invalid, m.flows, m.commits, m.units, m.pendingDropped, m.pauses, m.waitTimeouts, m.decodeErrors, m.errors, m.held, m.ready, m.paused} {
 			if err := r.Register(c); err != nil {
 				return nil, err
 			}

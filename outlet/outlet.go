@@ -19,6 +19,12 @@
 // The NetFlow/IPFIX decoder state (templates, sampling rates) is shared with the other
 // outlets through the state topic (flowzero/decoder/state): what this outlet's decoder learns
 // is published, what the others publish is applied, so any outlet decodes any partition.
+// A datagram whose data sets have no template yet waits in the decoder's pending buffer; when
+// the buffer cannot take them (a fresh outlet reading a backlog reaches an exporter's data in
+// one partition long before its template in another), the partition stops at that datagram
+// (paused in the consumer, its offset set back to it) while the outlet reads the others and
+// the state topic, and resumes when new state comes or after a short back-off; past
+// outlet.template-wait the datagram is decoded as in mode all (see holdBack).
 package outlet
 
 import (
@@ -26,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +46,7 @@ import (
 	"flowzero/decoder/sflow"
 	"flowzero/decoder/state"
 	"flowzero/internal/clock"
+	"flowzero/internal/health"
 	"flowzero/internal/lograte"
 	"flowzero/output"
 	"flowzero/schema"
@@ -109,6 +117,17 @@ type Outlet struct {
 	parts      map[int32]*partition
 	latest     time.Time // receive time of the newest datagram decoded
 	lastCommit time.Time
+	// stateGen counts what may make room in the pending buffer (state learned or applied,
+	// held sets released): a paused partition resumes soon after it changes.
+	stateGen uint64
+	// gaveUp are the exporters of the datagrams decoded after waiting template-wait: their
+	// datagrams do not wait again until state of theirs is learned or applied.
+	gaveUp map[netip.AddrPort]struct{}
+	// The datagram waiting the longest, for Health: since when (unix ns, 0: none), its
+	// partition and offset.
+	waitingSince               atomic.Int64
+	waitingPart, waitingOffset atomic.Int64
+	health                     *health.State
 
 	// batchSinks get batches, unitSinks units (UnitSink); plans are the units' ranges read
 	// from the commit metadata of the partitions assigned, until their first record.
@@ -140,7 +159,22 @@ type partition struct {
 	// made good by the next one, the revoke's included, and the next owner does not decode
 	// the unit again.
 	inserted int64
+	// paused: the consumer stopped fetching the partition at next, a datagram whose data sets
+	// do not fit in the pending buffer (holdBack), at pausedAt and at state generation
+	// pausedGen. waitOffset is the datagram that waits, since waitSince (zero: none).
+	paused     bool
+	pausedAt   time.Time
+	pausedGen  uint64
+	waitOffset int64
+	waitSince  time.Time
 }
+
+// A paused partition resumes (its waiting datagram is fetched and checked again) after
+// resumeAfter, or after resumeOnState once the decoder state changed.
+const (
+	resumeAfter   = time.Second
+	resumeOnState = 100 * time.Millisecond
+)
 
 // Tags pack a datagram's partition and offset: 16 bits of partition, 48 of offset.
 const offsetBits = 48
@@ -175,6 +209,7 @@ func New(topic datagram.TopicConfiguration, cfg Configuration, deps Dependencies
 		held:        map[uint64]int{},
 		later:       map[uint64]uint32{},
 		parts:       map[int32]*partition{},
+		gaveUp:      map[netip.AddrPort]struct{}{},
 		lastDropped: map[output.Sink]int64{}, droppedAtStart: map[output.Sink]int64{},
 		decodeLog: lograte.New(3, 30*time.Second),
 		sinkLog:   lograte.New(3, 30*time.Second),
@@ -187,6 +222,7 @@ func New(topic datagram.TopicConfiguration, cfg Configuration, deps Dependencies
 		}
 	}
 	o.plans = map[int32]plan{}
+	o.health = health.NewState(o.clock)
 	o.emitFn = o.emit
 	o.sflowEmit = func(fm *schema.FlowMessage) { o.emit(fm, o.curTag) }
 	m, err := newMetrics(deps.Registry, o)
@@ -273,9 +309,11 @@ func (o *Outlet) run() {
 		})
 		o.mu.Lock()
 		fetches.EachRecord(o.handle)
-		if now := o.clock.Now(); now.Sub(o.lastCommit) >= o.cfg.CommitInterval || o.unitBytesLocked() >= o.cfg.MaxUnitBytes {
+		now := o.clock.Now()
+		if now.Sub(o.lastCommit) >= o.cfg.CommitInterval || o.unitBytesLocked() >= o.cfg.MaxUnitBytes {
 			o.commitLocked(o.ctx)
 		}
+		o.resumeLocked(now)
 		o.mu.Unlock()
 		o.client.AllowRebalance()
 	}
@@ -306,16 +344,22 @@ func (o *Outlet) handle(rec *kgo.Record) {
 		delete(o.plans, rec.Partition)
 		o.parts[rec.Partition] = p
 	}
+	if p.paused {
+		return // fetched before the pause: fetched again when the partition resumes
+	}
 	if p.planned > p.open.first && rec.Offset >= p.planned {
 		// The unit recorded before a crash or a rewind ends here: cut it the same.
 		p.closeOpen(p.planned, true)
 		o.log.Info("outlet: unit cut at the range recorded before the partition was read again",
 			"partition", rec.Partition, "first", p.closed[len(p.closed)-1].first, "end", p.planned)
 	}
+	dg, err := datagram.Parse(rec.Value)
+	if err == nil && dg.Protocol == datagram.NetFlow && o.holdBack(rec, p, dg) {
+		return
+	}
 	p.next = rec.Offset + 1
 	o.m.datagrams.Inc()
 	o.datagrams.Add(1)
-	dg, err := datagram.Parse(rec.Value)
 	if err != nil {
 		o.m.invalid.Inc()
 		o.logDecode("invalid datagram record", rec, err)
@@ -340,6 +384,77 @@ func (o *Outlet) handle(rec *kgo.Record) {
 	}
 	if o.held[tag] > 0 {
 		o.later[tag] = o.curIndex
+	}
+}
+
+// holdBack tells whether the NetFlow datagram rec must wait because its data sets have no
+// template yet and do not fit in the pending buffer: the partition is then paused at it, and
+// its offset set back to it, so that neither the decoding nor the commits pass it (o.mu
+// held). The same datagram waiting template-wait is decoded: its sets that do not fit are
+// dropped and counted, as in mode all, and its exporter's datagrams stop waiting until some
+// state of that exporter is learned or applied.
+func (o *Outlet) holdBack(rec *kgo.Record, p *partition, dg datagram.Datagram) bool {
+	if o.deps.NetFlow.PendingRoom(netflow.Packet{Payload: dg.Payload, Exporter: dg.Exporter, TimeReceived: dg.Received}) {
+		p.waitSince = time.Time{}
+		return false
+	}
+	if _, ok := o.gaveUp[dg.Exporter]; ok {
+		return false
+	}
+	now := o.clock.Now()
+	switch {
+	case p.waitSince.IsZero() || p.waitOffset != rec.Offset:
+		p.waitOffset, p.waitSince = rec.Offset, now
+	case now.Sub(p.waitSince) >= o.cfg.TemplateWait:
+		o.m.waitTimeouts.Inc()
+		if len(o.gaveUp) >= 1<<12 {
+			clear(o.gaveUp) // bounded: spoofed sources could grow it
+		}
+		o.gaveUp[dg.Exporter] = struct{}{}
+		msg := fmt.Sprintf("a datagram of %s waited %s for a template (partition %d, offset %d): its data sets that do not fit in the pending buffer are dropped",
+			dg.Exporter, o.cfg.TemplateWait, rec.Partition, rec.Offset)
+		o.health.Event(msg)
+		if ok, suppressed := o.decodeLog.Allow(time.Now()); ok {
+			o.log.Warn("outlet: "+msg, "suppressed", suppressed)
+		}
+		p.waitSince = time.Time{}
+		return false
+	}
+	p.paused, p.pausedAt, p.pausedGen = true, now, o.stateGen
+	p.next = rec.Offset
+	o.m.pauses.Inc()
+	o.m.paused.Inc()
+	o.client.PauseFetchPartitions(map[string][]int32{o.topic.Topic: {rec.Partition}})
+	o.client.SetOffsets(map[string]map[int32]kgo.EpochOffset{o.topic.Topic: {rec.Partition: {Epoch: -1, Offset: rec.Offset}}})
+	return true
+}
+
+// resumeLocked resumes the paused partitions whose time came, and notes the longest wait
+// for Health (o.mu held).
+func (o *Outlet) resumeLocked(now time.Time) {
+	var resume []int32
+	var oldest time.Time
+	var oldestPart int32
+	var oldestOffset int64
+	for id, p := range o.parts {
+		if !p.waitSince.IsZero() && (oldest.IsZero() || p.waitSince.Before(oldest)) {
+			oldest, oldestPart, oldestOffset = p.waitSince, id, p.waitOffset
+		}
+		if p.paused && (now.Sub(p.pausedAt) >= resumeAfter || (p.pausedGen != o.stateGen && now.Sub(p.pausedAt) >= resumeOnState)) {
+			p.paused = false
+			resume = append(resume, id)
+		}
+	}
+	if oldest.IsZero() {
+		o.waitingSince.Store(0)
+	} else {
+		o.waitingPart.Store(int64(oldestPart))
+		o.waitingOffset.Store(oldestOffset)
+		o.waitingSince.Store(oldest.UnixNano())
+	}
+	if len(resume) > 0 {
+		o.m.paused.Sub(float64(len(resume)))
+		o.client.ResumeFetchPartitions(map[string][]int32{o.topic.Topic: resume})
 	}
 }
 
@@ -415,6 +530,8 @@ func (o *Outlet) sendBatch() {
 func (o *Outlet) applyState(r netflow.StateRecord) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.stateGen++
+	delete(o.gaveUp, r.Exporter)
 	return o.deps.NetFlow.ApplyState(r, o.fm, o.emitFn)
 }
 
@@ -560,8 +677,18 @@ func (o *Outlet) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32)
 }
 
 func (o *Outlet) forgetLocked(m map[string][]int32) {
+	var resume []int32
 	for _, p := range m[o.topic.Topic] {
+		if ps := o.parts[p]; ps != nil && ps.paused {
+			// Pauses outlive rebalances in the consumer: this one must not, should the
+			// partition come back.
+			resume = append(resume, p)
+		}
 		delete(o.parts, p)
+	}
+	if len(resume) > 0 {
+		o.m.paused.Sub(float64(len(resume)))
+		o.client.ResumeFetchPartitions(map[string][]int32{o.topic.Topic: resume})
 	}
 }
 
@@ -574,6 +701,24 @@ func (o *Outlet) Held() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return len(o.held)
+}
+
+// Name names the outlet in /healthz.
+func (o *Outlet) Name() string { return "outlet" }
+
+// Health reports the outlet degraded while a partition has waited at a datagram longer than
+// outlet.template-wait (its consumer lags), and for health.Hold after a datagram was decoded
+// past that wait, dropping data sets.
+func (o *Outlet) Health() health.Report {
+	if since := o.waitingSince.Load(); since != 0 && o.clock.Now().Sub(time.Unix(0, since)) > o.cfg.TemplateWait {
+		o.health.Set("wait", fmt.Sprintf("partition %d waits at offset %d for a template since %s (outlet.template-wait %s)",
+			o.waitingPart.Load(), o.waitingOffset.Load(), time.Unix(0, since).UTC().Format(time.RFC3339), o.cfg.TemplateWait))
+	} else {
+		o.health.Clear("wait")
+	}
+	r := o.health.Report()
+	r.Counters = map[string]uint64{"datagrams": uint64(o.datagrams.Load()), "flows": uint64(o.flows.Load())}
+	return r
 }
 
 // Ready tells whether the state topic was read and the outlet consumes.
@@ -601,7 +746,11 @@ func (o *Outlet) Stop() error {
 // with o.mu held.
 type observer struct{ o *Outlet }
 
-func (ob observer) StateLearned(r netflow.StateRecord) { ob.o.state.Publish(r) }
+func (ob observer) StateLearned(r netflow.StateRecord) {
+	ob.o.state.Publish(r)
+	ob.o.stateGen++
+	delete(ob.o.gaveUp, r.Exporter)
+}
 
 func (ob observer) PendingHeld(tag uint64) {
 	ob.o.held[tag]++
@@ -610,6 +759,7 @@ func (ob observer) PendingHeld(tag uint64) {
 
 func (ob observer) PendingReleased(tag uint64, decoded bool) {
 	o := ob.o
+	o.stateGen++
 	o.m.held.Dec()
 	if o.held[tag]--; o.held[tag] <= 0 {
 		delete(o.held, tag)

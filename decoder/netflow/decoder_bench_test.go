@@ -3,6 +3,7 @@ package netflow
 import (
 	"testing"
 
+	"flowzero/internal/testutil"
 	"flowzero/schema"
 )
 
@@ -78,6 +79,38 @@ func BenchmarkDecodeHostile(b *testing.B) {
 				_ = d.Decode(pkt, fm, func(*schema.FlowMessage) {})
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/datagram")
+		})
+	}
+}
+
+// BenchmarkPendingRoom is the check an outlet makes before decoding each NetFlow datagram
+// (PendingRoom), on the datagrams of BenchmarkDecode after their templates: compare its
+// cpu-ns/op with theirs, run beside it.
+func BenchmarkPendingRoom(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		setup    []string
+		measured string
+	}{
+		{"netflow-v9", []string{"options-template.pcap", "options-data.pcap", "template.pcap"}, "data.pcap"},
+		{"ipfix", []string{"ipfixprobe-templates.pcap"}, "ipfixprobe-data.pcap"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, err := schema.New(schema.DefaultConfiguration())
+			if err != nil {
+				b.Fatal(err)
+			}
+			d, _ := newTestDecoder(b, DefaultConfiguration(), s)
+			decodeFiles(b, d, s, bc.setup...)
+			pkt := Packet{Payload: payloads(b, bc.measured)[0], Exporter: testExporter, TimeReceived: testTime}
+			b.ReportAllocs()
+			cpu := testutil.StartCPU(b)
+			for b.Loop() {
+				if !d.PendingRoom(pkt) {
+					b.Fatal("no room after the templates")
+				}
+			}
+			cpu.Stop(b)
 		})
 	}
 }

@@ -67,7 +67,9 @@ func runFuzzOne(t *testing.T, data []byte) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		_ = fresh.PendingRoom(pkt) // without a session
 		_ = fresh.Decode(pkt, fm, check)
+		_ = fresh.PendingRoom(pkt) // with one
 		_ = fresh.Decode(pkt, fm, check)
 		// The details re-read the template records as received.
 		if _, err := json.Marshal(fresh.ExporterDetails(pkt.Exporter.Addr())); err != nil {
@@ -75,6 +77,7 @@ func runFuzzOne(t *testing.T, data []byte) {
 		}
 	}
 	pkt.Exporter = testExporter
+	_ = fuzzWarm.PendingRoom(pkt)
 	_ = fuzzWarm.Decode(pkt, fm, check)
 }
 

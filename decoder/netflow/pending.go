@@ -1,6 +1,9 @@
 package netflow
 
-import "time"
+import (
+	"encoding/binary"
+	"time"
+)
 
 // pendingSet is a data set received before its template, kept (copied) until the template
 // arrives. Exporters send templates only every few minutes or packets, so without this the
@@ -110,4 +113,88 @@ func (c *decodeContext) expirePending() {
 		n++
 	}
 	e.pending = e.pending[:n]
+}
+
+// PendingRoom tells whether decoding pkt now keeps all its data sets: false when some have
+// no template yet and its session's pending buffer (pending-sets, pending-bytes, counting
+// the sets that pkt's receive time would expire) cannot take them all, so that they would
+// be dropped (reason pending-full). A caller that can hold the datagram back until its
+// template comes (mode: outlet, from another partition or the state topic) asks first. A
+// datagram that carries templates, or that does not parse, gets true: decoding it teaches
+// state, or counts its error. PendingRoom changes nothing and allocates nothing.
+func (d *Decoder) PendingRoom(pkt Packet) bool {
+	data := pkt.Payload
+	if len(data) < 2 {
+		return true
+	}
+	version := binary.BigEndian.Uint16(data)
+	var hdrLen int
+	var domain uint32
+	switch version {
+	case 9: // RFC 3954 §5.1
+		hdrLen = 20
+		if len(data) < hdrLen {
+			return true
+		}
+		domain = binary.BigEndian.Uint32(data[16:])
+	case 10: // RFC 7011 §3.1
+		hdrLen = 16
+		if len(data) < hdrLen {
+			return true
+		}
+		length := int(binary.BigEndian.Uint16(data[2:]))
+		if length < hdrLen || length > len(data) {
+			return true
+		}
+		data = data[:length]
+		domain = binary.BigEndian.Uint32(data[12:])
+	default:
+		return true
+	}
+	p := data[hdrLen:]
+	if !setsChain(version, p) {
+		return true
+	}
+	d.mu.RLock()
+	e := d.exporters[pkt.Exporter]
+	d.mu.RUnlock()
+	if e != nil {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+	}
+	sets, size := 0, 0
+	for len(p) >= 4 {
+		id := binary.BigEndian.Uint16(p)
+		length := int(binary.BigEndian.Uint16(p[2:]))
+		if length < 4 {
+			break
+		}
+		body := p[4:length]
+		p = p[length:]
+		switch {
+		case len(body) == 0:
+		case id >= minDataSetID:
+			if e == nil || e.templates[templateKey{version: version, id: id, domain: domain}] == nil {
+				sets++
+				size += len(body)
+			}
+		case version == 9 && (id == v9TemplateSetID || id == v9OptionsTemplateSetID),
+			version == 10 && (id == ipfixTemplateSetID || id == ipfixOptionsSetID):
+			return true
+		}
+	}
+	if sets == 0 {
+		return true
+	}
+	if e != nil {
+		maxAge := d.cfg.PendingMaxAge
+		for i := range e.pending {
+			if maxAge > 0 && !pkt.TimeReceived.IsZero() && pkt.TimeReceived.Sub(e.pending[i].recv) > maxAge {
+				continue // keepPending expires it first
+			}
+			sets++
+			size += len(e.pending[i].data)
+		}
+	}
+	return sets <= d.cfg.PendingSets && size <= d.cfg.PendingBytes
 }

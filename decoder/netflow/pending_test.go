@@ -1,0 +1,75 @@
+package netflow
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"flowzero/schema"
+)
+
+// TestPendingRoom: PendingRoom says false exactly when decoding the datagram would drop
+// data sets for want of room in the pending buffer, counting the sets its receive time
+// expires; datagrams bringing templates, and malformed ones, get true.
+func TestPendingRoom(t *testing.T) {
+	s := allColumns(t)
+	cfg := DefaultConfiguration()
+	cfg.PendingSets = 2
+	d, _ := newTestDecoder(t, cfg, s)
+	data := payloads(t, "data.pcap")[0]
+	tmpl := payloads(t, "template.pcap")[0]
+	fm := s.NewFlowMessage()
+	pkt := Packet{Payload: data, Exporter: testExporter, TimeReceived: testTime}
+	for i := range 2 {
+		if !d.PendingRoom(pkt) {
+			t.Fatalf("datagram %d: no room", i)
+		}
+		if err := d.Decode(pkt, fm, func(*schema.FlowMessage) {}); err != nil {
+			t.Fatalf("datagram %d: %v", i, err)
+		}
+	}
+	if d.PendingRoom(pkt) {
+		t.Error("room for a third data set with pending-sets 2")
+	}
+	if allocs := testing.AllocsPerRun(100, func() { d.PendingRoom(pkt) }); allocs != 0 {
+		t.Errorf("PendingRoom allocates %v times", allocs)
+	}
+	for _, tc := range []struct {
+		name string
+		pkt  Packet
+	}{
+		{"templates", Packet{Payload: tmpl, Exporter: testExporter, TimeReceived: testTime}},
+		{"held sets expired", Packet{Payload: data, Exporter: testExporter, TimeReceived: testTime.Add(cfg.PendingMaxAge + time.Second)}},
+		{"other session", Packet{Payload: data, Exporter: netip.MustParseAddrPort("192.0.2.10:1"), TimeReceived: testTime}},
+		{"truncated", Packet{Payload: data[:10], Exporter: testExporter, TimeReceived: testTime}},
+		{"bad version", Packet{Payload: be16(7, 0, 0, 0), Exporter: testExporter, TimeReceived: testTime}},
+	} {
+		if !d.PendingRoom(tc.pkt) {
+			t.Errorf("%s: no room", tc.name)
+		}
+	}
+	if err := d.Decode(pkt, fm, func(*schema.FlowMessage) {}); !errors.Is(err, ErrTemplateNotFound) {
+		t.Errorf("third data set: %v, want it dropped as PendingRoom said", err)
+	}
+	if err := d.Decode(Packet{Payload: tmpl, Exporter: testExporter, TimeReceived: testTime}, fm, func(*schema.FlowMessage) {}); err != nil {
+		t.Fatal(err)
+	}
+	if !d.PendingRoom(pkt) {
+		t.Error("no room once the template is known")
+	}
+
+	// pending-bytes bounds it too (IPFIX, domain 7, template 300 unknown).
+	cfg = DefaultConfiguration()
+	cfg.PendingBytes = 16
+	d, _ = newTestDecoder(t, cfg, s)
+	for _, tc := range []struct {
+		body []byte
+		room bool
+	}{{make([]byte, 12), true}, {make([]byte, 20), false}} {
+		pkt := Packet{Payload: ipfixDatagram(ipfixSet(300, tc.body)), Exporter: testExporter, TimeReceived: testTime}
+		if got := d.PendingRoom(pkt); got != tc.room {
+			t.Errorf("IPFIX data set of %d bytes, pending-bytes 16: room %v, want %v", len(tc.body), got, tc.room)
+		}
+	}
+}
