@@ -288,7 +288,7 @@ func (o *Outlet) unitBytesLocked() int {
 	return n
 }
 
-// handle decodes one datagram record (o.mu held).
+// handle decodes the datagrams of one record (o.mu held).
 func (o *Outlet) handle(rec *kgo.Record) {
 	p := o.parts[rec.Partition]
 	if p == nil {
@@ -308,19 +308,34 @@ func (o *Outlet) handle(rec *kgo.Record) {
 			"partition", rec.Partition, "first", p.closed[len(p.closed)-1].first, "end", p.planned)
 	}
 	p.next = rec.Offset + 1
-	o.m.datagrams.Inc()
-	o.datagrams.Add(1)
-	dg, err := datagram.Parse(rec.Value)
-	if err != nil {
-		o.m.invalid.Inc()
-		o.logDecode("invalid datagram record", rec, err)
-		return
-	}
+	// A record holds one datagram (version 1) or several (a batch record). Their flows share
+	// the record's tag: their index in the record numbers them all.
 	tag := tagOf(rec.Partition, rec.Offset)
 	o.curTag, o.curIndex = tag, 0
+	r := datagram.NewReader(rec.Value)
+	n := 0
+	for r.Next() {
+		n++
+		o.decode(rec, r.Datagram(), tag)
+	}
+	if err := r.Err(); err != nil {
+		n++ // the rest of the record, counted as one datagram
+		o.m.invalid.Inc()
+		o.logDecode("invalid datagram record", rec, err)
+	}
+	o.m.datagrams.Add(float64(n))
+	o.datagrams.Add(int64(n))
+	if o.held[tag] > 0 {
+		o.later[tag] = o.curIndex
+	}
+}
+
+// decode decodes one datagram of the record rec (o.mu held).
+func (o *Outlet) decode(rec *kgo.Record, dg datagram.Datagram, tag uint64) {
 	if dg.Received.After(o.latest) {
 		o.latest = dg.Received
 	}
+	var err error
 	switch dg.Protocol {
 	case datagram.NetFlow:
 		err = o.deps.NetFlow.DecodeTagged(netflow.Packet{Payload: dg.Payload, Exporter: dg.Exporter, TimeReceived: dg.Received, Tag: tag}, o.fm, o.emitFn)
@@ -332,9 +347,6 @@ func (o *Outlet) handle(rec *kgo.Record) {
 	if err != nil {
 		o.m.decodeErrors.WithLabelValues(dg.Protocol.String()).Inc()
 		o.logDecode("cannot decode datagram", rec, err)
-	}
-	if o.held[tag] > 0 {
-		o.later[tag] = o.curIndex
 	}
 }
 
@@ -560,7 +572,7 @@ func (o *Outlet) forgetLocked(m map[string][]int32) {
 	}
 }
 
-// Counts returns the datagram records handled and the flows handed to the sinks so far
+// Counts returns the datagrams handled (a batch record holds several) and the flows handed to the sinks so far
 // (datagrams read again after a failed acknowledgement are counted again).
 func (o *Outlet) Counts() (datagrams, flows int64) { return o.datagrams.Load(), o.flows.Load() }
 
