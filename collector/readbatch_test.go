@@ -169,10 +169,33 @@ func TestWorkerForwardBatch(t *testing.T) {
 	}
 }
 
+// TestWorkerGather: while its ForwardBatch holds datagrams not due yet, a worker lets the next
+// ones gather in the socket and sends them together when due, even when no more come.
+func TestWorkerGather(t *testing.T) {
+	fw := &batchingForwarder{wait: 100 * time.Millisecond}
+	c, _, _ := startTestCollector(t, func(cfg *Configuration) { cfg.Listeners[0].Workers = 1 }, func(d *Dependencies) {
+		d.Forward = fw
+		d.Decoders = nil
+	}, nil)
+	defer c.Stop()
+	addr := c.ListenAddrs()[0]
+	start := time.Now()
+	for i := range 40 {
+		send(t, addr, fmt.Sprintf("%d:1", i))
+	}
+	testutil.WaitUntil(t, "40 datagrams sent", func() bool { return fw.sentCount() == 40 })
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	if fw.sends > 3 || time.Since(start) < fw.wait {
+		t.Errorf("40 datagrams in %d sends after %s (wait %s)", fw.sends, time.Since(start), fw.wait)
+	}
+}
+
 // batchingForwarder records what its batches get.
 type batchingForwarder struct {
 	mu            sync.Mutex
 	direct, sends int
+	wait          time.Duration
 	times         []time.Time
 	sent          int
 }
@@ -183,7 +206,7 @@ func (f *batchingForwarder) Forward([]byte, netip.AddrPort, time.Time, string) {
 	f.direct++
 }
 
-func (f *batchingForwarder) NewBatch() ForwardBatch { return &recordingBatch{f: f} }
+func (f *batchingForwarder) NewBatch() ForwardBatch { return &recordingBatch{f: f, wait: f.wait} }
 
 func (f *batchingForwarder) sentCount() int {
 	f.mu.Lock()
@@ -194,15 +217,24 @@ func (f *batchingForwarder) sentCount() int {
 type recordingBatch struct {
 	f    *batchingForwarder
 	held []time.Time
+	wait time.Duration // Due: wait after the first datagram held
 }
 
 func (b *recordingBatch) Add(_ []byte, _ netip.AddrPort, received time.Time, _ string) {
 	b.held = append(b.held, received)
 }
 
-func (b *recordingBatch) Due() time.Time { return time.Time{} }
+func (b *recordingBatch) Due() time.Time {
+	if b.wait == 0 || len(b.held) == 0 {
+		return time.Time{}
+	}
+	return b.held[0].Add(b.wait)
+}
 
-func (b *recordingBatch) Send(time.Time, bool) {
+func (b *recordingBatch) Send(now time.Time, all bool) {
+	if len(b.held) == 0 || !all && b.wait > 0 && now.Before(b.Due()) {
+		return
+	}
 	b.f.mu.Lock()
 	defer b.f.mu.Unlock()
 	b.f.times = append(b.f.times, b.held...)
