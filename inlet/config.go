@@ -27,10 +27,11 @@ type Configuration struct {
 	// Linger is how long the producer waits to fill a produce request.
 	Linger time.Duration `yaml:"linger"`
 	// BatchWait is how long the datagrams a socket's worker reads may wait to be packed into
-	// one Kafka record (a batch record, flowzero/datagram) with the next ones: 0 packs those
-	// of one read of the socket (up to 16 with recvmmsg), more packs those of the wait too, for
-	// fewer and larger records. Each keeps its own receive time. With key exporter, a record
-	// holds one exporter's datagrams.
+	// one Kafka record (a batch record, flowzero/datagram) with the next ones. Meanwhile the
+	// worker lets datagrams gather in the socket instead of waking up for each, then reads
+	// them together. 0 packs only those of one read (up to 16). Each datagram keeps its own
+	// receive time. With key exporter, a record holds one exporter's datagrams. The socket's
+	// receive buffer must hold batch-wait of traffic.
 	BatchWait time.Duration `yaml:"batch-wait"`
 	// BatchBytes bounds a record's size: a datagram that would make it larger starts the next
 	// one (a datagram larger than it goes alone). At most 1047552 (1 MiB less 1 KiB), below
@@ -48,7 +49,7 @@ func DefaultConfiguration() Configuration {
 		Compression:      "snappy",
 		MaxBufferedBytes: 256 << 20,
 		Linger:           5 * time.Millisecond,
-		BatchWait:        0,
+		BatchWait:        time.Millisecond,
 		BatchBytes:       64 << 10,
 		FlushTimeout:     30 * time.Second,
 	}
