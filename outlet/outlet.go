@@ -572,8 +572,8 @@ func (o *Outlet) forgetLocked(m map[string][]int32) {
 	}
 }
 
-// Counts returns the datagrams handled (a batch record holds several) and the flows handed to the sinks so far
-// (datagrams read again after a failed acknowledgement are counted again).
+// Counts returns the datagrams handled (a batch record holds several) and the flows handed to
+// the sinks so far (datagrams read again after a failed acknowledgement are counted again).
 func (o *Outlet) Counts() (datagrams, flows int64) { return o.datagrams.Load(), o.flows.Load() }
 
 // Held returns the number of datagrams with data sets waiting for their template.
