@@ -324,3 +324,40 @@ func TestInletBatchWait(t *testing.T) {
 	}
 	testutil.WaitUntil(t, "2 datagrams delivered", func() bool { _, dl, _ := in.Counts(); return dl == 2 })
 }
+
+// TestInletBatchDropsCountDatagrams: batch records that cannot be delivered count their
+// datagrams as dropped, not the records: sent = delivered + dropped in datagrams.
+func TestInletBatchDropsCountDatagrams(t *testing.T) {
+	topic := datagram.DefaultTopicConfiguration()
+	topic.Brokers = []string{"127.0.0.1:1"}
+	cfg := DefaultConfiguration()
+	cfg.MaxBufferedBytes = 1 << 20
+	cfg.FlushTimeout = 200 * time.Millisecond
+	reg := prometheus.NewRegistry()
+	in, err := New(reg, nil, topic, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Start()
+	payload := make([]byte, 1400)
+	ap := netip.MustParseAddrPort("192.0.2.1:2055")
+	b := in.NewBatch()
+	for k := range 2000 {
+		b.Add(payload, ap, testutil.Now(), "netflow")
+		if k%16 == 15 {
+			b.Send(testutil.Now(), true)
+		}
+	}
+	b.Send(testutil.Now(), true)
+	in.Stop()
+	var s, dl, dr int64
+	if !testutil.Poll(testutil.WaitTimeout, func() bool { s, dl, dr = in.Counts(); return dl+dr == s }) || s != 2000 || dr != 2000 {
+		t.Fatalf("sent %d delivered %d dropped %d, want 2000 sent and dropped", s, dl, dr)
+	}
+	full := testutilCounter(t, reg, "flowzero_inlet_datagrams_dropped_total", "buffer-full")
+	failed := testutilCounter(t, reg, "flowzero_inlet_datagrams_dropped_total", "delivery-failed")
+	records := testutilCounter(t, reg, "flowzero_inlet_records_sent_total", "")
+	if full == 0 || int64(full+failed) != dr || records != 125 {
+		t.Fatalf("dropped %d: buffer-full %v, delivery-failed %v, in %v records (want 125)", dr, full, failed, records)
+	}
+}
