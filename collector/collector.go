@@ -46,6 +46,27 @@ type Forwarder interface {
 	Forward(payload []byte, exporter netip.AddrPort, received time.Time, protocol string)
 }
 
+// BatchForwarder is a Forwarder that sends the datagrams of each read of a socket (several
+// with recvmmsg), or of a short wait, together: each worker forwards through its own
+// ForwardBatch instead of Forward.
+type BatchForwarder interface {
+	Forwarder
+	// NewBatch returns a new worker's ForwardBatch.
+	NewBatch() ForwardBatch
+}
+
+// ForwardBatch holds one worker's datagrams until they are sent; it is used from that worker's
+// goroutine only. The worker calls Send(now, false) after each read and when Due is reached,
+// and Send(now, true) when it stops.
+type ForwardBatch interface {
+	// Add takes a datagram; payload is valid during the call only.
+	Add(payload []byte, exporter netip.AddrPort, received time.Time, protocol string)
+	// Due is when the datagrams held must be sent (zero when none is held).
+	Due() time.Time
+	// Send sends the datagrams held that are due at now, or all of them.
+	Send(now time.Time, all bool)
+}
+
 // Enricher fills flow fields from other sources (routing table, interface metadata) between
 // decoding and encoding. A flow it rejects (FlowMessage.Rejected) is dropped.
 type Enricher interface {

@@ -329,21 +329,34 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func TestRxqOverflow(t *testing.T) {
-	// A control message as the kernel lays it out: cmsghdr{len=20, SOL_SOCKET=1, SO_RXQ_OVFL=40}
-	// then the uint32 counter, padded to 8 bytes.
-	oob := make([]byte, 24)
+func TestSocketControl(t *testing.T) {
+	// Control messages as the kernel lays them out: cmsghdr{len=20, SOL_SOCKET=1,
+	// SO_RXQ_OVFL=40} then the uint32 counter, padded to 8 bytes; cmsghdr{len=32, SOL_SOCKET,
+	// SCM_TIMESTAMPNS=35} then struct timespec.
+	oob := make([]byte, 56)
 	binary.NativeEndian.PutUint64(oob[0:], 20)
 	binary.NativeEndian.PutUint32(oob[8:], 1)
 	binary.NativeEndian.PutUint32(oob[12:], 40)
 	binary.NativeEndian.PutUint32(oob[16:], 1234)
-	if v, ok := rxqOverflow(oob); !ok || v != 1234 {
-		t.Fatalf("got %d %v", v, ok)
+	binary.NativeEndian.PutUint64(oob[24:], 32)
+	binary.NativeEndian.PutUint32(oob[32:], 1)
+	binary.NativeEndian.PutUint32(oob[36:], 35)
+	binary.NativeEndian.PutUint64(oob[40:], 1700000000)
+	binary.NativeEndian.PutUint64(oob[48:], 123456789)
+	if c := socketControl(oob); !c.hasDrops || c.drops != 1234 || !c.hasTime || c.sec != 1700000000 || c.nsec != 123456789 {
+		t.Fatalf("got %+v", c)
+	}
+	if c := socketControl(oob[:24]); !c.hasDrops || c.drops != 1234 || c.hasTime {
+		t.Fatalf("drops only: got %+v", c)
 	}
 	for _, bad := range [][]byte{nil, oob[:10], {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0, 0, 0, 0, 0}} {
-		if _, ok := rxqOverflow(bad); ok {
+		if c := socketControl(bad); c.hasDrops || c.hasTime {
 			t.Fatalf("malformed control message accepted: % x", bad)
 		}
+	}
+	// A timestamp cut short is not read; the drops before it are.
+	if c := socketControl(append(oob[:24:24], oob[24:44]...)); !c.hasDrops || c.hasTime {
+		t.Fatalf("cut timestamp: got %+v", c)
 	}
 }
 

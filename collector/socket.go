@@ -17,7 +17,8 @@ import (
 // openSockets binds n UDP sockets to addr with SO_REUSEPORT, so the kernel spreads exporters
 // over them, and asks each for SO_RXQ_OVFL, so every datagram carries the socket's count of
 // datagrams the kernel dropped for lack of buffer. With port 0 the first socket picks the port
-// and the others join it. It returns the receive buffer size the kernel granted.
+// and the others join it. SO_TIMESTAMPNS gives each datagram the time the kernel received it,
+// since a worker reads several at once. It returns the receive buffer size the kernel granted.
 func openSockets(addr string, n, rcvbuf int) ([]*net.UDPConn, int, error) {
 	var granted int
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
@@ -30,6 +31,10 @@ func openSockets(addr string, n, rcvbuf int) ([]*net.UDPConn, int, error) {
 			}
 			if serr = unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); serr != nil {
 				serr = fmt.Errorf("SO_RXQ_OVFL: %w", serr)
+				return
+			}
+			if serr = unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); serr != nil {
+				serr = fmt.Errorf("SO_TIMESTAMPNS: %w", serr)
 				return
 			}
 			if rcvbuf > 0 {
@@ -66,9 +71,11 @@ func openSockets(addr string, n, rcvbuf int) ([]*net.UDPConn, int, error) {
 	return conns, granted, nil
 }
 
-// rxqOverflow extracts the SO_RXQ_OVFL counter from a control message buffer without
-// allocating (syscall.ParseSocketControlMessage allocates). ok is false when absent.
-func rxqOverflow(oob []byte) (drops uint32, ok bool) {
+// socketControl reads the control messages of a datagram without allocating
+// (syscall.ParseSocketControlMessage allocates): the SO_RXQ_OVFL counter of kernel drops and
+// the SO_TIMESTAMPNS receive time (the machine's clock, Unix seconds and nanoseconds), each
+// with whether it was there.
+func socketControl(oob []byte) (c control) {
 	const hdr = unix.SizeofCmsghdr
 	for len(oob) >= hdr {
 		// struct cmsghdr { size_t cmsg_len; int cmsg_level; int cmsg_type; } on 64-bit Linux.
@@ -76,18 +83,33 @@ func rxqOverflow(oob []byte) (drops uint32, ok bool) {
 		level := int32(binary.NativeEndian.Uint32(oob[8:12]))
 		typ := int32(binary.NativeEndian.Uint32(oob[12:16]))
 		if l < hdr || l > len(oob) {
-			return 0, false
+			return c
 		}
-		if level == unix.SOL_SOCKET && typ == unix.SO_RXQ_OVFL && l >= hdr+4 {
-			return binary.NativeEndian.Uint32(oob[hdr : hdr+4]), true
+		if level == unix.SOL_SOCKET {
+			switch {
+			case typ == unix.SO_RXQ_OVFL && l >= hdr+4:
+				c.drops, c.hasDrops = binary.NativeEndian.Uint32(oob[hdr:hdr+4]), true
+			case typ == unix.SCM_TIMESTAMPNS && l >= hdr+16: // struct timespec
+				c.sec = int64(binary.NativeEndian.Uint64(oob[hdr : hdr+8]))
+				c.nsec = int64(binary.NativeEndian.Uint64(oob[hdr+8 : hdr+16]))
+				c.hasTime = true
+			}
 		}
 		next := (l + 7) &^ 7 // CMSG_ALIGN
 		if next > len(oob) {
-			return 0, false
+			return c
 		}
 		oob = oob[next:]
 	}
-	return 0, false
+	return c
+}
+
+// control is what socketControl reads.
+type control struct {
+	drops     uint32
+	hasDrops  bool
+	sec, nsec int64
+	hasTime   bool
 }
 
 // socketInode returns the inode of a socket, its key in /proc/net/udp.

@@ -20,8 +20,26 @@
 // refuses a version it does not know, reserved flags and a header cut short, naming the
 // position: a future version changes the version byte, never the meaning of version 1.
 //
-// Append writes into a caller's buffer and Parse returns slices of the record: neither
-// allocates.
+// # Batch records (version 2)
+//
+// An inlet packs the datagrams it reads together (one read of its socket, or up to
+// inlet.batch-wait) into one record of version 2, so that Kafka, the producer and the broker
+// handle one record instead of one per datagram:
+//
+//	offset  size  field
+//	0       1     version (2)
+//	1       1     flags: zero (reserved)
+//	2       2     count of entries (1 to 65535)
+//	4       ...   count entries, each a 4-byte length followed by a version 1 record of
+//	              that length (header and payload, as above)
+//
+// Each entry keeps its own receive time, exporter address and port, and protocol. A reader
+// refuses a count of zero, an entry running past the record, a count that does not match the
+// entries and bytes after the last one, naming the entry and its byte offset; the entries
+// before a bad one are still read.
+//
+// Append and AppendEntry write into a caller's buffer, Parse and Reader return slices of the
+// record: none of them allocates.
 package datagram
 
 import (

@@ -53,3 +53,46 @@ func BenchmarkInletForward(b *testing.B) {
 	}
 	cpu.Stop(b)
 }
+
+// BenchmarkInletBatch is BenchmarkInletForward for the collector's workers, which pack the
+// datagrams of each read (16 here) into one batch record: CPU per datagram of the worker
+// thread and its allocations.
+func BenchmarkInletBatch(b *testing.B) {
+	dgs, err := pcapfile.ReadUDP(testdata.Path(b, "netflow", "data.pcap"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload := dgs[0].Payload
+	topic := kfakeTopic(b, 8)
+	if v := os.Getenv("FLOWZERO_KAFKA_BROKERS"); v != "" {
+		topic.Brokers = strings.Split(v, ",")
+		topic.Topic = "bench-inlet"
+	}
+	in, err := New(prometheus.NewRegistry(), nil, topic, DefaultConfiguration())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := in.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer in.Stop()
+	testutil.WaitUntil(b, "the topic to exist", in.ready.Load)
+	ap := netip.MustParseAddrPort("192.0.2.1:2055")
+	now := testutil.Now()
+	batch := in.NewBatch()
+	forward := func(n int) {
+		for k := range n {
+			batch.Add(payload, ap, now, "netflow")
+			if k%16 == 15 {
+				batch.Send(now, false)
+			}
+		}
+		batch.Send(now, true)
+	}
+	forward(10000) // warm the record pool
+	testutil.WaitUntil(b, "the warm-up to be delivered", func() bool { s, dl, _ := in.Counts(); return dl == s })
+	b.SetBytes(int64(len(payload)))
+	cpu := testutil.StartCPU(b)
+	forward(b.N)
+	cpu.Stop(b)
+}

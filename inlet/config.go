@@ -26,6 +26,17 @@ type Configuration struct {
 	MaxBufferedBytes int `yaml:"max-buffered-bytes"`
 	// Linger is how long the producer waits to fill a produce request.
 	Linger time.Duration `yaml:"linger"`
+	// BatchWait is how long the datagrams a socket's worker reads may wait to be packed into
+	// one Kafka record (a batch record, flowzero/datagram) with the next ones. Meanwhile the
+	// worker lets datagrams gather in the socket instead of waking up for each, then reads
+	// them together. 0 packs only those of one read (up to 16). Each datagram keeps its own
+	// receive time. With key exporter, a record holds one exporter's datagrams. The socket's
+	// receive buffer must hold batch-wait of traffic.
+	BatchWait time.Duration `yaml:"batch-wait"`
+	// BatchBytes bounds a record's size: a datagram that would make it larger starts the next
+	// one (a datagram larger than it goes alone). At most 1047552 (1 MiB less 1 KiB), below
+	// the producer's and the broker's record limit.
+	BatchBytes int `yaml:"batch-bytes"`
 	// FlushTimeout bounds how long a stop waits for buffered datagrams to be delivered;
 	// those still buffered then are counted as dropped (delivery-failed).
 	FlushTimeout time.Duration `yaml:"flush-timeout"`
@@ -38,6 +49,8 @@ func DefaultConfiguration() Configuration {
 		Compression:      "snappy",
 		MaxBufferedBytes: 256 << 20,
 		Linger:           5 * time.Millisecond,
+		BatchWait:        time.Millisecond,
+		BatchBytes:       64 << 10,
 		FlushTimeout:     30 * time.Second,
 	}
 }
@@ -57,6 +70,12 @@ func (c Configuration) Validate() error {
 	}
 	if c.Linger < 0 {
 		return config.Errorf("linger", "must not be negative")
+	}
+	if c.BatchWait < 0 || c.BatchWait > time.Second {
+		return config.Errorf("batch-wait", "must be between 0 and 1s, not %s", c.BatchWait)
+	}
+	if c.BatchBytes < 2048 || c.BatchBytes > MaxRecordBytes-1024 {
+		return config.Errorf("batch-bytes", "must be between 2048 and %d, not %d", MaxRecordBytes-1024, c.BatchBytes)
 	}
 	if c.FlushTimeout <= 0 {
 		return config.Errorf("flush-timeout", "must be positive")

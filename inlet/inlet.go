@@ -3,8 +3,12 @@
 // exporter to the inlet (collector.Forwarder), which writes it undecoded, as a datagram record
 // (flowzero/datagram), to the datagrams topic that the outlets consume.
 //
-// Per datagram the inlet copies the payload behind the record's header into a recycled Kafka
-// record and hands it to franz-go's producer without waiting: no decoding, no allocation.
+// Each worker packs the datagrams of one read of its socket (up to 16, recvmmsg), or of
+// batch-wait, into one batch record (one per exporter with key exporter): it copies each
+// payload behind its entry's header into a recycled Kafka record and hands the record to
+// franz-go's producer without waiting: no decoding, no allocation. One record per read
+// rather than per datagram spares the producer, the broker and the outlet most of their work
+// per record (docs/design/split.md).
 // While Kafka is slow or down, the producer keeps up to max-buffered-bytes of records and
 // retries; a datagram that does not fit is dropped at once and counted (buffer-full), so the
 // sockets are always read. Every datagram handed to the producer is counted exactly once:
@@ -26,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"flowzero/collector"
 	"flowzero/datagram"
 	"flowzero/internal/kafkaconn"
 	"flowzero/internal/lograte"
@@ -53,6 +58,10 @@ type Inlet struct {
 
 	sent, delivered, dropped atomic.Int64
 }
+
+// MaxRecordBytes is the producer's largest record batch, and so its largest record
+// (batch-bytes stays 1 KiB below for the batch's and the record's own headers).
+const MaxRecordBytes = 1 << 20
 
 // recordSize is the buffer a recycled record starts with: the header and a datagram of a
 // usual MTU.
@@ -87,7 +96,7 @@ func New(r prometheus.Registerer, log *slog.Logger, topic datagram.TopicConfigur
 		// The bytes bound the buffer; the record count must not drop datagrams first.
 		kgo.MaxBufferedRecords(1<<24),
 		kgo.ProducerLinger(cfg.Linger),
-		kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.ProducerBatchMaxBytes(MaxRecordBytes),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordRetries(1<<30),
 		kgo.UnknownTopicRetries(-1),
@@ -155,16 +164,25 @@ func (i *Inlet) ensureTopic(ctx context.Context) error {
 	return nil
 }
 
-// Forward implements collector.Forwarder: it produces the datagram's record without waiting.
+// Forward implements collector.Forwarder: it produces the datagram alone in a record of
+// version 1, without waiting. The collector's workers use NewBatch instead.
 func (i *Inlet) Forward(payload []byte, exporter netip.AddrPort, received time.Time, protocol string) {
+	rec := i.record(exporter.Addr(), received)
+	rec.Value = datagram.Append(rec.Value, datagram.Datagram{
+		Received: received, Exporter: exporter, Protocol: datagram.ProtocolOf(protocol), Payload: payload})
+	i.sent.Add(1)
+	i.m.sent.Inc()
+	i.produce(rec)
+}
+
+// record returns a recycled record, keyed by the exporter's address when records are.
+func (i *Inlet) record(exporter netip.Addr, received time.Time) *kgo.Record {
 	rec, _ := i.free.Get().(*kgo.Record)
 	if rec == nil {
 		rec = &kgo.Record{Value: make([]byte, 0, recordSize)}
 	}
-	rec.Value = datagram.Append(rec.Value, datagram.Datagram{
-		Received: received, Exporter: exporter, Protocol: datagram.ProtocolOf(protocol), Payload: payload})
 	if i.keyed {
-		a := exporter.Addr().Unmap()
+		a := exporter.Unmap()
 		if a.Is4() {
 			a4 := a.As4()
 			rec.Key = append(rec.Key, a4[:]...)
@@ -174,35 +192,135 @@ func (i *Inlet) Forward(payload []byte, exporter netip.AddrPort, received time.T
 		}
 	}
 	rec.Timestamp = received
+	return rec
+}
+
+func (i *Inlet) produce(rec *kgo.Record) {
+	i.m.records.Inc()
+	i.client.TryProduce(context.Background(), rec, i.promise)
+}
+
+// NewBatch implements collector.BatchForwarder: a worker's datagrams are packed into batch
+// records (one per exporter with key exporter) produced at the worker's Send.
+func (i *Inlet) NewBatch() collector.ForwardBatch { return &batch{i: i} }
+
+// batch is one worker's records not produced yet.
+type batch struct {
+	i    *Inlet
+	open []openRecord
+}
+
+type openRecord struct {
+	rec   *kgo.Record
+	addr  netip.Addr // the exporter's, with key exporter
+	since time.Time  // receive time of its first datagram
+}
+
+// maxOpen bounds the records a worker holds open at once with key exporter.
+const maxOpen = 64
+
+// Add packs a datagram into the worker's open record (its exporter's with key exporter),
+// producing that record first when the datagram would make it larger than batch-bytes.
+func (b *batch) Add(payload []byte, exporter netip.AddrPort, received time.Time, protocol string) {
+	i := b.i
+	d := datagram.Datagram{Received: received, Exporter: exporter, Protocol: datagram.ProtocolOf(protocol), Payload: payload}
+	addr := exporter.Addr().Unmap()
+	k := -1
+	for j := range b.open {
+		if !i.keyed || b.open[j].addr == addr {
+			k = j
+			break
+		}
+	}
+	if k >= 0 {
+		v := b.open[k].rec.Value
+		if len(v)+datagram.EntryLen(d) > i.cfg.BatchBytes || datagram.BatchLen(v) == datagram.MaxBatchEntries {
+			b.produce(k)
+			k = -1
+		}
+	}
+	if k < 0 {
+		if len(b.open) == maxOpen {
+			b.Send(time.Time{}, true)
+		}
+		rec := i.record(addr, received)
+		rec.Value = datagram.AppendBatch(rec.Value)
+		b.open = append(b.open, openRecord{rec: rec, addr: addr, since: received})
+		k = len(b.open) - 1
+	}
+	o := &b.open[k]
+	o.rec.Value = datagram.AppendEntry(o.rec.Value, d)
 	i.sent.Add(1)
 	i.m.sent.Inc()
-	i.client.TryProduce(context.Background(), rec, i.promise)
+}
+
+// Due is when the oldest open record must be produced (zero when none is open, or when
+// batch-wait is 0: Send after each read produces them all).
+func (b *batch) Due() time.Time {
+	if b.i.cfg.BatchWait == 0 {
+		return time.Time{}
+	}
+	var t time.Time
+	for _, o := range b.open {
+		if t.IsZero() || o.since.Before(t) {
+			t = o.since
+		}
+	}
+	if t.IsZero() {
+		return t
+	}
+	return t.Add(b.i.cfg.BatchWait)
+}
+
+// Send produces the open records that have waited batch-wait at now, or all of them.
+func (b *batch) Send(now time.Time, all bool) {
+	wait := b.i.cfg.BatchWait
+	for k := len(b.open) - 1; k >= 0; k-- {
+		if all || wait == 0 || now.Sub(b.open[k].since) >= wait {
+			b.produce(k)
+		}
+	}
+}
+
+// produce hands the open record k to the producer.
+func (b *batch) produce(k int) {
+	rec := b.open[k].rec
+	last := len(b.open) - 1
+	b.open[k] = b.open[last]
+	b.open[last] = openRecord{}
+	b.open = b.open[:last]
+	b.i.produce(rec)
 }
 
 // done is the producer's promise for every record.
 func (i *Inlet) done(rec *kgo.Record, err error) {
+	n := datagram.BatchLen(rec.Value)
 	switch {
 	case err == nil:
-		i.delivered.Add(1)
-		i.m.delivered.Inc()
+		i.delivered.Add(int64(n))
+		i.m.delivered.Add(float64(n))
 		i.m.bytes.Add(float64(len(rec.Value)))
 	case errors.Is(err, kgo.ErrMaxBuffered):
-		i.drop(i.m.droppedFull, "buffer-full", err)
+		i.drop(n, i.m.droppedFull, "buffer-full", err)
 	default:
-		i.drop(i.m.droppedFailed, "delivery-failed", err)
+		i.drop(n, i.m.droppedFailed, "delivery-failed", err)
 	}
 	// franz-go is done with the record: recycle it, buffers included.
 	key, value := rec.Key[:0], rec.Value[:0]
-	if cap(value) > 4*recordSize {
-		value = make([]byte, 0, recordSize) // a jumbo datagram's buffer is not kept
+	if cap(value) > i.cfg.BatchBytes+maxDatagramEntry {
+		value = make([]byte, 0, recordSize) // a buffer grown past batch-bytes is not kept
 	}
 	*rec = kgo.Record{Key: key, Value: value}
 	i.free.Put(rec)
 }
 
-func (i *Inlet) drop(c prometheus.Counter, reason string, err error) {
-	i.dropped.Add(1)
-	c.Inc()
+// maxDatagramEntry is the largest entry of a batch record: a UDP payload of 65,535 bytes, the
+// IPv6 header and the entry's length.
+const maxDatagramEntry = 65535 + 28 + 4
+
+func (i *Inlet) drop(n int, c prometheus.Counter, reason string, err error) {
+	i.dropped.Add(int64(n))
+	c.Add(float64(n))
 	if ok, suppressed := i.dropLog.Allow(time.Now()); ok {
 		i.log.Warn("datagrams dropped: Kafka cannot take them", "reason", reason, "error", err,
 			"suppressed", suppressed, "dropped-total", i.dropped.Load())

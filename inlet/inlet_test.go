@@ -167,6 +167,9 @@ func testutilCounter(t *testing.T, reg *prometheus.Registry, name, reason string
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			if reason == "" {
+				return m.GetCounter().GetValue()
+			}
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "reason" && l.GetValue() == reason {
 					return m.GetCounter().GetValue()
@@ -187,6 +190,9 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Configuration) { c.Compression = "brotli" }, "compression: must be"},
 		{func(c *Configuration) { c.MaxBufferedBytes = 10 }, "max-buffered-bytes: must be at least 1 MiB"},
 		{func(c *Configuration) { c.FlushTimeout = 0 }, "flush-timeout: must be positive"},
+		{func(c *Configuration) { c.BatchWait = -time.Millisecond }, "batch-wait: must be between 0 and 1s, not -1ms"},
+		{func(c *Configuration) { c.BatchBytes = 1 << 20 }, "batch-bytes: must be between 2048 and 1047552, not 1048576"},
+		{func(c *Configuration) { c.BatchBytes = 100 }, "batch-bytes: must be between 2048"},
 	} {
 		c := DefaultConfiguration()
 		tc.mutate(&c)
@@ -198,5 +204,160 @@ func TestConfigErrors(t *testing.T) {
 	topic.Partitions = 0
 	if err := topic.Validate(); err == nil || err.Error() != "partitions: must be at least 1, not 0" {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestInletBatches: the datagrams of every capture, packed by workers' batches as the
+// collector hands them (a Send after every 16, as after a read), read back from the topic's
+// batch records with their payload, exporter, protocol and receive time, each once; records
+// stay within batch-bytes; with key exporter a record holds one exporter's datagrams and is
+// keyed by its address. sent, delivered and the metrics count datagrams, not records.
+func TestInletBatches(t *testing.T) {
+	var dgs []datagram.Datagram
+	for _, p := range testdata.AllCaptures(t) {
+		in, err := pcapfile.ReadUDP(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dg := range in {
+			if proto := datagram.ProtocolOf(replay.Protocol(dg.Payload)); proto != 0 {
+				dgs = append(dgs, datagram.Datagram{Received: testutil.Now().Add(time.Duration(len(dgs)) * time.Microsecond),
+					Exporter: dg.Src, Protocol: proto, Payload: dg.Payload})
+			}
+		}
+	}
+	for _, key := range []string{"random", "exporter"} {
+		t.Run(key, func(t *testing.T) {
+			topic := kfakeTopic(t, 4)
+			cfg := DefaultConfiguration()
+			cfg.Key, cfg.Linger, cfg.BatchBytes = key, 0, 8192
+			reg := prometheus.NewRegistry()
+			in, err := New(reg, nil, topic, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.Start()
+			testutil.WaitUntil(t, "the topic to exist", in.ready.Load)
+			b := in.NewBatch()
+			for k, d := range dgs {
+				b.Add(d.Payload, d.Exporter, d.Received, d.Protocol.String())
+				if k%16 == 15 {
+					b.Send(d.Received, false)
+				}
+			}
+			b.Send(testutil.Now(), true)
+			in.Stop()
+			if s, dl, dr := in.Counts(); s != int64(len(dgs)) || dl != s || dr != 0 {
+				t.Fatalf("sent %d delivered %d dropped %d, want %d delivered", s, dl, dr, len(dgs))
+			}
+			records := int(testutilCounter(t, reg, "flowzero_inlet_records_sent_total", ""))
+			if records >= len(dgs) {
+				t.Fatalf("%d records for %d datagrams", records, len(dgs))
+			}
+			want := map[string]int{}
+			for _, d := range dgs {
+				want[string(datagram.Append(nil, d))]++
+			}
+			for _, r := range consume(t, topic, records) {
+				if r.Value[0] != datagram.VersionBatch || len(r.Value) > cfg.BatchBytes && datagram.BatchLen(r.Value) > 1 {
+					t.Fatalf("record of version %d, %d bytes, %d datagrams", r.Value[0], len(r.Value), datagram.BatchLen(r.Value))
+				}
+				rd := datagram.NewReader(r.Value)
+				first := true
+				for rd.Next() {
+					d := rd.Datagram()
+					want[string(datagram.Append(nil, d))]--
+					if first && !r.Timestamp.Equal(d.Received.Truncate(time.Millisecond)) {
+						t.Errorf("record timestamp %s, first datagram received %s", r.Timestamp, d.Received)
+					}
+					first = false
+					if k, _ := netip.AddrFromSlice(r.Key); key == "exporter" && k != d.Exporter.Addr() {
+						t.Fatalf("record key % x holds a datagram of %s", r.Key, d.Exporter)
+					}
+				}
+				if err := rd.Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for v, n := range want {
+				if n != 0 {
+					d, _ := datagram.Parse([]byte(v))
+					t.Fatalf("datagram from %s: %+d (lost or duplicated)", d.Exporter, n)
+				}
+			}
+		})
+	}
+}
+
+// TestInletBatchWait: with batch-wait, a worker's record stays open across reads until it
+// has waited batch-wait, and Due says when.
+func TestInletBatchWait(t *testing.T) {
+	topic := kfakeTopic(t, 1)
+	cfg := DefaultConfiguration()
+	cfg.BatchWait = time.Millisecond
+	reg := prometheus.NewRegistry()
+	in, err := New(reg, nil, topic, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Start()
+	defer in.Stop()
+	b := in.NewBatch()
+	if !b.Due().IsZero() {
+		t.Fatalf("empty batch due at %s", b.Due())
+	}
+	now := testutil.Now()
+	ap := netip.MustParseAddrPort("192.0.2.1:2055")
+	b.Add([]byte{0, 9}, ap, now, "netflow")
+	b.Send(now.Add(500*time.Microsecond), false)
+	b.Add([]byte{0, 9}, ap, now.Add(600*time.Microsecond), "netflow")
+	if due := b.Due(); !due.Equal(now.Add(time.Millisecond)) {
+		t.Fatalf("due at %s, want %s", due, now.Add(time.Millisecond))
+	}
+	b.Send(now.Add(900*time.Microsecond), false)
+	if n := testutilCounter(t, reg, "flowzero_inlet_records_sent_total", ""); n != 0 {
+		t.Fatalf("%v records sent before batch-wait", n)
+	}
+	b.Send(now.Add(time.Millisecond), false)
+	if n := testutilCounter(t, reg, "flowzero_inlet_records_sent_total", ""); n != 1 || !b.Due().IsZero() {
+		t.Fatalf("%v records sent at batch-wait, due %s", n, b.Due())
+	}
+	testutil.WaitUntil(t, "2 datagrams delivered", func() bool { _, dl, _ := in.Counts(); return dl == 2 })
+}
+
+// TestInletBatchDropsCountDatagrams: batch records that cannot be delivered count their
+// datagrams as dropped, not the records: sent = delivered + dropped in datagrams.
+func TestInletBatchDropsCountDatagrams(t *testing.T) {
+	topic := datagram.DefaultTopicConfiguration()
+	topic.Brokers = []string{"127.0.0.1:1"}
+	cfg := DefaultConfiguration()
+	cfg.MaxBufferedBytes = 1 << 20
+	cfg.FlushTimeout = 200 * time.Millisecond
+	reg := prometheus.NewRegistry()
+	in, err := New(reg, nil, topic, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Start()
+	payload := make([]byte, 1400)
+	ap := netip.MustParseAddrPort("192.0.2.1:2055")
+	b := in.NewBatch()
+	for k := range 2000 {
+		b.Add(payload, ap, testutil.Now(), "netflow")
+		if k%16 == 15 {
+			b.Send(testutil.Now(), true)
+		}
+	}
+	b.Send(testutil.Now(), true)
+	in.Stop()
+	var s, dl, dr int64
+	if !testutil.Poll(testutil.WaitTimeout, func() bool { s, dl, dr = in.Counts(); return dl+dr == s }) || s != 2000 || dr != 2000 {
+		t.Fatalf("sent %d delivered %d dropped %d, want 2000 sent and dropped", s, dl, dr)
+	}
+	full := testutilCounter(t, reg, "flowzero_inlet_datagrams_dropped_total", "buffer-full")
+	failed := testutilCounter(t, reg, "flowzero_inlet_datagrams_dropped_total", "delivery-failed")
+	records := testutilCounter(t, reg, "flowzero_inlet_records_sent_total", "")
+	if full == 0 || int64(full+failed) != dr || records != 125 {
+		t.Fatalf("dropped %d: buffer-full %v, delivery-failed %v, in %v records (want 125)", dr, full, failed, records)
 	}
 }

@@ -4,6 +4,7 @@ import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
 	sent, delivered, bytes     prometheus.Counter
+	records                    prometheus.Counter
 	droppedFull, droppedFailed prometheus.Counter
 	errors                     *prometheus.CounterVec
 }
@@ -15,6 +16,8 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		sent: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_inlet_datagrams_sent_total",
 			Help: "Datagrams handed to the Kafka producer."}),
+		records: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_inlet_records_sent_total",
+			Help: "Kafka records handed to the producer: a record holds the datagrams of one read of a socket, or of batch-wait."}),
 		delivered: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_inlet_datagrams_delivered_total",
 			Help: "Datagrams acknowledged by Kafka."}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_inlet_bytes_delivered_total",
@@ -26,7 +29,7 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 	}
 	m.errors.WithLabelValues("create-topic")
 	if r != nil {
-		for _, c := range []prometheus.Collector{m.sent, m.delivered, m.bytes, dropped, m.errors} {
+		for _, c := range []prometheus.Collector{m.sent, m.records, m.delivered, m.bytes, dropped, m.errors} {
 			if err := r.Register(c); err != nil {
 				return nil, err
 			}

@@ -14,7 +14,7 @@ type metrics struct {
 func newMetrics(r prometheus.Registerer, _ *Outlet) (*metrics, error) {
 	m := &metrics{
 		datagrams: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_outlet_datagrams_total",
-			Help: "Datagram records consumed from the datagrams topic."}),
+			Help: "Datagrams consumed from the datagrams topic (a batch record holds several)."}),
 		invalid: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_outlet_invalid_records_total",
 			Help: "Records of the datagrams topic that are not datagram records (skipped)."}),
 		flows: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_outlet_flows_total",

@@ -123,6 +123,8 @@ type Outlet struct {
 	// gaveUp are the exporters of the datagrams decoded after waiting template-wait: their
 	// datagrams do not wait again until state of theirs is learned or applied.
 	gaveUp map[netip.AddrPort]struct{}
+	// pending adds up what a record's datagrams would hold in the pending buffers (holdBack).
+	pending netflow.PendingBatch
 	// The datagram waiting the longest, for Health: since when (unix ns, 0: none), its
 	// partition and offset.
 	waitingSince               atomic.Int64
@@ -331,7 +333,7 @@ func (o *Outlet) unitBytesLocked() int {
 	return n
 }
 
-// handle decodes one datagram record (o.mu held).
+// handle decodes the datagrams of one record (o.mu held).
 func (o *Outlet) handle(rec *kgo.Record) {
 	p := o.parts[rec.Partition]
 	if p == nil {
@@ -353,23 +355,38 @@ func (o *Outlet) handle(rec *kgo.Record) {
 		o.log.Info("outlet: unit cut at the range recorded before the partition was read again",
 			"partition", rec.Partition, "first", p.closed[len(p.closed)-1].first, "end", p.planned)
 	}
-	dg, err := datagram.Parse(rec.Value)
-	if err == nil && dg.Protocol == datagram.NetFlow && o.holdBack(rec, p, dg) {
+	if o.holdBack(rec, p) {
 		return
 	}
 	p.next = rec.Offset + 1
-	o.m.datagrams.Inc()
-	o.datagrams.Add(1)
-	if err != nil {
-		o.m.invalid.Inc()
-		o.logDecode("invalid datagram record", rec, err)
-		return
-	}
+	// A record holds one datagram (version 1) or several (a batch record). Their flows share
+	// the record's tag: their index in the record numbers them all.
 	tag := tagOf(rec.Partition, rec.Offset)
 	o.curTag, o.curIndex = tag, 0
+	r := datagram.NewReader(rec.Value)
+	n := 0
+	for r.Next() {
+		n++
+		o.decode(rec, r.Datagram(), tag)
+	}
+	if err := r.Err(); err != nil {
+		n++ // the rest of the record, counted as one datagram
+		o.m.invalid.Inc()
+		o.logDecode("invalid datagram record", rec, err)
+	}
+	o.m.datagrams.Add(float64(n))
+	o.datagrams.Add(int64(n))
+	if o.held[tag] > 0 {
+		o.later[tag] = o.curIndex
+	}
+}
+
+// decode decodes one datagram of the record rec (o.mu held).
+func (o *Outlet) decode(rec *kgo.Record, dg datagram.Datagram, tag uint64) {
 	if dg.Received.After(o.latest) {
 		o.latest = dg.Received
 	}
+	var err error
 	switch dg.Protocol {
 	case datagram.NetFlow:
 		err = o.deps.NetFlow.DecodeTagged(netflow.Packet{Payload: dg.Payload, Exporter: dg.Exporter, TimeReceived: dg.Received, Tag: tag}, o.fm, o.emitFn)
@@ -382,23 +399,29 @@ func (o *Outlet) handle(rec *kgo.Record) {
 		o.m.decodeErrors.WithLabelValues(dg.Protocol.String()).Inc()
 		o.logDecode("cannot decode datagram", rec, err)
 	}
-	if o.held[tag] > 0 {
-		o.later[tag] = o.curIndex
-	}
 }
 
-// holdBack tells whether the NetFlow datagram rec must wait because its data sets have no
-// template yet and do not fit in the pending buffer: the partition is then paused at it, and
-// its offset set back to it, so that neither the decoding nor the commits pass it (o.mu
-// held). The same datagram waiting template-wait is decoded: its sets that do not fit are
-// dropped and counted, as in mode all, and its exporter's datagrams stop waiting until some
-// state of that exporter is learned or applied.
-func (o *Outlet) holdBack(rec *kgo.Record, p *partition, dg datagram.Datagram) bool {
-	if o.deps.NetFlow.PendingRoom(netflow.Packet{Payload: dg.Payload, Exporter: dg.Exporter, TimeReceived: dg.Received}) {
+// holdBack tells whether the record rec must wait because the data sets of its NetFlow
+// datagrams have no template yet and do not fit, together, in their sessions' pending
+// buffers: the partition is then paused at it, and its offset set back to it, so that
+// neither the decoding nor the commits pass it (o.mu held). The same record waiting
+// template-wait is decoded: its sets that do not fit are dropped and counted, as in mode
+// all, and the exporter's datagrams stop waiting until some state of that exporter is
+// learned or applied.
+func (o *Outlet) holdBack(rec *kgo.Record, p *partition) bool {
+	o.pending.Reset()
+	r := datagram.NewReader(rec.Value)
+	for r.Next() {
+		if dg := r.Datagram(); dg.Protocol == datagram.NetFlow {
+			o.deps.NetFlow.PendingAdd(&o.pending, netflow.Packet{Payload: dg.Payload, Exporter: dg.Exporter, TimeReceived: dg.Received})
+		}
+	}
+	exporter, fits := o.deps.NetFlow.PendingFits(&o.pending)
+	if fits {
 		p.waitSince = time.Time{}
 		return false
 	}
-	if _, ok := o.gaveUp[dg.Exporter]; ok {
+	if _, ok := o.gaveUp[exporter]; ok {
 		return false
 	}
 	now := o.clock.Now()
@@ -410,9 +433,9 @@ func (o *Outlet) holdBack(rec *kgo.Record, p *partition, dg datagram.Datagram) b
 		if len(o.gaveUp) >= 1<<12 {
 			clear(o.gaveUp) // bounded: spoofed sources could grow it
 		}
-		o.gaveUp[dg.Exporter] = struct{}{}
+		o.gaveUp[exporter] = struct{}{}
 		msg := fmt.Sprintf("a datagram of %s waited %s for a template (partition %d, offset %d): its data sets that do not fit in the pending buffer are dropped",
-			dg.Exporter, o.cfg.TemplateWait, rec.Partition, rec.Offset)
+			exporter, o.cfg.TemplateWait, rec.Partition, rec.Offset)
 		o.health.Event(msg)
 		if ok, suppressed := o.decodeLog.Allow(time.Now()); ok {
 			o.log.Warn("outlet: "+msg, "suppressed", suppressed)
@@ -692,8 +715,8 @@ func (o *Outlet) forgetLocked(m map[string][]int32) {
 	}
 }
 
-// Counts returns the datagram records handled and the flows handed to the sinks so far
-// (datagrams read again after a failed acknowledgement are counted again).
+// Counts returns the datagrams handled (a batch record holds several) and the flows handed to
+// the sinks so far (datagrams read again after a failed acknowledgement are counted again).
 func (o *Outlet) Counts() (datagrams, flows int64) { return o.datagrams.Load(), o.flows.Load() }
 
 // Held returns the number of datagrams with data sets waiting for their template.

@@ -117,6 +117,32 @@ func TestHoldBack(t *testing.T) {
 		}
 	})
 
+	t.Run("batch record", func(t *testing.T) {
+		// A record of three data datagrams waits whole with room for two: none of it is
+		// decoded (the record is the unit fetched again), then all of it once the template came.
+		clear(offsets)
+		o, sink := setup(t)
+		batch := datagram.AppendBatch(nil)
+		for range 3 {
+			batch = datagram.AppendEntry(batch, datagram.Datagram{Received: clk.now, Exporter: from, Protocol: datagram.NetFlow, Payload: data})
+		}
+		r := &kgo.Record{Partition: 0, Offset: 0, Value: batch}
+		o.handle(r)
+		p0 := o.parts[0]
+		if !p0.paused || p0.next != 0 || len(o.held) != 0 {
+			t.Fatalf("a record of 3 data datagrams with room for 2: paused %v, next %d, %d held; want paused at 0, none held",
+				p0.paused, p0.next, len(o.held))
+		}
+		o.handle(rec(1, tmpl))
+		clk.now = clk.now.Add(resumeOnState)
+		o.resumeLocked(clk.now)
+		o.handle(r)
+		o.sendBatch()
+		if p0.paused || p0.next != 1 || sink.flows != 3*4 {
+			t.Errorf("after the template: paused %v, next %d, %d flows; want next 1, 12 flows", p0.paused, p0.next, sink.flows)
+		}
+	})
+
 	t.Run("template never comes", func(t *testing.T) {
 		clear(offsets)
 		o, _ := setup(t)

@@ -16,8 +16,8 @@
 # accounting is checked exactly: a run whose counts do not add up is flagged (sent = received +
 # kernel drops; received = forwarded + collector drops; forwarded = delivered + inlet drops;
 # delivered = consumed; flows = produced + dropped; data sets the outlet dropped are shown).
-# Also printed: the broker's CPU per flow and the bytes per datagram and per flow in the
-# topics' log segments (after compression).
+# Also printed: the broker's CPU per flow, the bytes per datagram and per flow in the
+# topics' log segments (after compression), and the datagrams per Kafka record of the inlet.
 #   RATES      flows per second (default "100000 250000 500000")
 #   MODES      default "all split"; e.g. "all split:lz4 split:zstd split:none split:lz4/50ms"
 #              (split:COMPRESSION[/LINGER] sets the inlet's compression and linger,
@@ -230,6 +230,8 @@ YAML
   isent=$(metric "$HPORT_A" flowzero_inlet_datagrams_sent_total)
   idel=$(metric "$HPORT_A" flowzero_inlet_datagrams_delivered_total)
   idrop=$(metric "$HPORT_A" flowzero_inlet_datagrams_dropped_total)
+  local irec; irec=$(metric "$HPORT_A" flowzero_inlet_records_sent_total 2>/dev/null || echo 0)
+  [ "${irec:-0}" -gt 0 ] && echo "round $1 $4 $2 flows/s: $(echo "scale=2; $isent / $irec" | bc) datagrams per Kafka record" >&2
   odg=$(metric "$HPORT_B" flowzero_outlet_datagrams_total)
   pd=$(( $(metric "$HPORT_B" flowzero_outlet_pending_dropped_total) + $(metric "$HPORT_B" flowzero_outlet_invalid_records_total) + $(metric "$HPORT_B" flowzero_outlet_decode_errors_total) ))
   flows=$(metric "$HPORT_B" flowzero_outlet_flows_total)

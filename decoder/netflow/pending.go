@@ -2,6 +2,7 @@ package netflow
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"time"
 )
 
@@ -123,9 +124,71 @@ func (c *decodeContext) expirePending() {
 // datagram that carries templates, or that does not parse, gets true: decoding it teaches
 // state, or counts its error. PendingRoom changes nothing and allocates nothing.
 func (d *Decoder) PendingRoom(pkt Packet) bool {
+	sets, size, teaches := d.unknownSets(pkt)
+	if teaches || sets == 0 {
+		return true
+	}
+	heldSets, heldSize := d.pendingHeld(pkt)
+	return sets+heldSets <= d.cfg.PendingSets && size+heldSize <= d.cfg.PendingBytes
+}
+
+// PendingBatch asks PendingRoom of the datagrams of one record together: their data sets
+// without a template add up per session, and the record is decoded whole or held back
+// whole. The zero value is ready; Reset it before each record. It reuses its memory.
+type PendingBatch struct {
+	teaches bool
+	needs   []pendingNeed
+}
+
+type pendingNeed struct {
+	pkt        Packet // the session's first datagram in the record
+	sets, size int
+}
+
+// Reset empties b for the next record.
+func (b *PendingBatch) Reset() { b.teaches, b.needs = false, b.needs[:0] }
+
+// PendingAdd adds what decoding pkt would add to its session's pending buffer.
+func (d *Decoder) PendingAdd(b *PendingBatch, pkt Packet) {
+	sets, size, teaches := d.unknownSets(pkt)
+	if teaches {
+		b.teaches = true
+	}
+	if sets == 0 {
+		return
+	}
+	for i := range b.needs {
+		if b.needs[i].pkt.Exporter == pkt.Exporter {
+			b.needs[i].sets += sets
+			b.needs[i].size += size
+			return
+		}
+	}
+	b.needs = append(b.needs, pendingNeed{pkt: pkt, sets: sets, size: size})
+}
+
+// PendingFits tells whether decoding the datagrams added to b keeps all their data sets, as
+// PendingRoom for one; if not, it names the exporter whose buffer cannot take them. A record
+// with templates gets true: they may be the ones its other datagrams wait for.
+func (d *Decoder) PendingFits(b *PendingBatch) (exporter netip.AddrPort, ok bool) {
+	if b.teaches {
+		return netip.AddrPort{}, true
+	}
+	for _, n := range b.needs {
+		heldSets, heldSize := d.pendingHeld(n.pkt)
+		if n.sets+heldSets > d.cfg.PendingSets || n.size+heldSize > d.cfg.PendingBytes {
+			return n.pkt.Exporter, false
+		}
+	}
+	return netip.AddrPort{}, true
+}
+
+// unknownSets returns the count and bytes of pkt's data sets that have no template yet, and
+// whether pkt carries templates or does not parse (decoding it teaches or counts an error).
+func (d *Decoder) unknownSets(pkt Packet) (sets, size int, teaches bool) {
 	data := pkt.Payload
 	if len(data) < 2 {
-		return true
+		return 0, 0, true
 	}
 	version := binary.BigEndian.Uint16(data)
 	var hdrLen int
@@ -134,26 +197,26 @@ func (d *Decoder) PendingRoom(pkt Packet) bool {
 	case 9: // RFC 3954 §5.1
 		hdrLen = 20
 		if len(data) < hdrLen {
-			return true
+			return 0, 0, true
 		}
 		domain = binary.BigEndian.Uint32(data[16:])
 	case 10: // RFC 7011 §3.1
 		hdrLen = 16
 		if len(data) < hdrLen {
-			return true
+			return 0, 0, true
 		}
 		length := int(binary.BigEndian.Uint16(data[2:]))
 		if length < hdrLen || length > len(data) {
-			return true
+			return 0, 0, true
 		}
 		data = data[:length]
 		domain = binary.BigEndian.Uint32(data[12:])
 	default:
-		return true
+		return 0, 0, true
 	}
 	p := data[hdrLen:]
 	if !setsChain(version, p) {
-		return true
+		return 0, 0, true
 	}
 	d.mu.RLock()
 	e := d.exporters[pkt.Exporter]
@@ -162,7 +225,6 @@ func (d *Decoder) PendingRoom(pkt Packet) bool {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 	}
-	sets, size := 0, 0
 	for len(p) >= 4 {
 		id := binary.BigEndian.Uint16(p)
 		length := int(binary.BigEndian.Uint16(p[2:]))
@@ -180,21 +242,30 @@ func (d *Decoder) PendingRoom(pkt Packet) bool {
 			}
 		case version == 9 && (id == v9TemplateSetID || id == v9OptionsTemplateSetID),
 			version == 10 && (id == ipfixTemplateSetID || id == ipfixOptionsSetID):
-			return true
+			return 0, 0, true
 		}
 	}
-	if sets == 0 {
-		return true
+	return sets, size, false
+}
+
+// pendingHeld returns the sets and bytes held for pkt's session that pkt's receive time
+// would not expire first.
+func (d *Decoder) pendingHeld(pkt Packet) (sets, size int) {
+	d.mu.RLock()
+	e := d.exporters[pkt.Exporter]
+	d.mu.RUnlock()
+	if e == nil {
+		return 0, 0
 	}
-	if e != nil {
-		maxAge := d.cfg.PendingMaxAge
-		for i := range e.pending {
-			if maxAge > 0 && !pkt.TimeReceived.IsZero() && pkt.TimeReceived.Sub(e.pending[i].recv) > maxAge {
-				continue // keepPending expires it first
-			}
-			sets++
-			size += len(e.pending[i].data)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	maxAge := d.cfg.PendingMaxAge
+	for i := range e.pending {
+		if maxAge > 0 && !pkt.TimeReceived.IsZero() && pkt.TimeReceived.Sub(e.pending[i].recv) > maxAge {
+			continue // keepPending expires it first
 		}
+		sets++
+		size += len(e.pending[i].data)
 	}
-	return sets <= d.cfg.PendingSets && size <= d.cfg.PendingBytes
+	return sets, size
 }

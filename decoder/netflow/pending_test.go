@@ -73,3 +73,54 @@ func TestPendingRoom(t *testing.T) {
 		}
 	}
 }
+
+// TestPendingBatch: the datagrams of one record add up per session: two that each fit alone
+// do not fit together, the session that does not fit is named, other sessions count apart,
+// and a record with templates fits (they may be the ones its data sets wait for).
+func TestPendingBatch(t *testing.T) {
+	s := allColumns(t)
+	cfg := DefaultConfiguration()
+	cfg.PendingSets = 2
+	d, _ := newTestDecoder(t, cfg, s)
+	data := payloads(t, "data.pcap")[0]
+	tmpl := payloads(t, "template.pcap")[0]
+	other := netip.MustParseAddrPort("192.0.2.10:1")
+	pkt := Packet{Payload: data, Exporter: testExporter, TimeReceived: testTime}
+	var b PendingBatch
+	fits := func(pkts ...Packet) (netip.AddrPort, bool) {
+		b.Reset()
+		for _, p := range pkts {
+			d.PendingAdd(&b, p)
+		}
+		return d.PendingFits(&b)
+	}
+	if !d.PendingRoom(pkt) {
+		t.Fatal("no room for one data set")
+	}
+	if _, ok := fits(pkt, pkt); !ok {
+		t.Error("two data sets do not fit with pending-sets 2")
+	}
+	if exp, ok := fits(pkt, pkt, pkt); ok || exp != testExporter {
+		t.Errorf("three data sets with pending-sets 2: fit %v (exporter %v), want no fit for %v", ok, exp, testExporter)
+	}
+	if _, ok := fits(pkt, pkt, Packet{Payload: data, Exporter: other, TimeReceived: testTime}); !ok {
+		t.Error("another session's data set counted with the first")
+	}
+	if _, ok := fits(pkt, pkt, pkt, Packet{Payload: tmpl, Exporter: testExporter, TimeReceived: testTime}); !ok {
+		t.Error("a record with templates does not fit")
+	}
+	// Held sets count: one held leaves room for one more in the record.
+	fm := s.NewFlowMessage()
+	if err := d.Decode(pkt, fm, func(*schema.FlowMessage) {}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := fits(pkt); !ok {
+		t.Error("one held and one more do not fit with pending-sets 2")
+	}
+	if _, ok := fits(pkt, pkt); ok {
+		t.Error("one held and two more fit with pending-sets 2")
+	}
+	if allocs := testing.AllocsPerRun(100, func() { fits(pkt, pkt, Packet{Payload: data, Exporter: other, TimeReceived: testTime}) }); allocs != 0 {
+		t.Errorf("a record's check allocates %v times", allocs)
+	}
+}
