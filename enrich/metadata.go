@@ -282,6 +282,35 @@ type FlowEnricher interface {
 // Chain runs enrichment steps in order.
 type Chain []FlowEnricher
 
+// BatchEnricher enriches several flows at once (a datagram's) as its Enrich would one by one,
+// with the same result, in less time: the cache misses of their lookups overlap.
+type BatchEnricher interface {
+	FlowEnricher
+	EnrichBatch(fms []*schema.FlowMessage)
+}
+
+// Prefetcher is a step whose lookups can be started for several flows before Enrich reads
+// them: Prefetch reads, for every flow, the memory Enrich will read first, in loops whose
+// reads do not depend on each other, so that the CPU has several cache misses in flight; it
+// changes nothing. The number it returns is to be ignored (returned so that the reads are
+// not optimized away).
+type Prefetcher interface {
+	Prefetch(fms []*schema.FlowMessage) uint64
+}
+
+// EnrichBatch runs every step's Prefetch on the flows, then every step on each flow in turn
+// as Enrich does: the flows come out as Enrich would leave them.
+func (c Chain) EnrichBatch(fms []*schema.FlowMessage) {
+	for _, e := range c {
+		if p, ok := e.(Prefetcher); ok {
+			p.Prefetch(fms)
+		}
+	}
+	for _, fm := range fms {
+		c.Enrich(fm)
+	}
+}
+
 // Enrich runs every step on fm, and stops at a step that rejects it.
 func (c Chain) Enrich(fm *schema.FlowMessage) {
 	for _, e := range c {
