@@ -41,9 +41,9 @@ import (
 type Enricher struct {
 	routes   routing.Lookup
 	prefetch addrPrefetcher // routes, when it has Prefetch
-	cfg     Configuration
-	lookSrc bool // a source lookup can change an enabled column
-	lookDst bool
+	cfg      Configuration
+	lookSrc  bool // a source lookup can change an enabled column
+	lookDst  bool
 }
 
 // New returns an Enricher reading routes for flows of schema s. The configuration is expected
