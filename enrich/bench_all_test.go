@@ -198,7 +198,8 @@ func benchSourceJSON(addrs []netip.Addr) string {
 // random prefix (the worst case for caches) and "all-hot" repeats one flow (everything in
 // cache: the cost in instructions). "metadata", "routing" and "networks" run one step each.
 // The "-batch" runs enrich batches of benchBatch flows (Chain.EnrichBatch, as the collector
-// does a datagram's flows), "-batch-noprefetch" the same flows one by one. The "-ipv4" and "-ipv6" runs take the flows of the Zipf stream whose remote address is
+// does a datagram's flows), "-batch-noprefetch" the same flows, in as many messages, one by
+// one (Chain.Enrich). The "-ipv4" and "-ipv6" runs take the flows of the Zipf stream whose remote address is
 // IPv4 (IPv6): what a flow of each family costs.
 func BenchmarkEnrich(b *testing.B) {
 	table, addrs := benchRIB(b)
@@ -269,8 +270,9 @@ func BenchmarkEnrich(b *testing.B) {
 		cpu.Stop(b)
 	}
 	// runBatch enriches the flows by batches of benchBatch with Chain.EnrichBatch, as the
-	// collector does a datagram's flows, or, without prefetch, one by one (the same memory
-	// for the flows, without overlapping the lookups' misses); ns/op is still per flow.
+	// collector does a datagram's flows, or, with prefetch false, the same flows one by one
+	// with Chain.Enrich (the same memory for the flows, without the batch's overlapped
+	// lookups); ns/op is still per flow.
 	runBatch := func(b *testing.B, flows []benchFlow, chain Chain, prefetch bool) {
 		fms := make([]*schema.FlowMessage, benchBatch)
 		for k := range fms {

@@ -39,11 +39,10 @@ import (
 
 // Enricher fills flows from the routing component's lookups.
 type Enricher struct {
-	routes   routing.Lookup
-	prefetch addrPrefetcher // routes, when it has Prefetch
-	cfg      Configuration
-	lookSrc  bool // a source lookup can change an enabled column
-	lookDst  bool
+	routes  routing.Lookup
+	cfg     Configuration
+	lookSrc bool // a source lookup can change an enabled column
+	lookDst bool
 }
 
 // New returns an Enricher reading routes for flows of schema s. The configuration is expected
@@ -56,7 +55,6 @@ func New(cfg Configuration, routes routing.Lookup, s *schema.Schema) (*Enricher,
 		return nil, errors.New("enrich: no routing lookup")
 	}
 	e := &Enricher{routes: routes, cfg: cfg}
-	e.prefetch, _ = routes.(addrPrefetcher)
 	usesRIB := false
 	for _, p := range cfg.ASNProviders {
 		usesRIB = usesRIB || (p >= ASNRouting && p <= ASNRoutingExceptDefaultRoute)
@@ -78,14 +76,30 @@ func New(cfg Configuration, routes routing.Lookup, s *schema.Schema) (*Enricher,
 
 // Enrich sets fm's routing fields from the routes according to the providers.
 func (e *Enricher) Enrich(fm *schema.FlowMessage) {
-	var src, dst rib.Route
-	var srcOK, dstOK bool
+	var rs routes
+	e.lookup(fm, &rs)
+	e.apply(fm, &rs)
+}
+
+// routes are a flow's routes.
+type routes struct {
+	src, dst     rib.Route
+	srcOK, dstOK bool
+}
+
+// lookup looks up the routes of fm's addresses.
+func (e *Enricher) lookup(fm *schema.FlowMessage, rs *routes) {
 	if e.lookSrc && fm.SrcAddr.IsValid() {
-		src, srcOK = e.routes.Lookup(unmap(fm.SrcAddr))
+		rs.src, rs.srcOK = e.routes.Lookup(unmap(fm.SrcAddr))
 	}
 	if e.lookDst && fm.DstAddr.IsValid() {
-		dst, dstOK = e.routes.Lookup(unmap(fm.DstAddr))
+		rs.dst, rs.dstOK = e.routes.Lookup(unmap(fm.DstAddr))
 	}
+}
+
+// apply sets fm's routing fields from its routes.
+func (e *Enricher) apply(fm *schema.FlowMessage, rs *routes) {
+	src, srcOK, dst, dstOK := rs.src, rs.srcOK, rs.dst, rs.dstOK
 	flowSrcMask, flowDstMask := fm.SrcNetMask, fm.DstNetMask
 	fm.SrcNetMask = e.netMask(fm.SrcNetMask, src, srcOK)
 	fm.DstNetMask = e.netMask(fm.DstNetMask, dst, dstOK)
@@ -119,57 +133,26 @@ func (e *Enricher) Enrich(fm *schema.FlowMessage) {
 	}
 }
 
-// addrPrefetcher is a routing lookup that can read an address's first line ahead
-// (rib.RIB.Prefetch).
-type addrPrefetcher interface {
-	Prefetch(a netip.Addr) uint32
-}
-
-// EnrichBatch enriches the flows as Enrich does one by one, after Prefetch.
+// EnrichBatch enriches the flows not rejected yet as Enrich does one by one, with every
+// flow's lookups first, in a loop of independent lookups whose cache misses overlap, then
+// every flow's fields.
 func (e *Enricher) EnrichBatch(fms []*schema.FlowMessage) {
-	e.Prefetch(fms)
-	for _, fm := range fms {
-		e.Enrich(fm)
-	}
-}
-
-// Prefetch reads what Enrich will read for the flows' IPv4 addresses, in two loops: the
-// routes' array entries, then the routes and their attribute sets (the first of the lines
-// Enrich and Finalize read in them). IPv6 addresses are left to Enrich: their trie walks
-// would be done twice.
-//
-//go:noinline
-func (e *Enricher) Prefetch(fms []*schema.FlowMessage) uint64 {
-	p := e.prefetch
-	if p == nil {
-		return 0
-	}
-	var sink uint64
-	for _, fm := range fms {
-		if e.lookSrc {
-			sink += uint64(p.Prefetch(fm.SrcAddr))
+	var rs [batchSize]routes
+	for len(fms) > 0 {
+		n := min(len(fms), batchSize)
+		for i, fm := range fms[:n] {
+			rs[i] = routes{}
+			if !fm.Rejected() {
+				e.lookup(fm, &rs[i])
+			}
 		}
-		if e.lookDst {
-			sink += uint64(p.Prefetch(fm.DstAddr))
+		for i, fm := range fms[:n] {
+			if !fm.Rejected() {
+				e.apply(fm, &rs[i])
+			}
 		}
+		fms = fms[n:]
 	}
-	for _, fm := range fms {
-		if a := fm.SrcAddr.Unmap(); e.lookSrc && a.Is4() {
-			sink += touchRoute(e.routes.Lookup(a))
-		}
-		if a := fm.DstAddr.Unmap(); e.lookDst && a.Is4() {
-			sink += touchRoute(e.routes.Lookup(a))
-		}
-	}
-	return sink
-}
-
-// touchRoute reads the first line of r's attribute set.
-func touchRoute(r rib.Route, ok bool) uint64 {
-	if !ok || r.Attrs == nil {
-		return 0
-	}
-	return uint64(len(r.Attrs.ASPath))
 }
 
 // unmap turns an IPv4-mapped IPv6 address into IPv4, which is how the RIB stores IPv4.

@@ -283,31 +283,30 @@ type FlowEnricher interface {
 type Chain []FlowEnricher
 
 // BatchEnricher enriches several flows at once (a datagram's) as its Enrich would one by one,
-// with the same result, in less time: the cache misses of their lookups overlap.
+// with the same result, in less time: the cache misses of their lookups overlap. Flows
+// already rejected are left as they are.
 type BatchEnricher interface {
 	FlowEnricher
 	EnrichBatch(fms []*schema.FlowMessage)
 }
 
-// Prefetcher is a step whose lookups can be started for several flows before Enrich reads
-// them: Prefetch reads, for every flow, the memory Enrich will read first, in loops whose
-// reads do not depend on each other, so that the CPU has several cache misses in flight; it
-// changes nothing. The number it returns is to be ignored (returned so that the reads are
-// not optimized away).
-type Prefetcher interface {
-	Prefetch(fms []*schema.FlowMessage) uint64
-}
+// batchSize is the number of flows whose lookups a step's EnrichBatch does together.
+const batchSize = 32
 
-// EnrichBatch runs every step's Prefetch on the flows, then every step on each flow in turn
-// as Enrich does: the flows come out as Enrich would leave them.
+// EnrichBatch runs each step in turn on all the flows not rejected yet (with its
+// EnrichBatch when it has one): each flow goes through the steps as with Enrich, and a step
+// looking up addresses does so for every flow at once.
 func (c Chain) EnrichBatch(fms []*schema.FlowMessage) {
 	for _, e := range c {
-		if p, ok := e.(Prefetcher); ok {
-			p.Prefetch(fms)
+		if b, ok := e.(BatchEnricher); ok {
+			b.EnrichBatch(fms)
+			continue
 		}
-	}
-	for _, fm := range fms {
-		c.Enrich(fm)
+		for _, fm := range fms {
+			if !fm.Rejected() {
+				e.Enrich(fm)
+			}
+		}
 	}
 }
 

@@ -68,14 +68,6 @@ func (f *flat4) lookup(a netip.Addr) (Route, bool) {
 	return (*f.routes.Load())[v>>routeChunkBits][v&(routeChunk-1)], true
 }
 
-// entry returns the top entry of the IPv4 address a (for RIB.Prefetch).
-func (f *flat4) entry(a netip.Addr) uint32 {
-	b := a.As4()
-	v := atomic.LoadUint32(&f.top[uint32(b[0])<<16|uint32(b[1])<<8|uint32(b[2])])
-	runtime.KeepAlive(f)
-	return v
-}
-
 // newFlat4 builds the array of the IPv4 routes of t.
 func newFlat4(t *bart.Fast[Route]) *flat4 {
 	f := &flat4{index: map[Route]uint32{}, scratchSubs: map[uint32]*[256]uint32{}}

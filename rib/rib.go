@@ -178,21 +178,6 @@ func (r *RIB) Lookup(a netip.Addr) (Route, bool) {
 	return r.cur.Load().Lookup(a)
 }
 
-// Prefetch reads the first memory a Lookup of a reads (for an IPv4 address, its entry of the
-// flat array) and returns a number to be summed and kept somewhere, so that the read is not
-// optimized away. A caller about to look up many addresses reads theirs first in one loop:
-// the cache misses of independent reads overlap, where Lookup's come one after another.
-func (r *RIB) Prefetch(a netip.Addr) uint32 {
-	a = a.Unmap()
-	if !a.Is4() {
-		return 0
-	}
-	if f := r.flat.Load(); f != nil {
-		return f.entry(a)
-	}
-	return 0
-}
-
 // PeerAS returns the AS number of a peer (0 for an unknown ID). Like Lookup, it never blocks
 // and never allocates: enrichment takes the origin AS of a route with an empty AS path (a
 // route originated in the peer's own AS, typically iBGP) from it.

@@ -157,9 +157,6 @@ func (c *Component) Stop() error {
 // Lookup implements Lookup with the RIB's lock-free lookup.
 func (c *Component) Lookup(a netip.Addr) (rib.Route, bool) { return c.rib.Lookup(a) }
 
-// Prefetch is the RIB's (rib.RIB.Prefetch).
-func (c *Component) Prefetch(a netip.Addr) uint32 { return c.rib.Prefetch(a) }
-
 // PeerAS implements Lookup.
 func (c *Component) PeerAS(id rib.PeerID) uint32 { return c.rib.PeerAS(id) }
 

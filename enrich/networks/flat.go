@@ -42,14 +42,6 @@ func (f *flat4) lookup(a netip.Addr) (leaf, bool) {
 	return f.leaves[v-1], true
 }
 
-// entry returns the top entry of the IPv4 address a (for Prefetch).
-func (f *flat4) entry(a netip.Addr) uint32 {
-	b := a.As4()
-	v := f.top[uint32(b[0])<<16|uint32(b[1])<<8|uint32(b[2])]
-	runtime.KeepAlive(f)
-	return v
-}
-
 // newFlat4 builds the array of IPv4 prefixes given with every supernet before its subnets
 // (bart's AllSorted4 order): each prefix fills its range, and its subnets, coming later,
 // overwrite theirs, so each entry ends up with the longest prefix holding it.

@@ -203,9 +203,19 @@ func (e *Enricher) rebuild(why string) {
 // already set (by the decoder) are kept; SrcAS and DstAS are set only when still 0 and the
 // "geoip" provider is on.
 func (e *Enricher) Enrich(fm *schema.FlowMessage) {
-	t := e.table.Load()
-	var src, dst leaf
-	var srcOK, dstOK bool
+	var ls leaves
+	e.table.Load().lookupFlow(fm, &ls)
+	e.apply(fm, &ls)
+}
+
+// leaves are a flow's leaves.
+type leaves struct {
+	src, dst     leaf
+	srcOK, dstOK bool
+}
+
+// lookupFlow looks up the leaves of fm's addresses, in the flow's VRFs.
+func (t *table) lookupFlow(fm *schema.FlowMessage, ls *leaves) {
 	srcVRF, dstVRF := fm.IngressVRFID, fm.EgressVRFID
 	if t.vrfs != nil {
 		if srcVRF == 0 {
@@ -216,58 +226,57 @@ func (e *Enricher) Enrich(fm *schema.FlowMessage) {
 		}
 	}
 	if fm.SrcAddr.IsValid() {
-		src, srcOK = t.lookup(fm.SrcAddr.Unmap(), srcVRF)
+		ls.src, ls.srcOK = t.lookup(fm.SrcAddr.Unmap(), srcVRF)
 	}
 	if fm.DstAddr.IsValid() {
-		dst, dstOK = t.lookup(fm.DstAddr.Unmap(), dstVRF)
+		ls.dst, ls.dstOK = t.lookup(fm.DstAddr.Unmap(), dstVRF)
 	}
+}
+
+// apply appends the attributes of fm's leaves.
+func (e *Enricher) apply(fm *schema.FlowMessage, ls *leaves) {
 	var seen uint8
-	if srcOK {
-		fm.AppendFragment(src.frag[0])
+	if ls.srcOK {
+		fm.AppendFragment(ls.src.frag[0])
 		if fm.SrcAS == 0 {
-			fm.SrcAS = src.asn
+			fm.SrcAS = ls.src.asn
 		}
-		seen = src.from << 3
+		seen = ls.src.from << 3
 	}
-	if dstOK {
-		fm.AppendFragment(dst.frag[1])
+	if ls.dstOK {
+		fm.AppendFragment(ls.dst.frag[1])
 		if fm.DstAS == 0 {
-			fm.DstAS = dst.asn
+			fm.DstAS = ls.dst.asn
 		}
-		seen |= dst.from
+		seen |= ls.dst.from
 	}
 	e.metrics.count(fm.SrcAddr, seen)
 }
 
-// EnrichBatch enriches the flows as Enrich does one by one, after Prefetch.
-func (e *Enricher) EnrichBatch(fms []*schema.FlowMessage) {
-	e.Prefetch(fms)
-	for _, fm := range fms {
-		e.Enrich(fm)
-	}
-}
+// batchSize is the number of flows whose lookups EnrichBatch does together.
+const batchSize = 32
 
-// Prefetch reads the array entries of the flows' IPv4 addresses when the table has its
-// array (see enrich.Prefetcher): the leaves and fragments they lead to are few (interned)
-// and mostly in the CPU caches already. Flows of a VRF with entries of its own read them
-// too: their address may fall back to the global table.
-//
-//go:noinline
-func (e *Enricher) Prefetch(fms []*schema.FlowMessage) uint64 {
-	f := e.table.Load().flat
-	if f == nil {
-		return 0
-	}
-	var sink uint64
-	for _, fm := range fms {
-		if a := fm.SrcAddr.Unmap(); a.Is4() {
-			sink += uint64(f.entry(a))
+// EnrichBatch enriches the flows not rejected yet as Enrich does one by one, with every
+// flow's lookups first, in a loop of independent lookups whose cache misses overlap, then
+// every flow's columns.
+func (e *Enricher) EnrichBatch(fms []*schema.FlowMessage) {
+	t := e.table.Load()
+	var ls [batchSize]leaves
+	for len(fms) > 0 {
+		n := min(len(fms), batchSize)
+		for i, fm := range fms[:n] {
+			ls[i] = leaves{}
+			if !fm.Rejected() {
+				t.lookupFlow(fm, &ls[i])
+			}
 		}
-		if a := fm.DstAddr.Unmap(); a.Is4() {
-			sink += uint64(f.entry(a))
+		for i, fm := range fms[:n] {
+			if !fm.Rejected() {
+				e.apply(fm, &ls[i])
+			}
 		}
+		fms = fms[n:]
 	}
-	return sink
 }
 
 // Lookup returns the attributes flows get for a in vrf (0: outside any VRF), as resolved
