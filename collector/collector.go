@@ -52,14 +52,6 @@ type Enricher interface {
 	Enrich(fm *schema.FlowMessage)
 }
 
-// BatchEnricher is an Enricher that also enriches several flows at once, as Enrich would one
-// by one (enrich.Chain): the collector then enriches each datagram's flows together, so that
-// their lookups' cache misses overlap.
-type BatchEnricher interface {
-	Enricher
-	EnrichBatch(fms []*schema.FlowMessage)
-}
-
 // Dependencies are the components the collector runs on.
 type Dependencies struct {
 	Schema *schema.Schema

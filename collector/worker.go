@@ -26,12 +26,6 @@ type worker struct {
 	fm       *schema.FlowMessage
 	emitFn   func(*schema.FlowMessage) // w.emit bound once, so Decode calls allocate nothing
 
-	// With a BatchEnricher, emit copies the datagram's flows into pending, enriched and
-	// encoded together at the end of the datagram (or when pending is full).
-	batchEnricher BatchEnricher
-	pending       []*schema.FlowMessage
-	npending      int
-
 	exporters map[netip.AddrPort]*workerExporter
 	batch     *output.Batch // the worker's batch when batches are not per exporter
 	batchAt   time.Time
@@ -102,13 +96,6 @@ func newWorker(c *Collector, listener int, name, socket string, conn *net.UDPCon
 		rateLimited: c.metrics.dropped.WithLabelValues("exporter", "rate-limited"),
 	}
 	w.emitFn = w.emit
-	if be, ok := c.deps.Enricher.(BatchEnricher); ok {
-		w.batchEnricher = be
-		w.pending = make([]*schema.FlowMessage, maxPending)
-		for i := range w.pending {
-			w.pending[i] = c.deps.Schema.NewFlowMessage()
-		}
-	}
 	w.notAllowedLog = c.notAllowedLog.Local()
 	w.decodeErrLog = c.decodeErrLog.Local()
 	return w
@@ -212,9 +199,6 @@ func (w *worker) handle(payload []byte, from netip.AddrPort) {
 	w.cur = e
 	w.emitted = 0
 	err := w.dec.Decode(payload, from, w.now, w.fm, w.emitFn)
-	if w.npending > 0 {
-		w.enrichPending()
-	}
 	if w.emitted > 0 {
 		// Shared counters are updated once per datagram, not once per flow.
 		e.info.flows.Add(w.emitted)
@@ -318,41 +302,12 @@ func (w *worker) emit(fm *schema.FlowMessage) {
 			fm.SamplingRate *= e.rateMultiply
 		}
 	}
-	if w.batchEnricher != nil {
-		w.pending[w.npending].CopyFrom(fm)
-		if w.npending++; w.npending == len(w.pending) {
-			w.enrichPending()
-		}
-		return
-	}
 	if w.c.deps.Enricher != nil {
 		w.c.deps.Enricher.Enrich(fm)
 		if fm.Rejected() {
 			return // counted by the step that rejected it
 		}
 	}
-	w.encode(fm)
-}
-
-// maxPending is the most flows enriched together: a NetFlow or IPFIX datagram of 1,500
-// bytes holds 20 to 30 flows.
-const maxPending = 32
-
-// enrichPending enriches and encodes the pending flows, in the order they came.
-func (w *worker) enrichPending() {
-	fms := w.pending[:w.npending]
-	w.npending = 0
-	w.batchEnricher.EnrichBatch(fms)
-	for _, fm := range fms {
-		if !fm.Rejected() { // counted by the step that rejected it
-			w.encode(fm)
-		}
-	}
-}
-
-// encode appends an enriched flow to the current exporter's batch.
-func (w *worker) encode(fm *schema.FlowMessage) {
-	e := w.cur
 	msg := fm.Finalize()
 	w.emitted++
 	w.lastRate = fm.SamplingRate

@@ -197,9 +197,7 @@ func benchSourceJSON(addrs []netip.Addr) string {
 // drawn with a Zipf law (see benchStream); "-uniform" runs draw every remote address from a
 // random prefix (the worst case for caches) and "all-hot" repeats one flow (everything in
 // cache: the cost in instructions). "metadata", "routing" and "networks" run one step each.
-// The "-batch" runs enrich batches of benchBatch flows (Chain.EnrichBatch, as the collector
-// does a datagram's flows), "-batch-noprefetch" the same flows, in as many messages, one by
-// one (Chain.Enrich). The "-ipv4" and "-ipv6" runs take the flows of the Zipf stream whose remote address is
+// The "-ipv4" and "-ipv6" runs take the flows of the Zipf stream whose remote address is
 // IPv4 (IPv6): what a flow of each family costs.
 func BenchmarkEnrich(b *testing.B) {
 	table, addrs := benchRIB(b)
@@ -241,18 +239,6 @@ func BenchmarkEnrich(b *testing.B) {
 		benchFlows = benchStreams(addrs)
 	})
 	chain := benchChain(b, sch, addrs)
-	decode := func(fm *schema.FlowMessage, f *benchFlow) {
-		fm.Reset()
-		fm.TimeReceived, fm.SamplingRate, fm.ExporterAddress = 1767225600, 1000, f.exporter
-		fm.SrcAddr, fm.DstAddr, fm.InIf, fm.OutIf = f.src, f.dst, f.inIf, f.outIf
-		fm.AppendUint(schema.ColumnBytes, f.bytes)
-		fm.AppendUint(schema.ColumnPackets, f.packets)
-		fm.AppendUint(schema.ColumnEType, 0x800)
-		fm.AppendUint(schema.ColumnProto, uint64(f.proto))
-		fm.AppendUint(schema.ColumnSrcPort, uint64(f.srcPort))
-		fm.AppendUint(schema.ColumnDstPort, uint64(f.dstPort))
-		fm.AppendUint(schema.ColumnForwardingStatus, 64)
-	}
 	run := func(b *testing.B, flows []benchFlow, chain Chain) {
 		fm := sch.NewFlowMessage()
 		i := 0
@@ -261,42 +247,20 @@ func BenchmarkEnrich(b *testing.B) {
 		for b.Loop() {
 			f := &flows[i&(len(flows)-1)]
 			i++
-			decode(fm, f)
+			fm.Reset()
+			fm.TimeReceived, fm.SamplingRate, fm.ExporterAddress = 1767225600, 1000, f.exporter
+			fm.SrcAddr, fm.DstAddr, fm.InIf, fm.OutIf = f.src, f.dst, f.inIf, f.outIf
+			fm.AppendUint(schema.ColumnBytes, f.bytes)
+			fm.AppendUint(schema.ColumnPackets, f.packets)
+			fm.AppendUint(schema.ColumnEType, 0x800)
+			fm.AppendUint(schema.ColumnProto, uint64(f.proto))
+			fm.AppendUint(schema.ColumnSrcPort, uint64(f.srcPort))
+			fm.AppendUint(schema.ColumnDstPort, uint64(f.dstPort))
+			fm.AppendUint(schema.ColumnForwardingStatus, 64)
 			for _, e := range chain {
 				e.Enrich(fm)
 			}
 			_ = fm.Finalize()
-		}
-		cpu.Stop(b)
-	}
-	// runBatch enriches the flows by batches of benchBatch with Chain.EnrichBatch, as the
-	// collector does a datagram's flows, or, with prefetch false, the same flows one by one
-	// with Chain.Enrich (the same memory for the flows, without the batch's overlapped
-	// lookups); ns/op is still per flow.
-	runBatch := func(b *testing.B, flows []benchFlow, chain Chain, prefetch bool) {
-		fms := make([]*schema.FlowMessage, benchBatch)
-		for k := range fms {
-			fms[k] = sch.NewFlowMessage()
-		}
-		i, k := 0, 0
-		runtime.GC()
-		cpu := testutil.StartCPU(b)
-		for b.Loop() {
-			decode(fms[k], &flows[i&(len(flows)-1)])
-			i++
-			if k++; k == len(fms) {
-				if prefetch {
-					chain.EnrichBatch(fms)
-				} else {
-					for _, fm := range fms {
-						chain.Enrich(fm)
-					}
-				}
-				for _, fm := range fms {
-					_ = fm.Finalize()
-				}
-				k = 0
-			}
 		}
 		cpu.Stop(b)
 	}
@@ -309,26 +273,14 @@ func BenchmarkEnrich(b *testing.B) {
 	b.Run("metadata", func(b *testing.B) { run(b, benchFlows[0], chain[:1]) })
 	b.Run("routing", func(b *testing.B) { run(b, benchFlows[0], chain[1:2]) })
 	b.Run("networks", func(b *testing.B) { run(b, benchFlows[0], chain[2:]) })
-	b.Run("all-batch", func(b *testing.B) { runBatch(b, benchFlows[0], chain, true) })
-	b.Run("all-batch-noprefetch", func(b *testing.B) { runBatch(b, benchFlows[0], chain, false) })
-	b.Run("all-hot-batch", func(b *testing.B) { runBatch(b, benchFlows[0][:1], chain, true) })
-	b.Run("all-hot-batch-noprefetch", func(b *testing.B) { runBatch(b, benchFlows[0][:1], chain, false) })
-	b.Run("all-uniform-batch", func(b *testing.B) { runBatch(b, benchFlows[1], chain, true) })
-	b.Run("routing-batch", func(b *testing.B) { runBatch(b, benchFlows[0], chain[1:2], true) })
-	b.Run("networks-batch", func(b *testing.B) { runBatch(b, benchFlows[0], chain[2:], true) })
 	for i, family := range []string{"ipv4", "ipv6"} {
 		flows := benchFlows[2+i]
 		b.Run("off-"+family, func(b *testing.B) { run(b, flows, nil) })
 		b.Run("all-"+family, func(b *testing.B) { run(b, flows, chain) })
 		b.Run("routing-"+family, func(b *testing.B) { run(b, flows, chain[1:2]) })
 		b.Run("networks-"+family, func(b *testing.B) { run(b, flows, chain[2:]) })
-		b.Run("all-"+family+"-batch", func(b *testing.B) { runBatch(b, flows, chain, true) })
 	}
 }
-
-// benchBatch is the number of flows of a NetFlow v9 or IPFIX datagram of about 1,400 bytes
-// with IPv4 flows of 50 to 60 bytes.
-const benchBatch = 24
 
 // benchChain is the collector's enrichment chain with every source on.
 func benchChain(b *testing.B, sch *schema.Schema, addrs []netip.Addr) Chain {

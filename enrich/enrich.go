@@ -24,9 +24,6 @@
 // eighteen columns.
 //
 // Enricher and Metadata are safe for concurrent use by several workers; Chain runs both.
-// Chain.EnrichBatch enriches a datagram's flows together: each step runs over all of them,
-// and the steps that look up addresses (this one, the network attributes) look up every
-// flow's before filling any, so that the CPU has several cache misses in flight.
 package enrich
 
 import (
@@ -79,30 +76,14 @@ func New(cfg Configuration, routes routing.Lookup, s *schema.Schema) (*Enricher,
 
 // Enrich sets fm's routing fields from the routes according to the providers.
 func (e *Enricher) Enrich(fm *schema.FlowMessage) {
-	var rs routes
-	e.lookup(fm, &rs)
-	e.apply(fm, &rs)
-}
-
-// routes are a flow's routes.
-type routes struct {
-	src, dst     rib.Route
-	srcOK, dstOK bool
-}
-
-// lookup looks up the routes of fm's addresses.
-func (e *Enricher) lookup(fm *schema.FlowMessage, rs *routes) {
+	var src, dst rib.Route
+	var srcOK, dstOK bool
 	if e.lookSrc && fm.SrcAddr.IsValid() {
-		rs.src, rs.srcOK = e.routes.Lookup(unmap(fm.SrcAddr))
+		src, srcOK = e.routes.Lookup(unmap(fm.SrcAddr))
 	}
 	if e.lookDst && fm.DstAddr.IsValid() {
-		rs.dst, rs.dstOK = e.routes.Lookup(unmap(fm.DstAddr))
+		dst, dstOK = e.routes.Lookup(unmap(fm.DstAddr))
 	}
-}
-
-// apply sets fm's routing fields from its routes.
-func (e *Enricher) apply(fm *schema.FlowMessage, rs *routes) {
-	src, srcOK, dst, dstOK := rs.src, rs.srcOK, rs.dst, rs.dstOK
 	flowSrcMask, flowDstMask := fm.SrcNetMask, fm.DstNetMask
 	fm.SrcNetMask = e.netMask(fm.SrcNetMask, src, srcOK)
 	fm.DstNetMask = e.netMask(fm.DstNetMask, dst, dstOK)
@@ -133,28 +114,6 @@ func (e *Enricher) apply(fm *schema.FlowMessage, rs *routes) {
 		if len(fm.SrcLargeCommunities) == 0 {
 			fm.SrcLargeCommunities = largeCommunities(a.LargeCommunities)
 		}
-	}
-}
-
-// EnrichBatch enriches the flows not rejected yet as Enrich does one by one, with every
-// flow's lookups first, in a loop of independent lookups whose cache misses overlap, then
-// every flow's fields.
-func (e *Enricher) EnrichBatch(fms []*schema.FlowMessage) {
-	var rs [batchSize]routes
-	for len(fms) > 0 {
-		n := min(len(fms), batchSize)
-		for i, fm := range fms[:n] {
-			rs[i] = routes{}
-			if !fm.Rejected() {
-				e.lookup(fm, &rs[i])
-			}
-		}
-		for i, fm := range fms[:n] {
-			if !fm.Rejected() {
-				e.apply(fm, &rs[i])
-			}
-		}
-		fms = fms[n:]
 	}
 }
 

@@ -282,34 +282,6 @@ type FlowEnricher interface {
 // Chain runs enrichment steps in order.
 type Chain []FlowEnricher
 
-// BatchEnricher enriches several flows at once (a datagram's) as its Enrich would one by one,
-// with the same result, in less time: the cache misses of their lookups overlap. Flows
-// already rejected are left as they are.
-type BatchEnricher interface {
-	FlowEnricher
-	EnrichBatch(fms []*schema.FlowMessage)
-}
-
-// batchSize is the number of flows whose lookups a step's EnrichBatch does together.
-const batchSize = 32
-
-// EnrichBatch runs each step in turn on all the flows not rejected yet (with its
-// EnrichBatch when it has one): each flow goes through the steps as with Enrich, and a step
-// looking up addresses does so for every flow at once.
-func (c Chain) EnrichBatch(fms []*schema.FlowMessage) {
-	for _, e := range c {
-		if b, ok := e.(BatchEnricher); ok {
-			b.EnrichBatch(fms)
-			continue
-		}
-		for _, fm := range fms {
-			if !fm.Rejected() {
-				e.Enrich(fm)
-			}
-		}
-	}
-}
-
 // Enrich runs every step on fm, and stops at a step that rejects it.
 func (c Chain) Enrich(fm *schema.FlowMessage) {
 	for _, e := range c {

@@ -37,16 +37,6 @@ func (b *Buffer) Init(size, reserved int) {
 	b.Reset()
 }
 
-// CopyFrom makes b's message a copy of src's. b keeps its array (grown when src's message
-// does not fit) and its reserve.
-func (b *Buffer) CopyFrom(src *Buffer) {
-	if len(b.buf) < src.n {
-		b.n = 0
-		b.grow(src.n)
-	}
-	b.n = copy(b.buf, src.buf[:src.n])
-}
-
 // Reset empties the message, keeping the array.
 func (b *Buffer) Reset() { b.n = ReserveDelimited }
 

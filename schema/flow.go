@@ -67,11 +67,6 @@ type FlowMessage struct {
 		w      pbwire.Buffer
 		raw    pbwire.Raw // w's message
 	}
-	// own holds CopyFrom's copies of the hot array fields (kept by Reset).
-	own struct {
-		asPath, srcComm, dstComm []uint32
-		srcLarge, dstLarge       []LargeCommunity
-	}
 }
 
 // initialBufferSize fits a flow with every column set without growing.
@@ -100,40 +95,6 @@ func (m *FlowMessage) Reset() {
 	m.w.Reset()
 	m.framed = nil
 	m.rejected = false
-}
-
-// CopyFrom makes m a copy of src, a message of the same schema being filled (before
-// Finalize), so that src can be reset and filled with the next flow while m waits: its
-// columns, encoded or hot, and its reject mark. The hot array fields are copied too (a
-// decoder may point them into a buffer it reuses for the next flow). Once m's buffers have
-// grown to the flows' sizes, it allocates nothing. Sanitized is not copied.
-func (m *FlowMessage) CopyFrom(src *FlowMessage) {
-	m.HotFields = src.HotFields
-	m.state = src.state
-	m.set = src.set
-	m.w.CopyFrom(&src.w)
-	m.framed = nil
-	m.rejected = src.rejected
-	if len(src.DstASPath) > 0 {
-		m.own.asPath = append(m.own.asPath[:0], src.DstASPath...)
-		m.DstASPath = m.own.asPath
-	}
-	if len(src.SrcCommunities) > 0 {
-		m.own.srcComm = append(m.own.srcComm[:0], src.SrcCommunities...)
-		m.SrcCommunities = m.own.srcComm
-	}
-	if len(src.DstCommunities) > 0 {
-		m.own.dstComm = append(m.own.dstComm[:0], src.DstCommunities...)
-		m.DstCommunities = m.own.dstComm
-	}
-	if len(src.SrcLargeCommunities) > 0 {
-		m.own.srcLarge = append(m.own.srcLarge[:0], src.SrcLargeCommunities...)
-		m.SrcLargeCommunities = m.own.srcLarge
-	}
-	if len(src.DstLargeCommunities) > 0 {
-		m.own.dstLarge = append(m.own.dstLarge[:0], src.DstLargeCommunities...)
-		m.DstLargeCommunities = m.own.dstLarge
-	}
 }
 
 // Reject marks the flow as refused by enrichment (a classifier rule, or an interface that

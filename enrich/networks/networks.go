@@ -203,19 +203,9 @@ func (e *Enricher) rebuild(why string) {
 // already set (by the decoder) are kept; SrcAS and DstAS are set only when still 0 and the
 // "geoip" provider is on.
 func (e *Enricher) Enrich(fm *schema.FlowMessage) {
-	var ls leaves
-	e.table.Load().lookupFlow(fm, &ls)
-	e.apply(fm, &ls)
-}
-
-// leaves are a flow's leaves.
-type leaves struct {
-	src, dst     leaf
-	srcOK, dstOK bool
-}
-
-// lookupFlow looks up the leaves of fm's addresses, in the flow's VRFs.
-func (t *table) lookupFlow(fm *schema.FlowMessage, ls *leaves) {
+	t := e.table.Load()
+	var src, dst leaf
+	var srcOK, dstOK bool
 	srcVRF, dstVRF := fm.IngressVRFID, fm.EgressVRFID
 	if t.vrfs != nil {
 		if srcVRF == 0 {
@@ -226,57 +216,27 @@ func (t *table) lookupFlow(fm *schema.FlowMessage, ls *leaves) {
 		}
 	}
 	if fm.SrcAddr.IsValid() {
-		ls.src, ls.srcOK = t.lookup(fm.SrcAddr.Unmap(), srcVRF)
+		src, srcOK = t.lookup(fm.SrcAddr.Unmap(), srcVRF)
 	}
 	if fm.DstAddr.IsValid() {
-		ls.dst, ls.dstOK = t.lookup(fm.DstAddr.Unmap(), dstVRF)
+		dst, dstOK = t.lookup(fm.DstAddr.Unmap(), dstVRF)
 	}
-}
-
-// apply appends the attributes of fm's leaves.
-func (e *Enricher) apply(fm *schema.FlowMessage, ls *leaves) {
 	var seen uint8
-	if ls.srcOK {
-		fm.AppendFragment(ls.src.frag[0])
+	if srcOK {
+		fm.AppendFragment(src.frag[0])
 		if fm.SrcAS == 0 {
-			fm.SrcAS = ls.src.asn
+			fm.SrcAS = src.asn
 		}
-		seen = ls.src.from << 3
+		seen = src.from << 3
 	}
-	if ls.dstOK {
-		fm.AppendFragment(ls.dst.frag[1])
+	if dstOK {
+		fm.AppendFragment(dst.frag[1])
 		if fm.DstAS == 0 {
-			fm.DstAS = ls.dst.asn
+			fm.DstAS = dst.asn
 		}
-		seen |= ls.dst.from
+		seen |= dst.from
 	}
 	e.metrics.count(fm.SrcAddr, seen)
-}
-
-// batchSize is the number of flows whose lookups EnrichBatch does together.
-const batchSize = 32
-
-// EnrichBatch enriches the flows not rejected yet as Enrich does one by one, with every
-// flow's lookups first, in a loop of independent lookups whose cache misses overlap, then
-// every flow's columns.
-func (e *Enricher) EnrichBatch(fms []*schema.FlowMessage) {
-	t := e.table.Load()
-	var ls [batchSize]leaves
-	for len(fms) > 0 {
-		n := min(len(fms), batchSize)
-		for i, fm := range fms[:n] {
-			ls[i] = leaves{}
-			if !fm.Rejected() {
-				t.lookupFlow(fm, &ls[i])
-			}
-		}
-		for i, fm := range fms[:n] {
-			if !fm.Rejected() {
-				e.apply(fm, &ls[i])
-			}
-		}
-		fms = fms[n:]
-	}
 }
 
 // Lookup returns the attributes flows get for a in vrf (0: outside any VRF), as resolved

@@ -1,13 +1,11 @@
 package collector
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
 	"os"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -18,12 +16,10 @@ import (
 	"flowzero/demo"
 	"flowzero/enrich"
 	"flowzero/enrich/networks"
-	"flowzero/internal/hugemem"
 	"flowzero/internal/testdata"
 	"flowzero/internal/testutil"
 	"flowzero/output"
 	"flowzero/rib"
-	"flowzero/rib/bgp"
 	"flowzero/rib/mrt"
 	"flowzero/schema"
 )
@@ -132,106 +128,17 @@ func benchEnrichSetup(b *testing.B) *enrichFixture {
 	return benchEnrichFixture
 }
 
-// perFlow hides a Chain's EnrichBatch: the worker enriches flow by flow.
-type perFlow struct{ c enrich.Chain }
-
-func (p perFlow) Enrich(fm *schema.FlowMessage) { p.c.Enrich(fm) }
-
-// keepSink keeps the batches' bytes.
-type keepSink struct {
-	data  []byte
-	flows int
-}
-
-func (k *keepSink) Name() string { return "keep" }
-func (k *keepSink) Start() error { return nil }
-func (k *keepSink) Stop() error  { return nil }
-func (k *keepSink) Send(b *output.Batch) bool {
-	k.data = append(k.data, b.Data...)
-	k.flows += b.Flows
-	b.Release()
-	return true
-}
-
-// TestWorkerEnrichBatch checks that a worker enriching each datagram's flows together
-// (EnrichBatch) sends the same bytes as one enriching them one by one, with a table large
-// enough for both steps to use their IPv4 arrays (140,000 prefixes from /16 to /28, routes
-// with AS paths and communities), and allocates nothing per datagram.
-func TestWorkerEnrichBatch(t *testing.T) {
-	table := rib.NewTable(rib.DefaultConfiguration())
-	peer := table.Peer(rib.PeerKey{Address: netip.MustParseAddr("192.0.2.1")}, netip.Addr{})
-	rnd := rand.New(rand.NewPCG(3, 4))
-	tx := table.Begin()
-	for i := range 140000 {
-		bits := []int{16, 20, 22, 24, 24, 24, 24, 26, 28}[i%9]
-		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(11 + rnd.IntN(200)), byte(rnd.Uint32()), byte(rnd.Uint32()), byte(rnd.Uint32())}), bits).Masked()
-		path := []uint32{64500, uint32(1000 + rnd.IntN(3000)), uint32(1 + rnd.IntN(60000))}
-		tx.Add(peer, p, 0, &bgp.Attributes{ASPath: path, ASPathLength: 3, NextHop: netip.MustParseAddr("192.0.2.1"),
-			Origin: bgp.OriginIGP, Communities: []uint32{64500<<16 | uint32(i%50)}})
-	}
-	tx.Commit()
-	now := testutil.Now()
-	fx := newEnrichFixture(t, table, 2, 4096, now)
-	if runtime.GOOS == "linux" && hugemem.Mapped() < 2*64<<20 {
-		t.Fatalf("%d bytes in IPv4 arrays: the two steps do not both use theirs", hugemem.Mapped())
-	}
-	from := netip.MustParseAddrPort("192.0.2.100:2055")
-	var out [2]*keepSink
-	var workers [2]*worker
-	for i, enricher := range []Enricher{perFlow{fx.chain}, fx.chain} {
-		nf, err := netflow.New(nil, netflow.DefaultConfiguration(), fx.sch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = &keepSink{}
-		cfg := DefaultConfiguration()
-		cfg.Listeners = nil
-		cfg.HTTP.Listen = ""
-		c, err := New(cfg, Dependencies{Schema: fx.sch, Decoders: map[string]Decoder{}, Enricher: enricher,
-			Sinks: []output.Sink{out[i]}, Registry: prometheus.NewRegistry()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := newWorker(c, 0, "test", "0", nil, netflowDecoder{nf}, "netflow")
-		w.now = now
-		for _, dg := range fx.dgs {
-			w.handle(dg, from)
-		}
-		w.flushAll()
-		workers[i] = w
-	}
-	if workers[1].batchEnricher == nil || workers[0].batchEnricher != nil {
-		t.Fatal("the workers do not take the paths compared")
-	}
-	if out[0].flows < 16*len(fx.dgs) || out[1].flows != out[0].flows {
-		t.Fatalf("%d flows enriched one by one, %d by datagram, from %d datagrams", out[0].flows, out[1].flows, len(fx.dgs))
-	}
-	if !bytes.Equal(out[0].data, out[1].data) {
-		t.Fatal("flows enriched by datagram differ from flows enriched one by one")
-	}
-	if !bytes.Contains(out[0].data, []byte("net-")) || !bytes.Contains(out[0].data, []byte("cust-")) {
-		t.Fatal("no network attributes in the flows")
-	}
-	w := workers[1]
-	dgs := fx.dgs[1:]
-	i := 0
-	if n := testing.AllocsPerRun(200, func() { w.handle(dgs[i%len(dgs)], from); i++ }); n != 0 {
-		t.Fatalf("%v allocations per datagram enriched by datagram", n)
-	}
-}
-
 // BenchmarkWorkerEnrich runs NetFlow v9 datagrams through a worker's whole path (decode,
 // enrichment, finalize, batching) with the routing and network attributes steps over a
-// full table: "off" without enrichment, "per-flow" enriching each flow as it is decoded,
-// "batch" enriching each datagram's flows together (EnrichBatch, after copying them).
-// cpu-ns/op is per datagram; ns/flow is wall time per flow.
+// full table: "off" without enrichment, "enrich" with both steps. cpu-ns/op is per datagram
+// (about 19 flows); ns/flow is wall time per flow.
 func BenchmarkWorkerEnrich(b *testing.B) {
 	fx := benchEnrichSetup(b)
 	sch := fx.sch
 	for _, tc := range []struct {
 		name     string
 		enricher Enricher
-	}{{"off", nil}, {"per-flow", perFlow{fx.chain}}, {"batch", fx.chain}} {
+	}{{"off", nil}, {"enrich", fx.chain}} {
 		b.Run(tc.name, func(b *testing.B) {
 			nf, err := netflow.New(nil, netflow.DefaultConfiguration(), sch)
 			if err != nil {
@@ -247,9 +154,6 @@ func BenchmarkWorkerEnrich(b *testing.B) {
 				b.Fatal(err)
 			}
 			w := newWorker(c, 0, "bench", "0", nil, netflowDecoder{nf}, "netflow")
-			if _, batched := tc.enricher.(BatchEnricher); batched != (tc.name == "batch") {
-				b.Fatal("the worker does not take the path the run is named after")
-			}
 			from := netip.MustParseAddrPort("192.0.2.100:2055")
 			w.now = testutil.Now()
 			w.handle(fx.dgs[0], from)
