@@ -42,7 +42,7 @@ type benchFlow struct {
 var (
 	benchAllOnce sync.Once
 	benchGeoIP   string         // synthetic GeoIP database
-	benchFlows   [2][]benchFlow // Zipf, uniform
+	benchFlows   [4][]benchFlow // Zipf, uniform, Zipf with IPv4 remote addresses only, with IPv6 only
 )
 
 // TestMain removes the synthetic GeoIP database the benchmarks wrote (once per process, for
@@ -125,18 +125,23 @@ func benchGeoIPDatabase(b *testing.B) string {
 // side, the source two times out of three) an address of the full table: with zipf, drawn
 // from 65,536 addresses of random prefixes with a Zipf law (s = 1.1: a few destinations
 // carry most flows, as on a real network), otherwise each in a random prefix (every lookup
-// a cache miss: the worst case).
-func benchStream(addrs []netip.Addr, zipf bool) []benchFlow {
+// a cache miss: the worst case). keep, when not nil, keeps only the flows whose remote
+// address it accepts, drawing until there are 65,536: the flows of the same stream whose
+// remote address is IPv4 (or IPv6), to tell what each family costs.
+func benchStream(addrs []netip.Addr, zipf bool, keep func(netip.Addr) bool) []benchFlow {
 	rnd := rand.New(rand.NewPCG(5, 6))
 	z := rand.NewZipf(rnd, 1.1, 1, uint64(len(addrs)-1))
 	exporters := []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2"),
 		netip.MustParseAddr("192.0.2.3"), netip.MustParseAddr("2001:db8::1")}
 	flows := make([]benchFlow, 1<<16)
-	for i := range flows {
+	for i := 0; i < len(flows); {
 		local := netip.AddrFrom4([4]byte{10, byte(rnd.IntN(8)), byte(rnd.IntN(250)), byte(1 + rnd.IntN(250))})
 		remote := addrs[rnd.IntN(len(addrs))]
 		if zipf {
 			remote = addrs[z.Uint64()]
+		}
+		if keep != nil && !keep(remote) {
+			continue
 		}
 		f := benchFlow{exporter: exporters[rnd.IntN(len(exporters))], src: remote, dst: local,
 			inIf: uint32(1 + rnd.IntN(8)), outIf: uint32(100 + rnd.IntN(48)),
@@ -148,8 +153,15 @@ func benchStream(addrs []netip.Addr, zipf bool) []benchFlow {
 			f.srcPort, f.dstPort = f.dstPort, f.srcPort
 		}
 		flows[i] = f
+		i++
 	}
 	return flows
+}
+
+// benchStreams draws the streams of benchFlows.
+func benchStreams(addrs []netip.Addr) [4][]benchFlow {
+	return [4][]benchFlow{benchStream(addrs, true, nil), benchStream(addrs, false, nil),
+		benchStream(addrs, true, netip.Addr.Is4), benchStream(addrs, true, netip.Addr.Is6)}
 }
 
 // benchSourceJSON is a network source of 5,000 entries: /24s of the full table's space
@@ -185,6 +197,8 @@ func benchSourceJSON(addrs []netip.Addr) string {
 // drawn with a Zipf law (see benchStream); "-uniform" runs draw every remote address from a
 // random prefix (the worst case for caches) and "all-hot" repeats one flow (everything in
 // cache: the cost in instructions). "metadata", "routing" and "networks" run one step each.
+// The "-ipv4" and "-ipv6" runs take the flows of the Zipf stream whose remote address is
+// IPv4 (IPv6): what a flow of each family costs.
 func BenchmarkEnrich(b *testing.B) {
 	table, addrs := benchRIB(b)
 	sch := routingSchema(b)
@@ -222,7 +236,7 @@ func BenchmarkEnrich(b *testing.B) {
 
 	benchAllOnce.Do(func() {
 		benchGeoIP = benchGeoIPDatabase(b)
-		benchFlows = [2][]benchFlow{benchStream(addrs, true), benchStream(addrs, false)}
+		benchFlows = benchStreams(addrs)
 	})
 	chain := benchChain(b, sch, addrs)
 	run := func(b *testing.B, flows []benchFlow, chain Chain) {
@@ -259,6 +273,13 @@ func BenchmarkEnrich(b *testing.B) {
 	b.Run("metadata", func(b *testing.B) { run(b, benchFlows[0], chain[:1]) })
 	b.Run("routing", func(b *testing.B) { run(b, benchFlows[0], chain[1:2]) })
 	b.Run("networks", func(b *testing.B) { run(b, benchFlows[0], chain[2:]) })
+	for i, family := range []string{"ipv4", "ipv6"} {
+		flows := benchFlows[2+i]
+		b.Run("off-"+family, func(b *testing.B) { run(b, flows, nil) })
+		b.Run("all-"+family, func(b *testing.B) { run(b, flows, chain) })
+		b.Run("routing-"+family, func(b *testing.B) { run(b, flows, chain[1:2]) })
+		b.Run("networks-"+family, func(b *testing.B) { run(b, flows, chain[2:]) })
+	}
 }
 
 // benchChain is the collector's enrichment chain with every source on.
@@ -317,7 +338,7 @@ func BenchmarkNetworksLoad(b *testing.B) {
 	_, addrs := benchRIB(b)
 	benchAllOnce.Do(func() {
 		benchGeoIP = benchGeoIPDatabase(b)
-		benchFlows = [2][]benchFlow{benchStream(addrs, true), benchStream(addrs, false)}
+		benchFlows = benchStreams(addrs)
 	})
 	sch := routingSchema(b)
 	na := DefaultNetworkAttributes()

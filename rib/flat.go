@@ -2,9 +2,12 @@ package rib
 
 import (
 	"net/netip"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/gaissmai/bart"
+
+	"flowzero/internal/hugemem"
 )
 
 // flatMinPrefixes is the number of IPv4 prefixes from which the RIB keeps a flat4: below it
@@ -34,7 +37,8 @@ const (
 // they outnumber the live ones, the whole flat4 is rebuilt from the trie and swapped in.
 type flat4 struct {
 	// Entries are read and, once published, written with sync/atomic's functions; newFlat4
-	// fills them with plain stores before the array is published.
+	// fills them with plain stores before the array is published. top is on huge pages
+	// outside the Go heap (internal/hugemem), unmapped when the flat4 is collected.
 	top    *[1 << 24]uint32
 	subs   atomic.Pointer[[]*[256]uint32]
 	routes atomic.Pointer[[]*[routeChunk]Route]
@@ -56,6 +60,7 @@ func (f *flat4) lookup(a netip.Addr) (Route, bool) {
 	if v&flatSub != 0 {
 		v = atomic.LoadUint32(&(*f.subs.Load())[v&^flatSub][b[3]])
 	}
+	runtime.KeepAlive(f) // top is f's: read before f may be collected
 	if v == 0 {
 		return Route{}, false
 	}
@@ -65,7 +70,8 @@ func (f *flat4) lookup(a netip.Addr) (Route, bool) {
 
 // newFlat4 builds the array of the IPv4 routes of t.
 func newFlat4(t *bart.Fast[Route]) *flat4 {
-	f := &flat4{top: new([1 << 24]uint32), index: map[Route]uint32{}, scratchSubs: map[uint32]*[256]uint32{}}
+	f := &flat4{index: map[Route]uint32{}, scratchSubs: map[uint32]*[256]uint32{}}
+	f.top = (*[1 << 24]uint32)(hugemem.Uint32s(f, 1<<24))
 	f.subs.Store(&[]*[256]uint32{})
 	f.routes.Store(&[]*[routeChunk]Route{})
 	// Supernets come before their subnets: each prefix fills its range, and its subnets,

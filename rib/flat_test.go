@@ -3,10 +3,13 @@ package rib
 import (
 	"math/rand/v2"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"flowzero/internal/hugemem"
+	"flowzero/internal/testutil"
 	"flowzero/rib/bgp"
 )
 
@@ -208,4 +211,52 @@ func TestFlat4Concurrent(t *testing.T) {
 	}
 	stop.Store(true)
 	wg.Wait()
+}
+
+// TestFlat4Released checks that the arrays of replaced flat4s (a rebuild, the table becoming
+// small) and of a dropped RIB are unmapped: rebuilds and reloads leak no memory outside the
+// Go heap.
+func TestFlat4Released(t *testing.T) {
+	withFlat(t)
+	released := func(what string, atMost int64) {
+		t.Helper()
+		testutil.WaitUntil(t, what, func() bool {
+			runtime.GC()
+			return hugemem.Mapped() <= atMost
+		})
+	}
+	released("the arrays of earlier tests released", 0)
+	r := NewTable(DefaultConfiguration())
+	peer := r.Peer(PeerKey{Address: netip.MustParseAddr("192.0.2.1")}, netip.Addr{})
+	nh := netip.MustParseAddr("192.0.2.1")
+	r.Add(peer, netip.MustParsePrefix("198.51.100.0/24"), 0, flatAttrs(nh, 1))
+	one := hugemem.Mapped()
+	if runtime.GOOS == "linux" && one < 64<<20 {
+		t.Fatalf("%d bytes mapped for the array, want at least 64 MiB", one)
+	}
+	first := r.flat.Load()
+	for i := range 10 {
+		// A prefix shorter than /8 rebuilds the array.
+		r.Add(peer, netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(i * 16)}), 6), 0, flatAttrs(nh, 2, uint32(i)))
+	}
+	if r.flat.Load() == first {
+		t.Fatal("no rebuild")
+	}
+	first = nil
+	released("the rebuilt arrays released", one)
+	got, ok := r.Lookup(netip.MustParseAddr("198.51.100.1"))
+	if !ok || got.Bits != 24 {
+		t.Fatalf("lookup after the rebuilds: %+v %v", got, ok)
+	}
+	flatMinPrefixes = 1 << 30
+	r.Add(peer, netip.MustParsePrefix("203.0.113.0/24"), 0, flatAttrs(nh, 3))
+	if r.flat.Load() != nil {
+		t.Fatal("flat array kept for a small table")
+	}
+	released("the array of a table become small released", 0)
+	flatMinPrefixes = 0
+	r.Add(peer, netip.MustParsePrefix("203.0.114.0/24"), 0, flatAttrs(nh, 3))
+	runtime.KeepAlive(r)
+	r = nil
+	released("the array of a dropped RIB released", 0)
 }

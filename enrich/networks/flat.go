@@ -3,6 +3,9 @@ package networks
 import (
 	"iter"
 	"net/netip"
+	"runtime"
+
+	"flowzero/internal/hugemem"
 )
 
 // flatMinPrefixes is the number of IPv4 prefixes from which the global table gets a flat4:
@@ -17,7 +20,8 @@ const flatSub = 1 << 31
 // address index top, whose entry is 0 (no prefix), a leaf index plus one, or flatSub and the
 // index of a 256-entry sub-table of sub, indexed by the last byte, for the /24s holding
 // longer prefixes. A lookup reads one entry of top (two for such /24s) and the leaf, where
-// the trie reads three or four nodes. It is built with the table and never changes.
+// the trie reads three or four nodes. It is built with the table and never changes. top is
+// on huge pages outside the Go heap (internal/hugemem), unmapped when the flat4 is collected.
 type flat4 struct {
 	top    *[1 << 24]uint32
 	sub    []uint32
@@ -31,6 +35,7 @@ func (f *flat4) lookup(a netip.Addr) (leaf, bool) {
 	if v&flatSub != 0 {
 		v = f.sub[(v&^flatSub)<<8|uint32(b[3])]
 	}
+	runtime.KeepAlive(f) // top is f's: read before f may be collected
 	if v == 0 || int(v) > len(f.leaves) {
 		return leaf{}, false
 	}
@@ -41,7 +46,8 @@ func (f *flat4) lookup(a netip.Addr) (leaf, bool) {
 // (bart's AllSorted4 order): each prefix fills its range, and its subnets, coming later,
 // overwrite theirs, so each entry ends up with the longest prefix holding it.
 func newFlat4(prefixes iter.Seq2[netip.Prefix, leaf]) *flat4 {
-	f := &flat4{top: new([1 << 24]uint32)}
+	f := &flat4{}
+	f.top = (*[1 << 24]uint32)(hugemem.Uint32s(f, 1<<24))
 	index := map[leaf]uint32{}
 	for p, l := range prefixes {
 		v, ok := index[l]

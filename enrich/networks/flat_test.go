@@ -3,10 +3,13 @@ package networks
 import (
 	"math/rand/v2"
 	"net/netip"
+	"runtime"
 	"testing"
 
 	"github.com/gaissmai/bart"
 
+	"flowzero/internal/hugemem"
+	"flowzero/internal/testutil"
 	"flowzero/schema"
 )
 
@@ -95,5 +98,33 @@ func TestFlat4Enricher(t *testing.T) {
 	e = newEnricher(t, decodeConfig(t, "networks: {10.0.0.0/8: corp}\nnetwork-ipv4-array: false"), mustSchema(t, schema.DefaultConfiguration()), Options{})
 	if e.table.Load().flat != nil {
 		t.Fatal("array built with network-ipv4-array: false")
+	}
+}
+
+// TestFlat4Released checks that the array of each table replaced by a rebuild (a reload, a
+// source's new answer) is unmapped once no flow reads it: reloads leak no memory outside the
+// Go heap.
+func TestFlat4Released(t *testing.T) {
+	defer func(n int) { flatMinPrefixes = n }(flatMinPrefixes)
+	flatMinPrefixes = 0
+	released := func(what string, atMost int64) {
+		t.Helper()
+		testutil.WaitUntil(t, what, func() bool {
+			runtime.GC()
+			return hugemem.Mapped() <= atMost
+		})
+	}
+	released("the arrays of earlier tests released", 0)
+	e := newEnricher(t, decodeConfig(t, "networks: {10.0.0.0/8: corp}"), mustSchema(t, schema.DefaultConfiguration()), Options{})
+	one := hugemem.Mapped()
+	if runtime.GOOS == "linux" && one < 64<<20 {
+		t.Fatalf("%d bytes mapped for the array, want at least 64 MiB", one)
+	}
+	for range 5 {
+		e.rebuild("")
+	}
+	released("the arrays of replaced tables released", one)
+	if a, ok := e.Lookup(netip.MustParseAddr("10.1.2.3"), 0); !ok || a.Name != "corp" {
+		t.Fatalf("lookup after the rebuilds: %+v %v", a, ok)
 	}
 }
