@@ -1,6 +1,8 @@
 package outlet
 
 import (
+	"io"
+	"log/slog"
 	"net/netip"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"flowzero/datagram"
 	"flowzero/decoder/netflow"
 	"flowzero/decoder/sflow"
+	"flowzero/internal/clock"
 	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
 	"flowzero/internal/testutil"
@@ -35,27 +38,8 @@ func (d *discardSink) Stop() error  { return nil }
 // BenchmarkWorkerHandle (mode all), for the CPU a split adds per flow on the decoding side.
 // The consumer's own cost (fetching, decompressing) is not in it.
 func BenchmarkOutletHandle(b *testing.B) {
-	s, err := schema.New(schema.Configuration{Enabled: []string{"DatagramPartition", "DatagramOffset", "DatagramIndex"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	nf, err := netflow.New(nil, netflow.DefaultConfiguration(), s)
-	if err != nil {
-		b.Fatal(err)
-	}
-	sf, err := sflow.New(nil, sflow.DefaultConfiguration(), s)
-	if err != nil {
-		b.Fatal(err)
-	}
 	sink := &discardSink{}
-	topic := datagram.DefaultTopicConfiguration()
-	topic.Brokers = []string{"127.0.0.1:1"} // never contacted: no Start
-	o, err := New(topic, DefaultConfiguration(), Dependencies{Schema: s, NetFlow: nf, SFlow: sf,
-		Sinks: []output.Sink{sink}, Registry: prometheus.NewRegistry()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer o.client.Close()
+	o, nf := newOffline(b, netflow.DefaultConfiguration(), DefaultConfiguration(), sink, nil)
 	nf.SetObserver(nil) // no state topic to publish to
 	from := netip.MustParseAddrPort("192.0.2.100:2055")
 	now := testutil.Now()
@@ -81,4 +65,32 @@ func BenchmarkOutletHandle(b *testing.B) {
 	if sink.flows < 4*b.N {
 		b.Fatalf("sink got %d flows, want at least %d", sink.flows, 4*b.N)
 	}
+}
+
+// newOffline returns an outlet and its NetFlow decoder for tests and benchmarks that hand it
+// records directly: it is never started, so its client never contacts the broker. The schema
+// has the flow identity columns; clk nil is the system clock.
+func newOffline(tb testing.TB, ncfg netflow.Configuration, cfg Configuration, sink output.Sink, clk clock.Clock) (*Outlet, *netflow.Decoder) {
+	tb.Helper()
+	s, err := schema.New(schema.Configuration{Enabled: []string{"DatagramPartition", "DatagramOffset", "DatagramIndex"}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	nf, err := netflow.New(nil, ncfg, s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sf, err := sflow.New(nil, sflow.DefaultConfiguration(), s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	topic := datagram.DefaultTopicConfiguration()
+	topic.Brokers = []string{"127.0.0.1:1"} // never contacted: no Start
+	o, err := New(topic, cfg, Dependencies{Schema: s, NetFlow: nf, SFlow: sf, Sinks: []output.Sink{sink},
+		Registry: prometheus.NewRegistry(), Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(o.client.Close)
+	return o, nf
 }

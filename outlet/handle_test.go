@@ -5,13 +5,11 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"flowzero/datagram"
 	"flowzero/decoder/netflow"
-	"flowzero/decoder/sflow"
 	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
 	"flowzero/internal/testutil"
@@ -54,27 +52,9 @@ func (d *identitySink) Send(b *output.Batch) bool {
 // 1 record (older inlets) still decodes; the valid entries of a batch record cut short are
 // decoded and the rest counted invalid.
 func TestOutletBatchRecords(t *testing.T) {
-	s, err := schema.New(schema.Configuration{Enabled: []string{"DatagramPartition", "DatagramOffset", "DatagramIndex"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nf, err := netflow.New(nil, netflow.DefaultConfiguration(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sf, err := sflow.New(nil, sflow.DefaultConfiguration(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &identitySink{s: s}
-	topic := datagram.DefaultTopicConfiguration()
-	topic.Brokers = []string{"127.0.0.1:1"} // never contacted: no Start
-	o, err := New(topic, DefaultConfiguration(), Dependencies{Schema: s, NetFlow: nf, SFlow: sf,
-		Sinks: []output.Sink{sink}, Registry: prometheus.NewRegistry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.client.Close()
+	sink := &identitySink{}
+	o, nf := newOffline(t, netflow.DefaultConfiguration(), DefaultConfiguration(), sink, nil)
+	sink.s = o.deps.Schema
 	nf.SetObserver(nil) // no state topic to publish to
 	from := netip.MustParseAddrPort("192.0.2.100:2055")
 	now := testutil.Now()

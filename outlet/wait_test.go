@@ -1,25 +1,19 @@
 package outlet
 
 import (
-	"io"
-	"log/slog"
 	"net/netip"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"flowzero/datagram"
 	"flowzero/decoder/netflow"
-	"flowzero/decoder/sflow"
 	"flowzero/internal/health"
 	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
 	ftestutil "flowzero/internal/testutil"
-	"flowzero/output"
-	"flowzero/schema"
 )
 
 // manualClock is a clock the test moves.
@@ -34,10 +28,6 @@ func (c *manualClock) Now() time.Time { return c.now }
 // Without the template, the datagram is decoded after template-wait, its set dropped and
 // counted, and the exporter's next datagrams no longer wait.
 func TestHoldBack(t *testing.T) {
-	s, err := schema.New(schema.Configuration{Enabled: []string{"DatagramPartition", "DatagramOffset", "DatagramIndex"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	read := func(name string) []byte {
 		dgs, err := pcapfile.ReadUDP(testdata.Path(t, "netflow", name))
 		if err != nil {
@@ -51,25 +41,10 @@ func TestHoldBack(t *testing.T) {
 	setup := func(t *testing.T) (*Outlet, *discardSink) {
 		ncfg := netflow.DefaultConfiguration()
 		ncfg.PendingSets = 2
-		nf, err := netflow.New(nil, ncfg, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sf, err := sflow.New(nil, sflow.DefaultConfiguration(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sink := &discardSink{}
-		topic := datagram.DefaultTopicConfiguration()
-		topic.Brokers = []string{"127.0.0.1:1"} // never contacted: no Start
 		cfg := DefaultConfiguration()
 		cfg.TemplateWait = 10 * time.Second
-		o, err := New(topic, cfg, Dependencies{Schema: s, NetFlow: nf, SFlow: sf, Sinks: []output.Sink{sink},
-			Registry: prometheus.NewRegistry(), Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(o.client.Close)
+		sink := &discardSink{}
+		o, _ := newOffline(t, ncfg, cfg, sink, clk)
 		return o, sink
 	}
 	offsets := map[int32]int64{}
