@@ -161,7 +161,6 @@ type flowID struct {
 	offset           uint64
 }
 
-// readFlowIDs counts the flows of every archive in dir by identity.
 // storedFlowIDs reads the flow identities archived under dirs: how often each was stored,
 // how many flows that makes, and how many identities were stored more than once.
 func storedFlowIDs(t *testing.T, dirs []string) (ids map[flowID]int, stored, twice int) {
@@ -177,10 +176,6 @@ func storedFlowIDs(t *testing.T, dirs []string) (ids map[flowID]int, stored, twi
 		}
 	}
 	return ids, stored, twice
-}
-
-func readFlowIDs(t *testing.T, _ *schema.Schema, dir string, into map[flowID]int) {
-	readFlowIDsOpts(t, dir, into, false)
 }
 
 func readFlowIDsOpts(t *testing.T, dir string, into map[flowID]int, partial bool) {
