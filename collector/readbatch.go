@@ -13,9 +13,9 @@ import (
 // readBatch is the most datagrams a worker reads per system call.
 const readBatch = 16
 
-// maxDatagram is the largest UDP payload (65,535 bytes less the IPv4 and UDP headers), so no
-// datagram is truncated.
-const maxDatagram = 65507
+// maxDatagram is the largest UDP payload, so no datagram is truncated: 65,535 bytes less the
+// UDP header over IPv6, whose length field leaves out its own header (65,507 over IPv4).
+const maxDatagram = 65535 - 8
 
 // batchReader reads up to readBatch datagrams of a socket per recvmmsg(2) into buffers
 // allocated once, through the socket's RawConn so that the Go poller waits for data and the

@@ -297,3 +297,39 @@ func BenchmarkSocketRead(b *testing.B) {
 		})
 	}
 }
+
+// TestBatchReaderLargest: the largest UDP payloads, 65,507 bytes over IPv4 and 65,527 over
+// IPv6, are read whole, not truncated.
+func TestBatchReaderLargest(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		size int
+	}{{"127.0.0.1:0", 65507}, {"[::1]:0", 65527}} {
+		conns, _, err := openSockets(tc.addr, 1, 4<<20)
+		if err != nil {
+			t.Skipf("%s: %v", tc.addr, err) // no IPv6 loopback on this machine
+		}
+		defer conns[0].Close()
+		src, err := net.DialUDP("udp", nil, conns[0].LocalAddr().(*net.UDPAddr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		p := bytes.Repeat([]byte{7}, tc.size)
+		if _, err := src.Write(p); err != nil {
+			t.Fatalf("%s: sending %d bytes: %v", tc.addr, tc.size, err)
+		}
+		r, err := newBatchReader(conns[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, err := r.Read()
+		if err != nil || n != 1 {
+			t.Fatalf("%s: read %d datagrams, %v", tc.addr, n, err)
+		}
+		if got := r.Payload(0); !bytes.Equal(got, p) {
+			t.Errorf("%s: read %d bytes of a datagram of %d", tc.addr, len(got), len(p))
+		}
+	}
+}
