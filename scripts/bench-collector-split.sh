@@ -19,7 +19,13 @@
 # Also printed: the broker's CPU per flow, the bytes per datagram and per flow in the
 # topics' log segments (after compression), and the datagrams per Kafka record of the inlet.
 #   RATES      flows per second (default "100000 250000 500000")
-#   MODES      default "all split"; e.g. "all split:lz4 split:zstd split:none split:lz4/50ms"
+#   MODES      default "all split"; e.g. "all split:lz4 split:zstd split:none split:lz4/50ms";
+#              "floor" runs bench/udpfloor instead of an inlet: a process that receives the
+#              datagrams as the collector does and drops them, the floor of an inlet's CPU per
+#              datagram at that rate ("floor:gather=1ms" sleeps after a read as batch-wait does;
+#              "floor:blocking" reads with blocking recvmmsg on locked threads, not the poller);
+#              in a split mode, gomaxprocs=N sets the inlet's GOMAXPROCS and workers=N its
+#              listener's workers ("split:compression=none,gomaxprocs=1,workers=1")
 #              (split:COMPRESSION[/LINGER] sets the inlet's compression and linger,
 #              split:KEY=VALUE,... any keys of the inlet section: "split:key=batch,compression=none");
 #              a mode may end
@@ -186,8 +192,17 @@ YAML
 }
 
 run_split() { # run_split ROUND RATE MODE (split or split:COMPRESSION, without @BINARY)
-  local id="s$1-$2-${3#split}-$RANDOM" spec=${3#split:} t0 t1 u0 u1 k0 k1 s0 s1
+  local id="s$1-$2-${3#split}-$RANDOM" spec=${3#split:} t0 t1 u0 u1 k0 k1 s0 s1 procs=
   [ "$spec" = "$3" ] && spec=
+  case $spec in *gomaxprocs=*) # the inlet's GOMAXPROCS, not a key of its configuration
+    procs=$(echo "$spec" | sed -E 's/.*gomaxprocs=([0-9]+).*/\1/')
+    spec=$(echo "$spec" | sed -E 's/,?gomaxprocs=[0-9]+//; s/^,//') ;;
+  esac
+  local workers=2
+  case $spec in *workers=*) # the inlet listener's workers, a key of the collector's listener
+    workers=$(echo "$spec" | sed -E 's/.*workers=([0-9]+).*/\1/')
+    spec=$(echo "$spec" | sed -E 's/,?workers=[0-9]+//; s/^,//') ;;
+  esac
   id=${id//[:\/@.=,]/}
   local compression=${spec%%/*} linger= inlet_section=
   case $spec in */*) linger=${spec#*/} ;; esac
@@ -197,7 +212,7 @@ run_split() { # run_split ROUND RATE MODE (split or split:COMPRESSION, without @
 log: {level: warn}
 mode: inlet
 collector:
-  listeners: [{protocol: netflow, address: "127.0.0.1:$PORT", workers: 2, receive-buffer: 33554432}]
+  listeners: [{protocol: netflow, address: "127.0.0.1:$PORT", workers: $workers, receive-buffer: 33554432}]
   http: {listen: "127.0.0.1:$HPORT_A", pprof: true}
 datagrams: {brokers: ["$BROKER"], topic: "dg-$id", partitions: $PARTITIONS}
 $inlet_section
@@ -211,7 +226,7 @@ datagrams: {brokers: ["$BROKER"], topic: "dg-$id", partitions: $PARTITIONS}
 outlet: {group: "g-$id", state: {topic: "st-$id"}}
 $(flows_output "$id")
 YAML
-  start "$WORK/inlet.yaml" "$WORK/inlet.log"; local ipid=$STARTED
+  GOMAXPROCS=${procs:-${GOMAXPROCS:-}} start "$WORK/inlet.yaml" "$WORK/inlet.log"; local ipid=$STARTED
   start "$WORK/outlet.yaml" "$WORK/outlet.log"; local opid=$STARTED
   wait_until 30 "the inlet to serve" healthy "$HPORT_A"
   wait_until 60 "the outlet to be ready" outlet_ready "$HPORT_B"
@@ -264,6 +279,28 @@ YAML
   echo -e "$1\t$4\t$2\t$SENT_DGRAMS\t$recv\t$kd\t$cd\t$SENT_FLOWS\t$flows\t$prod\t$fd\t$in_nsd\t$in_nsf\t$out_nsf\t$((in_nsf + out_nsf))\t$(( (k1 - k0) * 1000000000 / TCK / f ))\t$(( (s1 - s0) * 100 / (t1 > t0 ? t1 - t0 : 1) ))\t$(( db / (idel > 0 ? idel : 1) ))\t$(( fb / f ))\t$ok" >>"$RESULTS"
 }
 
+run_floor() { # run_floor ROUND RATE MODE: bench/udpfloor in place of the inlet
+  local spec=${3#floor} gather=0 blocking=false t0 t1 s0 s1
+  case $spec in :gather=*) gather=${spec#:gather=} ;; :blocking) blocking=true ;; esac
+  "$FLOOR" -listen "127.0.0.1:$PORT" -http "127.0.0.1:$HPORT_A" -workers 2 -receive-buffer 33554432 -gather "$gather" -blocking=$blocking 2>"$WORK/floor.log" &
+  local pid=$!; PIDS+=("$pid")
+  wait_until 30 "udpfloor to serve" healthy "$HPORT_A"
+  t0=$(cpu_ticks "$pid"); s0=$(sys_ticks "$pid")
+  replay "$2"
+  wait_until 30 "the datagrams to be received" received_all "$HPORT_A" || true
+  t1=$(cpu_ticks "$pid"); s1=$(sys_ticks "$pid")
+  local recv; recv=$(metric "$HPORT_A" flowzero_collector_datagrams_total)
+  stop "$pid"
+  local ok=ok
+  [ "$recv" -eq "$SENT_DGRAMS" ] || ok="dgrams:sent$SENT_DGRAMS!=recv$recv"
+  local in_nsd=$(( (t1 - t0) * 1000000000 / TCK / (recv > 0 ? recv : 1) ))
+  echo -e "$1\t$3\t$2\t$SENT_DGRAMS\t$recv\t0\t0\t$SENT_FLOWS\t-\t-\t-\t$in_nsd\t-\t-\t-\t-\t$(( (s1 - s0) * 100 / (t1 > t0 ? t1 - t0 : 1) ))\t-\t-\t$ok" >>"$RESULTS"
+}
+case " $MODES " in *" floor"*)
+  FLOOR=$WORK/udpfloor
+  (cd bench && go build -o "$FLOOR" ./udpfloor) ;;
+esac
+
 echo "bench: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $DGRAMS_PER_PCAP datagrams of $PCAP_FLOWS flows per pcap, broker $BROKER, results in $RESULTS" >&2
 for round in $(seq "$ROUNDS"); do
   order=$MODES
@@ -275,6 +312,7 @@ for round in $(seq "$ROUNDS"); do
       case ${mode%@*} in
       all) run_all "$round" "$rate" "$mode" ;;
       split | split:*) run_split "$round" "$rate" "${mode%@*}" "$mode" ;;
+      floor | floor:*) run_floor "$round" "$rate" "$mode" ;;
       *) echo "bench: unknown mode $mode" >&2; exit 2 ;;
       esac
       tail -1 "$RESULTS" | awk -F'\t' '{printf "round %s %-11s %7d flows/s: sent %d dgrams, recv %d, k-drops %d, drops %d; flows %d, produced %d; inlet %s ns/dgram; ns/flow inlet %s outlet %s total %s broker %s (inlet sys %s%%); Kafka bytes/dgram %s, bytes/flow %s  %s\n", $1, $2, $3, $4, $5, $6, $7, $9, $10, $12, $13, $14, $15, $16, $17, $18, $19, $20}' >&2
