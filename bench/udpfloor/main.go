@@ -9,6 +9,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"log"
@@ -79,7 +80,7 @@ func listenReusePort(addr string, rcvbuf int) (*net.UDPConn, error) {
 		}
 		return serr
 	}}
-	pc, err := lc.ListenPacket(nil, "udp", addr)
+	pc, err := lc.ListenPacket(context.Background(), "udp", addr)
 	if err != nil {
 		return nil, err
 	}
