@@ -80,33 +80,137 @@ func TestFlat4(t *testing.T) {
 	}
 }
 
-// TestFlat4Enricher runs the table tests with the array built whatever the table's size:
+// TestFlat6 checks the IPv6 tables against the trie they are built from, on random nested
+// prefixes from /3 to /128 (most of them /16 to /64, many around the tables' boundaries at
+// /24, /32, /40 and /48, and a default route), at each prefix's first and last address, just
+// outside them, at the first and last address of each block of each level holding a prefix
+// and of the blocks beside them, and at random addresses.
+func TestFlat6(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	randomBits := func() int {
+		switch rnd.IntN(4) {
+		case 0:
+			return 3 + rnd.IntN(126)
+		case 1:
+			return 22 + 8*rnd.IntN(4) + rnd.IntN(5)
+		default:
+			return 16 + rnd.IntN(49)
+		}
+	}
+	randomAddr := func() [16]byte {
+		var a [16]byte
+		for i := range a {
+			a[i] = byte(rnd.Uint32())
+		}
+		if rnd.IntN(4) != 0 {
+			a[0] = 0x20 | a[0]&0x1f // 2000::/3, where the full table is
+		}
+		return a
+	}
+	setBits := func(a [16]byte, from, to int, random bool) [16]byte {
+		for k := from; k < to; k++ {
+			if !random || rnd.IntN(2) == 1 {
+				a[k/8] |= 1 << (7 - k%8)
+			}
+		}
+		return a
+	}
+	trie := new(bart.Fast[leaf])
+	trie.Insert(netip.MustParsePrefix("::/0"), leaf{asn: 1})
+	var prefixes []netip.Prefix
+	for i := range 20000 {
+		if i%3 == 0 && len(prefixes) > 0 {
+			// nested in an earlier prefix
+			q := prefixes[rnd.IntN(len(prefixes))]
+			bits := q.Bits() + rnd.IntN(129-q.Bits())
+			prefixes = append(prefixes, netip.PrefixFrom(netip.AddrFrom16(setBits(q.Addr().As16(), q.Bits(), 128, true)), bits).Masked())
+			continue
+		}
+		prefixes = append(prefixes, netip.PrefixFrom(netip.AddrFrom16(randomAddr()), randomBits()).Masked())
+	}
+	for i, p := range prefixes {
+		// several prefixes share a leaf, as interned leaves do
+		trie.Insert(p, leaf{asn: uint32(2 + i%500), from: uint8(i % 3)})
+	}
+	check := func(f *flat6, a [16]byte) {
+		t.Helper()
+		addr := netip.AddrFrom16(a)
+		want, wantOK := trie.Lookup(addr)
+		got, ok := f.lookup(addr)
+		if got != want || ok != wantOK {
+			t.Fatalf("%s: %+v %v, want %+v %v", addr, got, ok, want, wantOK)
+		}
+	}
+	checkAll := func(f *flat6) {
+		t.Helper()
+		for _, p := range prefixes {
+			first := p.Addr().As16()
+			last := setBits(first, p.Bits(), 128, false)
+			check(f, first)
+			check(f, last)
+			if prev := p.Addr().Prev(); prev.IsValid() {
+				check(f, prev.As16())
+			}
+			if next := netip.AddrFrom16(last).Next(); next.IsValid() {
+				check(f, next.As16())
+			}
+			for _, bits := range []int{24, 32, 40, 48} {
+				block := netip.PrefixFrom(p.Addr(), bits).Masked()
+				blockLast := netip.AddrFrom16(setBits(block.Addr().As16(), bits, 128, false))
+				for _, a := range []netip.Addr{block.Addr(), block.Addr().Prev(), blockLast, blockLast.Next()} {
+					if a.IsValid() {
+						check(f, a.As16())
+					}
+				}
+			}
+		}
+		for range 200000 {
+			check(f, randomAddr())
+		}
+		check(f, [16]byte{})
+		check(f, setBits([16]byte{}, 0, 128, false))
+	}
+	f := newFlat6(trie.AllSorted6())
+	if len(f.sub) < 1000<<8 || len(f.tries) < 1000 || len(f.leaves) > 1501 {
+		t.Fatalf("%d tables, %d tries, %d leaves", len(f.sub)>>8, len(f.tries), len(f.leaves))
+	}
+	checkAll(f)
+	// Without a default route, addresses outside every prefix are not found.
+	trie.Delete(netip.MustParsePrefix("::/0"))
+	checkAll(newFlat6(trie.AllSorted6()))
+}
+
+// TestFlat4Enricher runs the table tests with both arrays built whatever the table's size:
 // the answers, VRFs and reloads included, must not change.
 func TestFlat4Enricher(t *testing.T) {
-	defer func(n int) { flatMinPrefixes = n }(flatMinPrefixes)
-	flatMinPrefixes = 0
+	defer func(n, n6 int) { flatMinPrefixes, flat6MinPrefixes = n, n6 }(flatMinPrefixes, flat6MinPrefixes)
+	flatMinPrefixes, flat6MinPrefixes = 0, 0
 	t.Run("static", TestStatic)
 	t.Run("enrich", TestEnrich)
 	t.Run("precedence", TestPrecedence)
 	t.Run("geoip-reload", TestGeoIPReload)
 	t.Run("source-fetch", TestSourceFetch)
 	t.Run("reload-while-enriching", TestReloadWhileEnriching)
-	e := newEnricher(t, decodeConfig(t, "networks: {10.0.0.0/8: corp}"), mustSchema(t, schema.DefaultConfiguration()), Options{})
-	if e.table.Load().flat == nil {
+	e := newEnricher(t, decodeConfig(t, "networks: {10.0.0.0/8: corp, 2001:db8::/32: lab}"), mustSchema(t, schema.DefaultConfiguration()), Options{})
+	if e.table.Load().flat == nil || e.table.Load().flat6 == nil {
 		t.Fatal("no array built")
 	}
-	e = newEnricher(t, decodeConfig(t, "networks: {10.0.0.0/8: corp}\nnetwork-ipv4-array: false"), mustSchema(t, schema.DefaultConfiguration()), Options{})
-	if e.table.Load().flat != nil {
-		t.Fatal("array built with network-ipv4-array: false")
+	e = newEnricher(t, decodeConfig(t, "networks: {10.0.0.0/8: corp, 2001:db8::/32: lab}\nnetwork-ipv4-array: false"), mustSchema(t, schema.DefaultConfiguration()), Options{})
+	if e.table.Load().flat != nil || e.table.Load().flat6 == nil {
+		t.Fatal("IPv4 array built with network-ipv4-array: false, or IPv6 one not built")
+	}
+	e = newEnricher(t, decodeConfig(t, "networks: {10.0.0.0/8: corp, 2001:db8::/32: lab}\nnetwork-ipv6-array: false"), mustSchema(t, schema.DefaultConfiguration()), Options{})
+	if e.table.Load().flat == nil || e.table.Load().flat6 != nil {
+		t.Fatal("IPv6 array built with network-ipv6-array: false, or IPv4 one not built")
 	}
 }
 
-// TestFlat4Released checks that the array of each table replaced by a rebuild (a reload, a
+// TestFlat4Released checks that the arrays of each table replaced by a rebuild (a reload, a
 // source's new answer) is unmapped once no flow reads it: reloads leak no memory outside the
 // Go heap.
 func TestFlat4Released(t *testing.T) {
-	defer func(n int) { flatMinPrefixes = n }(flatMinPrefixes)
-	flatMinPrefixes = 0
+	defer func(n, n6 int) { flatMinPrefixes, flat6MinPrefixes = n, n6 }(flatMinPrefixes, flat6MinPrefixes)
+	flatMinPrefixes, flat6MinPrefixes = 0, 0
 	released := func(what string, atMost int64) {
 		t.Helper()
 		testutil.WaitUntil(t, what, func() bool {
@@ -115,16 +219,19 @@ func TestFlat4Released(t *testing.T) {
 		})
 	}
 	released("the arrays of earlier tests released", 0)
-	e := newEnricher(t, decodeConfig(t, "networks: {10.0.0.0/8: corp}"), mustSchema(t, schema.DefaultConfiguration()), Options{})
+	e := newEnricher(t, decodeConfig(t, "networks: {10.0.0.0/8: corp, 2001:db8::/32: lab}"), mustSchema(t, schema.DefaultConfiguration()), Options{})
 	one := hugemem.Mapped()
-	if runtime.GOOS == "linux" && one < 64<<20 {
-		t.Fatalf("%d bytes mapped for the array, want at least 64 MiB", one)
+	if runtime.GOOS == "linux" && one < 128<<20 {
+		t.Fatalf("%d bytes mapped for the arrays, want at least 128 MiB", one)
 	}
 	for range 5 {
 		e.rebuild("")
 	}
 	released("the arrays of replaced tables released", one)
 	if a, ok := e.Lookup(netip.MustParseAddr("10.1.2.3"), 0); !ok || a.Name != "corp" {
+		t.Fatalf("lookup after the rebuilds: %+v %v", a, ok)
+	}
+	if a, ok := e.Lookup(netip.MustParseAddr("2001:db8:1::1"), 0); !ok || a.Name != "lab" {
 		t.Fatalf("lookup after the rebuilds: %+v %v", a, ok)
 	}
 }
