@@ -235,3 +235,57 @@ func TestFlat4Released(t *testing.T) {
 		t.Fatalf("lookup after the rebuilds: %+v %v", a, ok)
 	}
 }
+
+// FuzzFlat6 compares the IPv6 tables with the trie for prefixes read from the input, 17 bytes
+// each (the address, then the length: /16 to /128, so that an input fills at most 256 entries
+// of the 2^24 array; TestFlat6 has the shorter ones), at each prefix's first and last
+// address, just outside them, and at the edges of its /24, /32, /40 and /48 blocks.
+func FuzzFlat6(f *testing.F) {
+	seed := func(prefixes ...string) []byte {
+		var b []byte
+		for _, s := range prefixes {
+			p := netip.MustParsePrefix(s)
+			a := p.Addr().As16()
+			b = append(append(b, a[:]...), byte(p.Bits()-16))
+		}
+		return b
+	}
+	f.Add(seed("2001::/16", "2001:db8::/32", "2001:db8:1::/48", "2001:db8:1:2::/64", "2001:db8:1:2::1/128"))
+	f.Add(seed("2001:db8::/23", "2001:db8::/25", "2001:db8:ff00::/40", "2001:db8:ff00::/49"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		trie := new(bart.Fast[leaf])
+		var prefixes []netip.Prefix
+		for i := 0; i+17 <= len(data) && i < 17*256; i += 17 {
+			p := netip.PrefixFrom(netip.AddrFrom16([16]byte(data[i:i+16])), 16+int(data[i+16])%113).Masked()
+			prefixes = append(prefixes, p)
+			trie.Insert(p, leaf{asn: uint32(1 + i/17%7)})
+		}
+		fl := newFlat6(trie.AllSorted6())
+		check := func(a netip.Addr) {
+			if !a.IsValid() || !a.Is6() {
+				return
+			}
+			want, wantOK := trie.Lookup(a)
+			got, ok := fl.lookup(a)
+			if got != want || ok != wantOK {
+				t.Fatalf("%s: %+v %v, want %+v %v", a, got, ok, want, wantOK)
+			}
+		}
+		last := func(p netip.Prefix) netip.Addr {
+			a := p.Addr().As16()
+			for k := p.Bits(); k < 128; k++ {
+				a[k/8] |= 1 << (7 - k%8)
+			}
+			return netip.AddrFrom16(a)
+		}
+		for _, p := range prefixes {
+			for _, bits := range []int{p.Bits(), 24, 32, 40, 48} {
+				q := netip.PrefixFrom(p.Addr(), bits).Masked()
+				check(q.Addr())
+				check(q.Addr().Prev())
+				check(last(q))
+				check(last(q).Next())
+			}
+		}
+	})
+}
