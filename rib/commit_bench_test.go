@@ -18,7 +18,8 @@ import (
 // drawn at random, announced again by its peer with new attributes, so that its selected
 // route changes and the flat arrays follow. "-trie" runs have the family's array switched
 // off; "-rebuild" runs announce a prefix shorter than the array updates in place (a /6, a
-// /12), so that each commit rebuilds the family's array whole. The MB metric is what the
+// /12), so that each commit rebuilds the family's array whole (run them with a few commits:
+// -test.benchtime=5x). The MB metric is what the
 // loaded table holds: the Go heap after a collection, and the arrays mapped outside it.
 func BenchmarkCommit(b *testing.B) {
 	path := testdata.Path(b, "rib", "synth-rib-fulltable-1peer.mrt.gz")
