@@ -39,13 +39,11 @@ type flat4 struct {
 	// Entries are read and, once published, written with sync/atomic's functions; newFlat4
 	// fills them with plain stores before the array is published. top is on huge pages
 	// outside the Go heap (internal/hugemem), unmapped when the flat4 is collected.
-	top    *[1 << 24]uint32
-	subs   atomic.Pointer[[]*[256]uint32]
-	routes atomic.Pointer[[]*[routeChunk]Route]
+	top  *[1 << 24]uint32
+	subs atomic.Pointer[[]*[256]uint32]
+	routeNumbers
 
 	// writer's state (RIB.mu held)
-	n       uint32 // routes interned
-	index   map[Route]uint32
 	limitN  uint32 // rebuild past these
 	limitSu int
 	// update's buffers: a changed range's entries, and its sub-tables by /24 in the range
@@ -64,16 +62,15 @@ func (f *flat4) lookup(a netip.Addr) (Route, bool) {
 	if v == 0 {
 		return Route{}, false
 	}
-	v--
-	return (*f.routes.Load())[v>>routeChunkBits][v&(routeChunk-1)], true
+	return f.route(v), true
 }
 
 // newFlat4 builds the array of the IPv4 routes of t.
 func newFlat4(t *bart.Fast[Route]) *flat4 {
-	f := &flat4{index: map[Route]uint32{}, scratchSubs: map[uint32]*[256]uint32{}}
+	f := &flat4{scratchSubs: map[uint32]*[256]uint32{}}
 	f.top = (*[1 << 24]uint32)(hugemem.Uint32s(f, 1<<24))
 	f.subs.Store(&[]*[256]uint32{})
-	f.routes.Store(&[]*[routeChunk]Route{})
+	f.routeNumbers.init()
 	// Supernets come before their subnets: each prefix fills its range, and its subnets,
 	// coming later, overwrite theirs.
 	for p, rt := range t.AllSorted4() {
@@ -91,8 +88,28 @@ func newFlat4(t *bart.Fast[Route]) *flat4 {
 	return f
 }
 
+// routeNumbers interns the routes a flat array's entries name, by number plus one, in chunks
+// that never move: a route is never changed once an entry may name it.
+type routeNumbers struct {
+	routes atomic.Pointer[[]*[routeChunk]Route]
+	// writer's state (RIB.mu held)
+	n     uint32 // routes interned
+	index map[Route]uint32
+}
+
+func (f *routeNumbers) init() {
+	f.index = map[Route]uint32{}
+	f.routes.Store(&[]*[routeChunk]Route{})
+}
+
+// route returns the route of number v (plus one, not 0).
+func (f *routeNumbers) route(v uint32) Route {
+	v--
+	return (*f.routes.Load())[v>>routeChunkBits][v&(routeChunk-1)]
+}
+
 // number returns the number (plus one) of rt, interned.
-func (f *flat4) number(rt Route) uint32 {
+func (f *routeNumbers) number(rt Route) uint32 {
 	if v, ok := f.index[rt]; ok {
 		return v
 	}

@@ -25,7 +25,8 @@
 // For IPv4, when the table is large (a full table), a DIR-24-8 array beside the trie answers
 // lookups (flat.go): one or two entries and the route, where the trie walks three or four
 // nodes, each a likely cache miss for the addresses of a flow stream's long tail. It costs
-// 64 MiB (Configuration.IPv4Array switches it off).
+// 64 MiB (Configuration.IPv4Array switches it off). For IPv6, fixed 8-bit tables below a
+// 24-bit array do the same down to /48 (flat6.go, Configuration.IPv6Array).
 //
 // Concurrency is RCU-style: readers load the current lookup trie from an atomic pointer and
 // never block. Writers serialize on a mutex inside a Tx; a Tx modifies a private version of the
@@ -124,6 +125,9 @@ type RIB struct {
 	// flat answers IPv4 lookups in place of cur when the table is large (flat.go); nil
 	// otherwise. Commit keeps it equal to cur.
 	flat atomic.Pointer[flat4]
+	// flat6 answers IPv6 lookups in place of cur when the table is large (flat6.go), but for
+	// the /48s holding longer prefixes; nil otherwise. Commit keeps it equal to cur.
+	flat6 atomic.Pointer[flat6]
 	// peerAS is the AS of each peer by ID, published with the trie so that PeerAS knows the
 	// peer of every route a lookup can return.
 	peerAS atomic.Pointer[[]uint32]
@@ -173,6 +177,10 @@ func (r *RIB) Lookup(a netip.Addr) (Route, bool) {
 	if a.Is4() {
 		if f := r.flat.Load(); f != nil {
 			return f.lookup(a)
+		}
+	} else if f := r.flat6.Load(); f != nil {
+		if rt, ok, inTrie := f.lookup(a); !inTrie {
+			return rt, ok
 		}
 	}
 	return r.cur.Load().Lookup(a)
@@ -341,6 +349,9 @@ type Tx struct {
 	// short) to update in place
 	changed4    []netip.Prefix
 	flatRebuild bool
+	// the same for IPv6 and RIB.flat6
+	changed6     []netip.Prefix
+	flat6Rebuild bool
 }
 
 // Begin starts a transaction; it waits for the previous writer to commit.
@@ -378,42 +389,70 @@ func (tx *Tx) Commit() {
 	tx.r.mu.Unlock()
 }
 
-// flatMaxChanges is the number of changed IPv4 prefixes past which a commit rebuilds the
-// flat array rather than updating their ranges.
+// flatMaxChanges is the number of changed prefixes of a family past which a commit rebuilds
+// its flat array rather than updating their ranges.
 const flatMaxChanges = 1 << 15
 
-// noteChange records a change of p's route for the flat array.
+// noteChange records a change of p's route for the flat arrays.
 func (tx *Tx) noteChange(p netip.Prefix) {
-	if !tx.r.cfg.IPv4Array || tx.flatRebuild || !p.Addr().Is4() {
+	if p.Addr().Is4() {
+		if !tx.r.cfg.IPv4Array || tx.flatRebuild {
+			return
+		}
+		if p.Bits() < flatRebuildBits || len(tx.changed4) >= flatMaxChanges {
+			tx.flatRebuild, tx.changed4 = true, nil
+			return
+		}
+		tx.changed4 = append(tx.changed4, p)
 		return
 	}
-	if p.Bits() < flatRebuildBits || len(tx.changed4) >= flatMaxChanges {
-		tx.flatRebuild, tx.changed4 = true, nil
+	if !tx.r.cfg.IPv6Array || tx.flat6Rebuild {
 		return
 	}
-	tx.changed4 = append(tx.changed4, p)
+	if p.Bits() < flat6RebuildBits || len(tx.changed6) >= flatMaxChanges {
+		tx.flat6Rebuild, tx.changed6 = true, nil
+		return
+	}
+	tx.changed6 = append(tx.changed6, p)
 }
 
-// commitFlat brings the flat array to the committed trie: built when the table becomes
+// commitFlat brings the flat arrays to the committed trie: built when the table becomes
 // large (or the changes are many), dropped when it becomes small, updated otherwise.
 func (r *RIB) commitFlat(tx *Tx) {
-	if !r.cfg.IPv4Array {
-		return
-	}
-	f := r.flat.Load()
-	switch {
-	case tx.next.Size4() <= flatMinPrefixes:
-		if f != nil {
-			r.flat.Store(nil)
-		}
-	case f == nil || tx.flatRebuild:
-		r.flat.Store(newFlat4(tx.next))
-	case len(tx.changed4) > 0:
-		for _, p := range tx.changed4 {
-			f.update(tx.next, p)
-		}
-		if f.worn() {
+	if r.cfg.IPv4Array {
+		f := r.flat.Load()
+		switch {
+		case tx.next.Size4() <= flatMinPrefixes:
+			if f != nil {
+				r.flat.Store(nil)
+			}
+		case f == nil || tx.flatRebuild:
 			r.flat.Store(newFlat4(tx.next))
+		case len(tx.changed4) > 0:
+			for _, p := range tx.changed4 {
+				f.update(tx.next, p)
+			}
+			if f.worn() {
+				r.flat.Store(newFlat4(tx.next))
+			}
+		}
+	}
+	if r.cfg.IPv6Array {
+		f := r.flat6.Load()
+		switch {
+		case tx.next.Size6() <= flat6MinPrefixes:
+			if f != nil {
+				r.flat6.Store(nil)
+			}
+		case f == nil || tx.flat6Rebuild:
+			r.flat6.Store(newFlat6(tx.next))
+		case len(tx.changed6) > 0:
+			for _, p := range tx.changed6 {
+				f.update(tx.next, p)
+			}
+			if f.worn() {
+				r.flat6.Store(newFlat6(tx.next))
+			}
 		}
 	}
 }

@@ -42,11 +42,19 @@ type Configuration struct {
 	// have more than 65,536 IPv4 prefixes (a GeoIP database): fewer memory accesses per flow
 	// for 64 MiB more memory (twice that while a change is being applied). Off: the tree alone.
 	IPv4Array bool `yaml:"network-ipv4-array"`
+	// IPv6Array looks IPv6 addresses up in an array indexed by their first 24 bits, then in
+	// 256-entry tables of the next bytes down to /48, rather than by walking the prefix
+	// tree, when networks, network sources and GeoIP together have more than 65,536 IPv6
+	// prefixes (a GeoIP database): fewer memory accesses per flow for 64 MiB and 1 KiB per
+	// block of /24, /32 or /40 holding longer prefixes more memory (about 100 MiB for a
+	// GeoIP database over a full table, twice that while a change is being applied). Off:
+	// the tree alone.
+	IPv6Array bool `yaml:"network-ipv6-array"`
 }
 
 // DefaultConfiguration has no network, no source and no GeoIP database.
 func DefaultConfiguration() Configuration {
-	return Configuration{GeoIP: geoip.DefaultConfiguration(), IPv4Array: true}
+	return Configuration{GeoIP: geoip.DefaultConfiguration(), IPv4Array: true, IPv6Array: true}
 }
 
 // Used tells whether anything gives network attributes.

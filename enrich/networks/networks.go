@@ -181,6 +181,7 @@ func (e *Enricher) rebuild(why string) {
 	start := time.Now()
 	b := newBuilder(e.schema, e.asn)
 	b.flat = e.cfg.IPv4Array
+	b.flat6 = e.cfg.IPv6Array
 	add(b.static, e.static)
 	for _, s := range e.sources {
 		add(b.source, e.sourceEntries[s.name])

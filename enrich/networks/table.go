@@ -38,6 +38,9 @@ type table struct {
 	// flat answers global IPv4 lookups in place of the trie when the table is large; nil
 	// otherwise.
 	flat *flat4
+	// flat6 answers global IPv6 lookups in place of the trie when the table is large; nil
+	// otherwise.
+	flat6 *flat6
 	// sizes for the metrics
 	prefixes, leaves int
 }
@@ -54,6 +57,9 @@ func (t *table) lookup(a netip.Addr, vrf uint32) (leaf, bool) {
 	if t.flat != nil && a.Is4() {
 		return t.flat.lookup(a)
 	}
+	if t.flat6 != nil && a.Is6() {
+		return t.flat6.lookup(a)
+	}
 	return t.global.Lookup(a)
 }
 
@@ -67,6 +73,7 @@ type builder struct {
 	schema *schema.Schema
 	asn    bool // keep AS numbers (the "geoip" provider is on)
 	flat   bool // build a flat4 for large tables
+	flat6  bool // build a flat6 for large tables
 	// mask blanks the attributes whose columns are off in both directions
 	mask   Attributes
 	static map[uint32]*layer
@@ -284,6 +291,9 @@ func (b *builder) build() *table {
 	t.prefixes = t.global.Size()
 	if b.flat && t.global.Size4() > flatMinPrefixes {
 		t.flat = newFlat4(t.global.AllSorted4())
+	}
+	if b.flat6 && t.global.Size6() > flat6MinPrefixes {
+		t.flat6 = newFlat6(t.global.AllSorted6())
 	}
 	// Per VRF: its own prefixes, and the global ones nested in them.
 	vrfs := map[uint32]bool{}
