@@ -87,41 +87,66 @@ func listenReusePort(addr string, rcvbuf int) (*net.UDPConn, error) {
 	return pc.(*net.UDPConn), nil
 }
 
-// receive reads as collector/readbatch.go does, and drops what it reads.
+// batch is what one recvmmsg(2) reads into: up to readBatch datagrams, their sources and
+// their control messages, in buffers allocated once.
+type batch struct {
+	msgs  [readBatch]unix.Mmsghdr
+	iovs  [readBatch]unix.Iovec
+	names [readBatch][unix.SizeofSockaddrInet6]byte
+	oobs  [readBatch][64]byte
+}
+
+func newBatch() *batch {
+	b := &batch{}
+	for i := range b.msgs {
+		buf := make([]byte, 65527)
+		b.iovs[i].Base = &buf[0]
+		b.iovs[i].SetLen(len(buf))
+		h := &b.msgs[i].Hdr
+		h.Name = &b.names[i][0]
+		h.Iov = &b.iovs[i]
+		h.Iovlen = 1
+		h.Control = &b.oobs[i][0]
+	}
+	return b
+}
+
+// recv calls recvmmsg(2) once on fd with flags, after resetting the lengths it overwrites.
+func (b *batch) recv(fd uintptr, flags int) (int, syscall.Errno) {
+	for i := range b.msgs {
+		h := &b.msgs[i].Hdr
+		h.Namelen = unix.SizeofSockaddrInet6
+		h.SetControllen(len(b.oobs[i]))
+		b.msgs[i].Len = 0
+	}
+	n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.msgs[0])), readBatch, uintptr(flags), 0, 0)
+	return int(n), errno
+}
+
+// count adds the n datagrams read to the counters.
+func (b *batch) count(n int, datagrams, bytes *atomic.Uint64) {
+	total := 0
+	for i := range n {
+		total += int(b.msgs[i].Len)
+	}
+	datagrams.Add(uint64(n))
+	bytes.Add(uint64(total))
+}
+
+// receive reads as collector/readbatch.go does (through the poller), and drops what it reads.
 func receive(conn *net.UDPConn, gather time.Duration, datagrams, bytes *atomic.Uint64) {
 	rc, err := conn.SyscallConn()
 	if err != nil {
 		log.Fatal(err)
 	}
-	var (
-		msgs  [readBatch]unix.Mmsghdr
-		iovs  [readBatch]unix.Iovec
-		names [readBatch][unix.SizeofSockaddrInet6]byte
-		oobs  [readBatch][64]byte
-		n     int
-	)
-	for i := range msgs {
-		buf := make([]byte, 65527)
-		iovs[i].Base = &buf[0]
-		iovs[i].SetLen(len(buf))
-		h := &msgs[i].Hdr
-		h.Name = &names[i][0]
-		h.Iov = &iovs[i]
-		h.Iovlen = 1
-		h.Control = &oobs[i][0]
-	}
+	b := newBatch()
+	n := 0
 	read := func(fd uintptr) bool {
-		for i := range msgs {
-			h := &msgs[i].Hdr
-			h.Namelen = unix.SizeofSockaddrInet6
-			h.SetControllen(len(oobs[i]))
-			msgs[i].Len = 0
-		}
 		for {
-			r, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&msgs[0])), readBatch, 0, 0, 0)
+			r, errno := b.recv(fd, 0)
 			switch errno {
 			case 0:
-				n = int(r)
+				n = r
 				return true
 			case unix.EINTR:
 				continue
@@ -135,12 +160,7 @@ func receive(conn *net.UDPConn, gather time.Duration, datagrams, bytes *atomic.U
 		if err := rc.Read(read); err != nil {
 			log.Fatal(err)
 		}
-		total := 0
-		for i := range n {
-			total += int(msgs[i].Len)
-		}
-		datagrams.Add(uint64(n))
-		bytes.Add(uint64(total))
+		b.count(n, datagrams, bytes)
 		if n < readBatch && gather > 0 {
 			time.Sleep(gather)
 		}
@@ -157,47 +177,21 @@ func receiveBlocking(conn *net.UDPConn, datagrams, bytes *atomic.Uint64) {
 		log.Fatal(err)
 	}
 	var fd uintptr
-	if err := rc.Control(func(f uintptr) { fd = f; err = unix.SetNonblock(int(f), false) }); err != nil {
-		log.Fatal(err)
+	if cerr := rc.Control(func(f uintptr) { fd = f; err = unix.SetNonblock(int(f), false) }); cerr != nil {
+		log.Fatal(cerr)
 	}
 	if err != nil {
 		log.Fatal(err)
 	}
-	var (
-		msgs  [readBatch]unix.Mmsghdr
-		iovs  [readBatch]unix.Iovec
-		names [readBatch][unix.SizeofSockaddrInet6]byte
-		oobs  [readBatch][64]byte
-	)
-	for i := range msgs {
-		buf := make([]byte, 65527)
-		iovs[i].Base = &buf[0]
-		iovs[i].SetLen(len(buf))
-		h := &msgs[i].Hdr
-		h.Name = &names[i][0]
-		h.Iov = &iovs[i]
-		h.Iovlen = 1
-		h.Control = &oobs[i][0]
-	}
+	b := newBatch()
 	for {
-		for i := range msgs {
-			h := &msgs[i].Hdr
-			h.Namelen = unix.SizeofSockaddrInet6
-			h.SetControllen(len(oobs[i]))
-			msgs[i].Len = 0
-		}
-		r, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&msgs[0])), readBatch, unix.MSG_WAITFORONE, 0, 0)
+		n, errno := b.recv(fd, unix.MSG_WAITFORONE)
 		if errno == unix.EINTR {
 			continue
 		}
 		if errno != 0 {
 			log.Fatal(errno)
 		}
-		total := 0
-		for i := range int(r) {
-			total += int(msgs[i].Len)
-		}
-		datagrams.Add(uint64(r))
-		bytes.Add(uint64(total))
+		b.count(n, datagrams, bytes)
 	}
 }
