@@ -4,8 +4,6 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"flowzero/internal/hugemem"
@@ -207,44 +205,12 @@ func TestFlat6NextLookup(t *testing.T) {
 	}
 }
 
-// TestFlat6Concurrent looks addresses up while routes change (run with -race): every answer
-// is a route the address had at some commit.
+// TestFlat6Concurrent looks addresses up while routes change at three levels (run with
+// -race): every answer is a route the address had at some commit.
 func TestFlat6Concurrent(t *testing.T) {
 	withFlat6(t)
-	r := NewTable(DefaultConfiguration())
-	peer := r.Peer(PeerKey{Address: netip.MustParseAddr("2001:db8::1")}, netip.Addr{})
-	nh := netip.MustParseAddr("2001:db8::1")
-	r.Add(peer, netip.MustParsePrefix("2001:db8::/32"), 0, flatAttrs(nh, 1, 32))
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for _, s := range []string{"2001:db8:1:2::3", "2001:db8:1:2:3::4"} {
-		wg.Go(func() {
-			a := netip.MustParseAddr(s)
-			for !stop.Load() {
-				rt, ok := r.Lookup(a)
-				if !ok || (rt.OriginAS != 32 && rt.OriginAS < 1000) {
-					t.Errorf("lookup during changes: %+v %v", rt, ok)
-					return
-				}
-			}
-		})
-	}
-	for i := range 2000 {
-		tx := r.Begin()
-		tx.Add(peer, netip.MustParsePrefix("2001:db8::/36"), 0, flatAttrs(nh, 1, uint32(1000+i)))
-		tx.Add(peer, netip.MustParsePrefix("2001:db8:1::/48"), 0, flatAttrs(nh, 1, uint32(1000+i)))
-		tx.Add(peer, netip.MustParsePrefix("2001:db8:1:2:3::/80"), 0, flatAttrs(nh, 1, uint32(1000+i)))
-		tx.Commit()
-		if i%2 == 1 {
-			tx := r.Begin()
-			tx.Withdraw(peer, netip.MustParsePrefix("2001:db8::/36"), 0)
-			tx.Withdraw(peer, netip.MustParsePrefix("2001:db8:1::/48"), 0)
-			tx.Withdraw(peer, netip.MustParsePrefix("2001:db8:1:2:3::/80"), 0)
-			tx.Commit()
-		}
-	}
-	stop.Store(true)
-	wg.Wait()
+	lookupsDuringChanges(t, "2001:db8::1", "2001:db8::/32", []string{"2001:db8::/36", "2001:db8:1::/48", "2001:db8:1:2:3::/80"},
+		[]string{"2001:db8:1:2::3", "2001:db8:1:2:3::4"})
 }
 
 // TestFlat6Released checks that the arrays of replaced flat6s (a rebuild, the table becoming

@@ -179,19 +179,27 @@ func TestFlat4NextLookup(t *testing.T) {
 // is a route the address had at some commit.
 func TestFlat4Concurrent(t *testing.T) {
 	withFlat(t)
+	lookupsDuringChanges(t, "192.0.2.1", "10.0.0.0/8", []string{"10.1.0.0/16", "10.1.2.0/30"},
+		[]string{"10.1.2.3", "10.1.2.3"})
+}
+
+// lookupsDuringChanges announces base from peer with origin AS 1, then, 2,000 times, changes
+// (announced together with origin AS 1000+i, withdrawn every other time), while two
+// goroutines look addrs up: each answer must be base's route or one of the changes'.
+func lookupsDuringChanges(t *testing.T, peerAddr, base string, changes, addrs []string) {
 	r := NewTable(DefaultConfiguration())
-	peer := r.Peer(PeerKey{Address: netip.MustParseAddr("192.0.2.1")}, netip.Addr{})
-	nh := netip.MustParseAddr("192.0.2.1")
-	r.Add(peer, netip.MustParsePrefix("10.0.0.0/8"), 0, flatAttrs(nh, 1, 8))
+	nh := netip.MustParseAddr(peerAddr)
+	peer := r.Peer(PeerKey{Address: nh}, netip.Addr{})
+	r.Add(peer, netip.MustParsePrefix(base), 0, flatAttrs(nh, 1))
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	for range 2 {
+	for _, s := range addrs {
 		wg.Go(func() {
-			a := netip.MustParseAddr("10.1.2.3")
+			a := netip.MustParseAddr(s)
 			for !stop.Load() {
 				rt, ok := r.Lookup(a)
-				if !ok || (rt.OriginAS != 8 && rt.OriginAS < 1000) {
-					t.Errorf("lookup during changes: %+v %v", rt, ok)
+				if !ok || (rt.OriginAS != 1 && rt.OriginAS < 1000) {
+					t.Errorf("lookup of %s during changes: %+v %v", a, rt, ok)
 					return
 				}
 			}
@@ -199,13 +207,15 @@ func TestFlat4Concurrent(t *testing.T) {
 	}
 	for i := range 2000 {
 		tx := r.Begin()
-		tx.Add(peer, netip.MustParsePrefix("10.1.0.0/16"), 0, flatAttrs(nh, 1, uint32(1000+i)))
-		tx.Add(peer, netip.MustParsePrefix("10.1.2.0/30"), 0, flatAttrs(nh, 1, uint32(1000+i)))
+		for _, c := range changes {
+			tx.Add(peer, netip.MustParsePrefix(c), 0, flatAttrs(nh, 1, uint32(1000+i)))
+		}
 		tx.Commit()
 		if i%2 == 1 {
 			tx := r.Begin()
-			tx.Withdraw(peer, netip.MustParsePrefix("10.1.0.0/16"), 0)
-			tx.Withdraw(peer, netip.MustParsePrefix("10.1.2.0/30"), 0)
+			for _, c := range changes {
+				tx.Withdraw(peer, netip.MustParsePrefix(c), 0)
+			}
 			tx.Commit()
 		}
 	}
