@@ -115,30 +115,8 @@ func TestFlat6(t *testing.T) {
 		return netip.PrefixFrom(netip.AddrFrom16(a), bits).Masked()
 	}
 	nh := netip.MustParseAddr("2001:db8::1")
-	first := r.flat6.Load()
-	rebuilt := 0
-	for round := range rounds {
-		tx := r.Begin()
-		for range 1 + rnd.IntN(40) {
-			switch op := rnd.IntN(10); {
-			case op < 6 || len(prefixes) == 0:
-				p := randomPrefix()
-				prefixes = append(prefixes, p)
-				tx.Add(peers[rnd.IntN(2)], p, 0, flatAttrs(nh, 65000, uint32(rnd.IntN(5000))))
-			default:
-				tx.Withdraw(peers[rnd.IntN(2)], prefixes[rnd.IntN(len(prefixes))], 0)
-			}
-		}
-		if round%30 == 29 {
-			tx.RemovePeer(peers[rnd.IntN(2)])
-		}
-		tx.Commit()
-		checkFlat6(t, r, prefixes, rnd)
-		if f := r.flat6.Load(); f != first {
-			rebuilt++
-			first = f
-		}
-	}
+	rebuilt := commitAtRandom(r, peers, nh, rnd, rounds, &prefixes, randomPrefix,
+		func() { checkFlat6(t, r, prefixes, rnd) }, func() any { return r.flat6.Load() })
 	if rebuilt < 2 {
 		t.Errorf("%d rebuilds: the test does not reach them", rebuilt)
 	}

@@ -96,30 +96,8 @@ func TestFlat4(t *testing.T) {
 		return netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(rnd.Uint32()), byte(rnd.Uint32()), byte(rnd.Uint32()),
 			byte(rnd.Uint32())}), bits).Masked()
 	}
-	first := r.flat.Load()
-	rebuilt := 0
-	for round := range rounds {
-		tx := r.Begin()
-		for range 1 + rnd.IntN(40) {
-			switch op := rnd.IntN(10); {
-			case op < 6 || len(prefixes) == 0:
-				p := randomPrefix()
-				prefixes = append(prefixes, p)
-				tx.Add(peers[rnd.IntN(2)], p, 0, flatAttrs(netip.MustParseAddr("192.0.2.1"), 65000, uint32(rnd.IntN(5000))))
-			default:
-				tx.Withdraw(peers[rnd.IntN(2)], prefixes[rnd.IntN(len(prefixes))], 0)
-			}
-		}
-		if round%30 == 29 {
-			tx.RemovePeer(peers[rnd.IntN(2)])
-		}
-		tx.Commit()
-		checkFlat(t, r, prefixes, rnd)
-		if f := r.flat.Load(); f != first {
-			rebuilt++
-			first = f
-		}
-	}
+	rebuilt := commitAtRandom(r, peers, netip.MustParseAddr("192.0.2.1"), rnd, rounds, &prefixes, randomPrefix,
+		func() { checkFlat(t, r, prefixes, rnd) }, func() any { return r.flat.Load() })
 	if rebuilt < 2 {
 		t.Errorf("%d rebuilds: the test does not reach them", rebuilt)
 	}
@@ -129,6 +107,39 @@ func TestFlat4(t *testing.T) {
 	if r.flat.Load() != nil {
 		t.Error("flat array kept for a small table")
 	}
+}
+
+// commitAtRandom commits rounds transactions of 1 to 40 announcements (of randomPrefix's
+// prefixes, added to prefixes) and withdrawals from either peer, removing a peer every 30th,
+// and calls check after each commit. It returns how many times array changed: the rebuilds
+// of the array under test.
+func commitAtRandom(r *RIB, peers []PeerID, nh netip.Addr, rnd *rand.Rand, rounds int, prefixes *[]netip.Prefix,
+	randomPrefix func() netip.Prefix, check func(), array func() any) int {
+	first := array()
+	rebuilt := 0
+	for round := range rounds {
+		tx := r.Begin()
+		for range 1 + rnd.IntN(40) {
+			switch op := rnd.IntN(10); {
+			case op < 6 || len(*prefixes) == 0:
+				p := randomPrefix()
+				*prefixes = append(*prefixes, p)
+				tx.Add(peers[rnd.IntN(2)], p, 0, flatAttrs(nh, 65000, uint32(rnd.IntN(5000))))
+			default:
+				tx.Withdraw(peers[rnd.IntN(2)], (*prefixes)[rnd.IntN(len(*prefixes))], 0)
+			}
+		}
+		if round%30 == 29 {
+			tx.RemovePeer(peers[rnd.IntN(2)])
+		}
+		tx.Commit()
+		check()
+		if f := array(); f != first {
+			rebuilt++
+			first = f
+		}
+	}
+	return rebuilt
 }
 
 // TestFlat4NextLookup checks that each kind of change shows in the next lookup through the
