@@ -126,20 +126,28 @@ func TestInletRecords(t *testing.T) {
 	}
 }
 
-// TestInletBufferFull: with no broker, datagrams beyond max-buffered-bytes are dropped at
-// once and the rest when the stop's flush times out: sent = delivered + dropped.
-func TestInletBufferFull(t *testing.T) {
+// startUnreachable starts an inlet whose broker never answers, with a 1 MiB buffer and a
+// 200 ms flush timeout at its stop: everything it is given ends up dropped and counted.
+func startUnreachable(t *testing.T, reg *prometheus.Registry) *Inlet {
+	t.Helper()
 	topic := datagram.DefaultTopicConfiguration()
 	topic.Brokers = []string{"127.0.0.1:1"}
 	cfg := DefaultConfiguration()
 	cfg.MaxBufferedBytes = 1 << 20
 	cfg.FlushTimeout = 200 * time.Millisecond
-	reg := prometheus.NewRegistry()
 	in, err := New(reg, nil, topic, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	in.Start()
+	return in
+}
+
+// TestInletBufferFull: with no broker, datagrams beyond max-buffered-bytes are dropped at
+// once and the rest when the stop's flush times out: sent = delivered + dropped.
+func TestInletBufferFull(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	in := startUnreachable(t, reg)
 	payload := make([]byte, 1400)
 	ap := netip.MustParseAddrPort("192.0.2.1:2055")
 	for range 2000 {
@@ -328,17 +336,8 @@ func TestInletBatchWait(t *testing.T) {
 // TestInletBatchDropsCountDatagrams: batch records that cannot be delivered count their
 // datagrams as dropped, not the records: sent = delivered + dropped in datagrams.
 func TestInletBatchDropsCountDatagrams(t *testing.T) {
-	topic := datagram.DefaultTopicConfiguration()
-	topic.Brokers = []string{"127.0.0.1:1"}
-	cfg := DefaultConfiguration()
-	cfg.MaxBufferedBytes = 1 << 20
-	cfg.FlushTimeout = 200 * time.Millisecond
 	reg := prometheus.NewRegistry()
-	in, err := New(reg, nil, topic, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in.Start()
+	in := startUnreachable(t, reg)
 	payload := make([]byte, 1400)
 	ap := netip.MustParseAddrPort("192.0.2.1:2055")
 	b := in.NewBatch()

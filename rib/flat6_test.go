@@ -87,14 +87,7 @@ func TestFlat6(t *testing.T) {
 	randomPrefix := func() netip.Prefix {
 		if len(prefixes) > 0 && rnd.IntN(3) == 0 {
 			// nested in an earlier one
-			q := prefixes[rnd.IntN(len(prefixes))]
-			a := q.Addr().As16()
-			for k := q.Bits(); k < 128; k++ {
-				if rnd.IntN(2) == 1 {
-					a[k/8] |= 1 << (7 - k%8)
-				}
-			}
-			return netip.PrefixFrom(netip.AddrFrom16(a), q.Bits()+rnd.IntN(129-q.Bits())).Masked()
+			return nestedIn(rnd, prefixes[rnd.IntN(len(prefixes))])
 		}
 		var a [16]byte
 		for i := range a {

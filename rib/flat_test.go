@@ -80,14 +80,7 @@ func TestFlat4(t *testing.T) {
 	randomPrefix := func() netip.Prefix {
 		if len(prefixes) > 0 && rnd.IntN(3) == 0 {
 			// nested in an earlier one
-			q := prefixes[rnd.IntN(len(prefixes))]
-			a := q.Addr().As4()
-			for k := q.Bits(); k < 32; k++ {
-				if rnd.IntN(2) == 1 {
-					a[k/8] |= 1 << (7 - k%8)
-				}
-			}
-			return netip.PrefixFrom(netip.AddrFrom4(a), q.Bits()+rnd.IntN(33-q.Bits())).Masked()
+			return nestedIn(rnd, prefixes[rnd.IntN(len(prefixes))])
 		}
 		bits := 8 + rnd.IntN(25)
 		if rnd.IntN(shortEvery) == 0 {
@@ -107,6 +100,19 @@ func TestFlat4(t *testing.T) {
 	if r.flat.Load() != nil {
 		t.Error("flat array kept for a small table")
 	}
+}
+
+// nestedIn returns a random prefix inside q (q itself included): random bits past q's, a
+// random length from q's to the address's.
+func nestedIn(rnd *rand.Rand, q netip.Prefix) netip.Prefix {
+	a, n := q.Addr().AsSlice(), q.Addr().BitLen()
+	for k := q.Bits(); k < n; k++ {
+		if rnd.IntN(2) == 1 {
+			a[k/8] |= 1 << (7 - k%8)
+		}
+	}
+	addr, _ := netip.AddrFromSlice(a)
+	return netip.PrefixFrom(addr, q.Bits()+rnd.IntN(n+1-q.Bits())).Masked()
 }
 
 // commitAtRandom commits rounds transactions of 1 to 40 announcements (of randomPrefix's
