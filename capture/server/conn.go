@@ -199,21 +199,21 @@ func (s *Server) handshake(sc *serverConn) (*agentState, wire.Hello, bool) {
 		return nil, h, false
 	}
 	if h.Version != wire.Version {
-		s.refuse(sc, wire.StatusUnsupportedVersion)
 		s.connError(reasonVersion, slog.LevelWarn, "agent refused: it speaks another version of the capture protocol: upgrade the older side",
 			"agent", h.AgentName, "remote", sc.remote, "version", h.Version, "server-version", wire.Version)
+		s.refuse(sc, wire.StatusUnsupportedVersion)
 		return nil, h, false
 	}
 	if !s.authorized(h.Token) {
-		s.refuse(sc, wire.StatusUnauthorized)
 		s.connError(reasonUnauthorized, slog.LevelWarn, "agent refused: its token is not one of tokens",
 			"agent", h.AgentName, "remote", sc.remote)
+		s.refuse(sc, wire.StatusUnauthorized)
 		return nil, h, false
 	}
 	if err := wire.CheckAgentName(h.AgentName); err != nil {
-		s.refuse(sc, wire.StatusMalformedHello)
 		s.connError(reasonBadHello, slog.LevelWarn, "agent refused: bad agent name",
 			"remote", sc.remote, "error", err)
+		s.refuse(sc, wire.StatusMalformedHello)
 		return nil, h, false
 	}
 	if !sc.state.CompareAndSwap(connHandshake, connAgent) {
@@ -224,9 +224,9 @@ func (s *Server) handshake(sc *serverConn) (*agentState, wire.Hello, bool) {
 	st := s.agents[h.AgentName]
 	if (st == nil || st.conn == nil) && s.active >= s.cfg.MaxAgents {
 		s.mu.Unlock()
-		s.refuse(sc, wire.StatusBusy)
 		s.connError(reasonTooManyAgents, slog.LevelInfo, "agent answered busy: max-agents agents are connected; it tries again later",
 			"agent", h.AgentName, "remote", sc.remote, "max-agents", s.cfg.MaxAgents)
+		s.refuse(sc, wire.StatusBusy)
 		return nil, h, false
 	}
 	if st == nil {
@@ -324,22 +324,25 @@ func (s *Server) readHello(sc *serverConn) (wire.Hello, bool) {
 		// The record's length follows its type and version (RFC 8446 section 5.1): read the
 		// rest, so that closing leaves nothing unread, which would reset the connection before
 		// the agent reads the answer.
-		if _, err := io.CopyN(io.Discard, sc.raw, int64(binary.BigEndian.Uint16(start[3:]))); err == nil {
-			s.refuse(sc, wire.StatusMalformedHello)
-		}
 		s.connError(reasonUnexpectedTLS, slog.LevelWarn,
 			"connection refused: the agent speaks TLS but this listener does not: set tls.enable, tls.cert and tls.key on the server, or tls.enable: false on the agent",
 			"remote", sc.remote)
+		if _, err := io.CopyN(io.Discard, sc.raw, int64(binary.BigEndian.Uint16(start[3:]))); err == nil {
+			s.refuse(sc, wire.StatusMalformedHello)
+		}
 		return wire.Hello{}, false
 	case s.tls != nil && wire.StartsHello(start[:]):
 		name := ""
-		if h, err := wire.ReadHello(r); err == nil {
+		h, err := wire.ReadHello(r)
+		if err == nil {
 			name = h.AgentName
-			s.refuse(sc, wire.StatusTLSRequired)
 		}
 		s.connError(reasonNotTLS, slog.LevelWarn,
 			"agent refused: it connected without TLS but this listener requires TLS: set tls.enable: true and tls.ca on the agent",
 			"agent", name, "remote", sc.remote)
+		if err == nil {
+			s.refuse(sc, wire.StatusTLSRequired)
+		}
 		return wire.Hello{}, false
 	case s.tls != nil && !wire.StartsTLS(start[:]):
 		s.connError(reasonNotTLS, slog.LevelWarn, "connection refused: neither TLS nor a capture agent on the TLS listener",
@@ -361,16 +364,16 @@ func (s *Server) readHello(sc *serverConn) (wire.Hello, bool) {
 		r = io.MultiReader(bytes.NewReader(start[:]), tc)
 	}
 	if !wire.StartsHello(start[:]) {
-		s.refuse(sc, wire.StatusMalformedHello)
 		s.connError(reasonBadHello, slog.LevelWarn, "connection refused: not a capture agent (its first bytes are not a hello)",
 			"remote", sc.remote, "start", fmt.Sprintf("%q", start[:]))
+		s.refuse(sc, wire.StatusMalformedHello)
 		return wire.Hello{}, false
 	}
 	h, err := wire.ReadHello(r)
 	if err != nil {
 		if errors.Is(err, wire.ErrBadRecord) {
-			s.refuse(sc, wire.StatusMalformedHello)
 			s.connError(reasonBadHello, slog.LevelWarn, "agent refused: malformed hello", "remote", sc.remote, "error", err)
+			s.refuse(sc, wire.StatusMalformedHello)
 		} else {
 			s.readFailed(sc, "hello", err)
 		}
@@ -405,6 +408,8 @@ func (s *Server) tlsFailed(sc *serverConn, err error) {
 		"remote", sc.remote, "error", err)
 }
 
+// refuse answers the agent with status. Callers count and log the refusal first, so that an
+// agent that reads the answer finds it counted.
 func (s *Server) refuse(sc *serverConn, status wire.Status) {
 	wel := wire.Welcome{Version: wire.Version, Status: status}
 	_, _ = sc.c.Write(wire.AppendWelcome(nil, &wel))
