@@ -65,8 +65,13 @@ if [ "$KAFKA_PORT" = auto ]; then
   if [ -f "$KAFKA_DATA/port" ]; then
     KAFKA_PORT=$(cat "$KAFKA_DATA/port")
   elif [ "${1:-}" = start ]; then
+    # Below the kernel's ephemeral range: a port in it can be taken by any outgoing
+    # connection between this check and the broker's bind, or while a broker is stopped.
+    lo=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    span=$((lo - 20000 - 2 * n))
+    [ "$span" -gt 1000 ] || span=20000
     for _ in $(seq 1 50); do
-      p=$((20000 + RANDOM % 20000)) free=1
+      p=$((20000 + RANDOM % span)) free=1
       for q in $(seq "$p" $((p + 2 * n - 1))); do
         if port_busy "$q"; then free=0; break; fi
       done
