@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -29,13 +30,22 @@ func cpuTime() time.Duration {
 // FLOWZERO_BENCH_QUERY_DIR (built there the first time, several minutes). Each query runs
 // on the table the service chooses (table=auto), and the range queries also on the flows
 // table (table=flows); a Sankey over 24 h ending on no bucket reads its range split across
-// the tables. Without FLOWZERO_BENCH_QUERY_DIR, it is skipped.
+// the tables. FLOWZERO_BENCH_QUERY_FLOWS_HOURS (1 to 24, default 1) sets how many hours the
+// flows table holds: 24 is a collector's day, where a query forced onto the flows table reads
+// the whole range (make bench-query-day). Without FLOWZERO_BENCH_QUERY_DIR, it is skipped.
 func BenchmarkQuery(b *testing.B) {
 	dir := os.Getenv("FLOWZERO_BENCH_QUERY_DIR")
 	if dir == "" {
 		b.Skip("FLOWZERO_BENCH_QUERY_DIR names no directory for the data set (make bench-query)")
 	}
-	e, err := querytest.OpenBench(dir, time.Now(), slog.Default())
+	flowsHours := 1
+	if v := os.Getenv("FLOWZERO_BENCH_QUERY_FLOWS_HOURS"); v != "" {
+		var err error
+		if flowsHours, err = strconv.Atoi(v); err != nil {
+			b.Fatalf("FLOWZERO_BENCH_QUERY_FLOWS_HOURS: %v", err)
+		}
+	}
+	e, err := querytest.OpenBench(dir, flowsHours, time.Now(), slog.Default())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -43,7 +53,7 @@ func BenchmarkQuery(b *testing.B) {
 	if e.Built > 0 {
 		b.Logf("data set built in %s", e.Built.Round(time.Second))
 	}
-	b.Logf("data set in %s, anchored at %s: %v rows", dir, e.Anchor.Format(time.RFC3339), e.Rows)
+	b.Logf("data set in %s, anchored at %s, %d h in the flows table: %v rows", dir, e.Anchor.Format(time.RFC3339), e.FlowsHours, e.Rows)
 	cfg := DefaultConfiguration()
 	cfg.Timeout = 5 * time.Minute
 	cfg.MaxMemory = 8 << 30

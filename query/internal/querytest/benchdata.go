@@ -22,8 +22,8 @@ import (
 )
 
 // The benchmark data set (make bench-query): a mid-sized network's day, the demo's traffic
-// at BenchFlowsPerSecond over 24 h in the aggregated tables and over the last hour in the
-// flows table.
+// at BenchFlowsPerSecond over 24 h in the aggregated tables and over the last hour (or the
+// last FlowsHours) in the flows table.
 const (
 	BenchFlowsPerSecond = 5000
 	// benchVersion changes when the data set changes: an older one is built again.
@@ -34,12 +34,14 @@ const (
 
 // BenchEnv is the benchmark data set in an embedded engine.
 type BenchEnv struct {
-	Dir     string
-	Anchor  time.Time // the end of the data: the minute after its newest flows
-	Schema  *schema.Schema
-	Sink    *store.Sink
-	Engine  engine.Embedded
-	Catalog *catalog.Catalog
+	Dir    string
+	Anchor time.Time // the end of the data: the minute after its newest flows
+	// FlowsHours is how many hours before Anchor the flows table holds.
+	FlowsHours int
+	Schema     *schema.Schema
+	Sink       *store.Sink
+	Engine     engine.Embedded
+	Catalog    *catalog.Catalog
 	// Built is how long building the data set took (0 when an existing one was opened).
 	Built time.Duration
 	// Rows holds each table's row count.
@@ -50,7 +52,9 @@ type benchMarker struct {
 	Version        int       `json:"version"`
 	Anchor         time.Time `json:"anchor"`
 	FlowsPerSecond int       `json:"flowsPerSecond"`
-	BuildSeconds   float64   `json:"buildSeconds"`
+	// FlowsHours is 0 in the data sets made before it, which held one hour.
+	FlowsHours   int     `json:"flowsHours,omitempty"`
+	BuildSeconds float64 `json:"buildSeconds"`
 }
 
 // BenchConfig is the store configuration of the data set in dir: the collector's defaults.
@@ -61,13 +65,18 @@ func BenchConfig(dir string) store.Configuration {
 }
 
 // OpenBench opens the data set kept in dir, or builds it there when dir holds none, an older
-// version or one older than benchMaxAge. now anchors a new data set. The engine holds one
-// data directory per process.
-func OpenBench(dir string, now time.Time, log *slog.Logger) (*BenchEnv, error) {
+// version, another number of flows hours or one older than benchMaxAge. flowsHours (1 to 24)
+// is how many hours the flows table holds: 1 is the issue's data set, 24 a collector's day
+// (the flows table keeps 15 days by default). now anchors a new data set. The engine holds
+// one data directory per process.
+func OpenBench(dir string, flowsHours int, now time.Time, log *slog.Logger) (*BenchEnv, error) {
+	if flowsHours < 1 || flowsHours > 24 {
+		return nil, fmt.Errorf("the flows table of the benchmark data set holds 1 to 24 hours, not %d", flowsHours)
+	}
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	e := &BenchEnv{Dir: dir}
+	e := &BenchEnv{Dir: dir, FlowsHours: flowsHours}
 	s, err := schema.New(schema.DefaultConfiguration())
 	if err != nil {
 		return nil, err
@@ -77,7 +86,7 @@ func OpenBench(dir string, now time.Time, log *slog.Logger) (*BenchEnv, error) {
 	markerPath := filepath.Join(dir, "dataset.json")
 	data, err := os.ReadFile(markerPath)
 	reuse := err == nil && json.Unmarshal(data, &m) == nil && m.Version == benchVersion &&
-		m.FlowsPerSecond == BenchFlowsPerSecond && now.Sub(m.Anchor) < benchMaxAge
+		m.FlowsPerSecond == BenchFlowsPerSecond && max(m.FlowsHours, 1) == flowsHours && now.Sub(m.Anchor) < benchMaxAge
 	if !reuse {
 		if err := os.RemoveAll(dir); err != nil {
 			return nil, err
@@ -86,7 +95,7 @@ func OpenBench(dir string, now time.Time, log *slog.Logger) (*BenchEnv, error) {
 			return nil, err
 		}
 		// A whole hour: the minute generated starts a bucket of every resolution.
-		m = benchMarker{Version: benchVersion, Anchor: now.UTC().Truncate(time.Hour), FlowsPerSecond: BenchFlowsPerSecond}
+		m = benchMarker{Version: benchVersion, Anchor: now.UTC().Truncate(time.Hour), FlowsPerSecond: BenchFlowsPerSecond, FlowsHours: flowsHours}
 	}
 	e.Anchor = m.Anchor
 	cfg := BenchConfig(dir)
@@ -144,8 +153,8 @@ func benchInterface(i uint32) (name string, speed, boundary uint64) {
 // build generates the minute [anchor − 1 h, anchor − 59 min) of the demo's traffic at
 // BenchFlowsPerSecond, as the collector enriches it with the demo metadata, through the
 // sink (the flows table, its pre-aggregation into flows_1m, the views into flows_5m and
-// flows_1h), then copies it inside the engine: in the flows table over the last hour, in
-// the aggregated tables over 24 h, doubling the range at each INSERT ... SELECT.
+// flows_1h), then copies it inside the engine: in the flows table over the last FlowsHours,
+// in the aggregated tables over 24 h, doubling the range at each INSERT ... SELECT.
 func (e *BenchEnv) build() error {
 	t0 := e.Anchor.Add(-time.Hour)
 	g := demo.NewGenerator(1)
@@ -226,7 +235,7 @@ func (e *BenchEnv) build() error {
 		table string
 		span  time.Duration
 		from  time.Time
-	}{{"flows", time.Minute, t0}, {"flows_1m", time.Minute, day}, {"flows_5m", 5 * time.Minute, day}, {"flows_1h", time.Hour, day}} {
+	}{{"flows", time.Minute, e.Anchor.Add(-time.Duration(e.FlowsHours) * time.Hour)}, {"flows_1m", time.Minute, day}, {"flows_5m", 5 * time.Minute, day}, {"flows_1h", time.Hour, day}} {
 		if err := e.double(c.table, t0, t0.Add(c.span), e.Anchor, 1); err != nil {
 			return err
 		}
