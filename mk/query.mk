@@ -9,9 +9,9 @@
 #                ($(QUERY_BENCH_DIR)/chdb) is what the console's browser test can read.
 #   bench-query-data  only build (or check) the data set.
 #   bench-query-day  bench-query on a data set whose flows table holds the whole 24 h, as a
-#                collector's does after a day (432 M rows, 3.3 GB, about 10 more minutes to
-#                build, in $(CACHE)/bench-query-day): the queries forced onto the flows
-#                table read their whole range there.
+#                collector's does after a day (432 M rows in flows, 3.7 GB on disk, about
+#                18 minutes to build, in $(CACHE)/bench-query-day): the queries forced onto
+#                the flows table read their whole range there.
 
 .PHONY: bench-query bench-query-data bench-query-day
 QUERY_BENCH_DIR ?= $(abspath $(CACHE))/bench-query
