@@ -3,11 +3,7 @@ package rib
 import (
 	"math/rand/v2"
 	"net/netip"
-	"runtime"
 	"testing"
-
-	"flowzero/internal/hugemem"
-	"flowzero/internal/testutil"
 )
 
 // withFlat6 builds the IPv6 tables whatever the table's size, for the test.
@@ -185,42 +181,15 @@ func TestFlat6Concurrent(t *testing.T) {
 }
 
 // TestFlat6Released checks that the arrays of replaced flat6s (a rebuild, the table becoming
-// small) are unmapped.
+// small) and of a dropped RIB are unmapped.
 func TestFlat6Released(t *testing.T) {
 	withFlat6(t)
-	released := func(what string, atMost int64) {
-		t.Helper()
-		testutil.WaitUntil(t, what, func() bool {
-			runtime.GC()
-			return hugemem.Mapped() <= atMost
-		})
-	}
-	released("the arrays of earlier tests released", 0)
-	r := NewTable(DefaultConfiguration())
-	peer := r.Peer(PeerKey{Address: netip.MustParseAddr("2001:db8::1")}, netip.Addr{})
-	nh := netip.MustParseAddr("2001:db8::1")
-	r.Add(peer, netip.MustParsePrefix("2001:db8::/32"), 0, flatAttrs(nh, 1))
-	one := hugemem.Mapped()
-	if runtime.GOOS == "linux" && one < 64<<20 {
-		t.Fatalf("%d bytes mapped for the array, want at least 64 MiB", one)
-	}
-	first := r.flat6.Load()
-	for i := range 10 {
-		// A prefix shorter than /16 rebuilds the tables.
-		r.Add(peer, netip.PrefixFrom(netip.AddrFrom16([16]byte{0x30, byte(i * 16)}), 12), 0, flatAttrs(nh, 2, uint32(i)))
-	}
-	if r.flat6.Load() == first {
-		t.Fatal("no rebuild")
-	}
-	first = nil
-	released("the rebuilt arrays released", one)
-	if got, ok := r.Lookup(netip.MustParseAddr("2001:db8::1")); !ok || got.Bits != 32 {
-		t.Fatalf("lookup after the rebuilds: %+v %v", got, ok)
-	}
-	flat6MinPrefixes = 1 << 30
-	r.Add(peer, netip.MustParsePrefix("2001:db8:1::/48"), 0, flatAttrs(nh, 3))
-	if r.flat6.Load() != nil {
-		t.Fatal("IPv6 tables kept for a small table")
-	}
-	released("the array of a table become small released", 0)
+	arraysReleased(t, released{
+		peer: "2001:db8::1", prefix: "2001:db8::/32", in: "2001:db8::1",
+		// shorter than flat6RebuildBits
+		rebuild: func(i int) netip.Prefix { return netip.PrefixFrom(netip.AddrFrom16([16]byte{0x30, byte(i * 16)}), 12) },
+		more:    [2]string{"2001:db8:1::/48", "2001:db8:2::/48"},
+		min:     &flat6MinPrefixes,
+		array:   func(r *RIB) any { return orNil(r.flat6.Load()) },
+	})
 }

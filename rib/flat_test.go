@@ -245,45 +245,79 @@ func lookupsDuringChanges(t *testing.T, peerAddr, base string, changes, addrs []
 // Go heap.
 func TestFlat4Released(t *testing.T) {
 	withFlat(t)
-	released := func(what string, atMost int64) {
+	arraysReleased(t, released{
+		peer: "192.0.2.1", prefix: "198.51.100.0/24", in: "198.51.100.1",
+		// shorter than flatRebuildBits
+		rebuild: func(i int) netip.Prefix { return netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(i * 16)}), 6) },
+		more:    [2]string{"203.0.113.0/24", "203.0.114.0/24"},
+		min:     &flatMinPrefixes,
+		array:   func(r *RIB) any { return orNil(r.flat.Load()) },
+	})
+}
+
+// released describes, for one family, the routes arraysReleased adds and where the family's
+// array and its threshold are.
+type released struct {
+	peer, prefix, in string                   // the peer, a first prefix, an address in it
+	rebuild          func(i int) netip.Prefix // the i-th prefix that rebuilds the array
+	more             [2]string                // two prefixes added once the table is small
+	min              *int                     // the threshold below which there is no array
+	array            func(r *RIB) any         // the array, as a comparable value (nil: none)
+}
+
+// orNil is f as an interface, nil (not a typed nil) when f is nil.
+func orNil[F any](f *F) any {
+	if f == nil {
+		return nil
+	}
+	return f
+}
+
+// arraysReleased checks that a family's arrays are unmapped once replaced by rebuilds, once
+// the table becomes small, and once the RIB is dropped.
+func arraysReleased(t *testing.T, c released) {
+	t.Helper()
+	mapped := func(what string, atMost int64) {
 		t.Helper()
 		testutil.WaitUntil(t, what, func() bool {
 			runtime.GC()
 			return hugemem.Mapped() <= atMost
 		})
 	}
-	released("the arrays of earlier tests released", 0)
+	mapped("the arrays of earlier tests released", 0)
 	r := NewTable(DefaultConfiguration())
-	peer := r.Peer(PeerKey{Address: netip.MustParseAddr("192.0.2.1")}, netip.Addr{})
-	nh := netip.MustParseAddr("192.0.2.1")
-	r.Add(peer, netip.MustParsePrefix("198.51.100.0/24"), 0, flatAttrs(nh, 1))
+	nh := netip.MustParseAddr(c.peer)
+	peer := r.Peer(PeerKey{Address: nh}, netip.Addr{})
+	p := netip.MustParsePrefix(c.prefix)
+	r.Add(peer, p, 0, flatAttrs(nh, 1))
 	one := hugemem.Mapped()
 	if runtime.GOOS == "linux" && one < 64<<20 {
 		t.Fatalf("%d bytes mapped for the array, want at least 64 MiB", one)
 	}
-	first := r.flat.Load()
+	first := c.array(r)
 	for i := range 10 {
-		// A prefix shorter than /8 rebuilds the array.
-		r.Add(peer, netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(i * 16)}), 6), 0, flatAttrs(nh, 2, uint32(i)))
+		r.Add(peer, c.rebuild(i), 0, flatAttrs(nh, 2, uint32(i)))
 	}
-	if r.flat.Load() == first {
+	if c.array(r) == first {
 		t.Fatal("no rebuild")
 	}
 	first = nil
-	released("the rebuilt arrays released", one)
-	got, ok := r.Lookup(netip.MustParseAddr("198.51.100.1"))
-	if !ok || got.Bits != 24 {
+	mapped("the rebuilt arrays released", one)
+	if got, ok := r.Lookup(netip.MustParseAddr(c.in)); !ok || got.Bits != uint8(p.Bits()) {
 		t.Fatalf("lookup after the rebuilds: %+v %v", got, ok)
 	}
-	flatMinPrefixes = 1 << 30
-	r.Add(peer, netip.MustParsePrefix("203.0.113.0/24"), 0, flatAttrs(nh, 3))
-	if r.flat.Load() != nil {
-		t.Fatal("flat array kept for a small table")
+	*c.min = 1 << 30
+	r.Add(peer, netip.MustParsePrefix(c.more[0]), 0, flatAttrs(nh, 3))
+	if c.array(r) != nil {
+		t.Fatal("array kept for a small table")
 	}
-	released("the array of a table become small released", 0)
-	flatMinPrefixes = 0
-	r.Add(peer, netip.MustParsePrefix("203.0.114.0/24"), 0, flatAttrs(nh, 3))
+	mapped("the array of a table become small released", 0)
+	*c.min = 0
+	r.Add(peer, netip.MustParsePrefix(c.more[1]), 0, flatAttrs(nh, 3))
+	if c.array(r) == nil {
+		t.Fatal("no array for a large table")
+	}
 	runtime.KeepAlive(r)
 	r = nil
-	released("the array of a dropped RIB released", 0)
+	mapped("the array of a dropped RIB released", 0)
 }

@@ -345,13 +345,8 @@ type Tx struct {
 	changes         int
 	owned           bool
 	done            bool
-	// IPv4 prefixes whose route changed, for RIB.flat; flatRebuild when too many (or too
-	// short) to update in place
-	changed4    []netip.Prefix
-	flatRebuild bool
-	// the same for IPv6 and RIB.flat6
-	changed6     []netip.Prefix
-	flat6Rebuild bool
+	// the prefixes whose route changed, for RIB.flat and RIB.flat6
+	flat4Changes, flat6Changes flatChanges
 }
 
 // Begin starts a transaction; it waits for the previous writer to commit.
@@ -393,66 +388,69 @@ func (tx *Tx) Commit() {
 // its flat array rather than updating their ranges.
 const flatMaxChanges = 1 << 15
 
-// noteChange records a change of p's route for the flat arrays.
-func (tx *Tx) noteChange(p netip.Prefix) {
-	if p.Addr().Is4() {
-		if !tx.r.cfg.IPv4Array || tx.flatRebuild {
-			return
-		}
-		if p.Bits() < flatRebuildBits || len(tx.changed4) >= flatMaxChanges {
-			tx.flatRebuild, tx.changed4 = true, nil
-			return
-		}
-		tx.changed4 = append(tx.changed4, p)
-		return
-	}
-	if !tx.r.cfg.IPv6Array || tx.flat6Rebuild {
-		return
-	}
-	if p.Bits() < flat6RebuildBits || len(tx.changed6) >= flatMaxChanges {
-		tx.flat6Rebuild, tx.changed6 = true, nil
-		return
-	}
-	tx.changed6 = append(tx.changed6, p)
+// flatChanges are the prefixes of one family whose route changed in a Tx, or rebuild when
+// they are too many (or too short) to update its flat array in place.
+type flatChanges struct {
+	prefixes []netip.Prefix
+	rebuild  bool
 }
 
-// commitFlat brings the flat arrays to the committed trie: built when the table becomes
-// large (or the changes are many), dropped when it becomes small, updated otherwise.
+// note records a change of p's route; a prefix shorter than rebuildBits rebuilds the array.
+func (c *flatChanges) note(p netip.Prefix, rebuildBits int) {
+	if c.rebuild {
+		return
+	}
+	if p.Bits() < rebuildBits || len(c.prefixes) >= flatMaxChanges {
+		c.rebuild, c.prefixes = true, nil
+		return
+	}
+	c.prefixes = append(c.prefixes, p)
+}
+
+// noteChange records a change of p's route for the flat arrays.
+func (tx *Tx) noteChange(p netip.Prefix) {
+	switch {
+	case p.Addr().Is4() && tx.r.cfg.IPv4Array:
+		tx.flat4Changes.note(p, flatRebuildBits)
+	case p.Addr().Is6() && tx.r.cfg.IPv6Array:
+		tx.flat6Changes.note(p, flat6RebuildBits)
+	}
+}
+
+// commitFlat brings the flat arrays to the committed trie.
 func (r *RIB) commitFlat(tx *Tx) {
 	if r.cfg.IPv4Array {
-		f := r.flat.Load()
-		switch {
-		case tx.next.Size4() <= flatMinPrefixes:
-			if f != nil {
-				r.flat.Store(nil)
-			}
-		case f == nil || tx.flatRebuild:
-			r.flat.Store(newFlat4(tx.next))
-		case len(tx.changed4) > 0:
-			for _, p := range tx.changed4 {
-				f.update(tx.next, p)
-			}
-			if f.worn() {
-				r.flat.Store(newFlat4(tx.next))
-			}
-		}
+		commitArray(&r.flat, tx.next, tx.next.Size4() <= flatMinPrefixes, tx.flat4Changes, newFlat4)
 	}
 	if r.cfg.IPv6Array {
-		f := r.flat6.Load()
-		switch {
-		case tx.next.Size6() <= flat6MinPrefixes:
-			if f != nil {
-				r.flat6.Store(nil)
-			}
-		case f == nil || tx.flat6Rebuild:
-			r.flat6.Store(newFlat6(tx.next))
-		case len(tx.changed6) > 0:
-			for _, p := range tx.changed6 {
-				f.update(tx.next, p)
-			}
-			if f.worn() {
-				r.flat6.Store(newFlat6(tx.next))
-			}
+		commitArray(&r.flat6, tx.next, tx.next.Size6() <= flat6MinPrefixes, tx.flat6Changes, newFlat6)
+	}
+}
+
+// flatArray is what commitArray needs of flat4 and flat6.
+type flatArray[F any] interface {
+	*F
+	update(t *bart.Fast[Route], p netip.Prefix)
+	worn() bool
+}
+
+// commitArray brings the flat array in slot to the committed trie t: built when the table
+// becomes large (or the changes are many), dropped when it becomes small, updated otherwise.
+func commitArray[F any, P flatArray[F]](slot *atomic.Pointer[F], t *bart.Fast[Route], small bool, c flatChanges, build func(*bart.Fast[Route]) P) {
+	f := P(slot.Load())
+	switch {
+	case small:
+		if f != nil {
+			slot.Store(nil)
+		}
+	case f == nil || c.rebuild:
+		slot.Store(build(t))
+	case len(c.prefixes) > 0:
+		for _, p := range c.prefixes {
+			f.update(t, p)
+		}
+		if f.worn() {
+			slot.Store(build(t))
 		}
 	}
 }
