@@ -204,22 +204,15 @@ func (c *Collector) Start() error {
 		return err
 	}
 	for li, l := range c.cfg.Listeners {
-		conns, granted, err := openSockets(l.Address, l.Workers, l.ReceiveBuffer)
+		var err error
+		if l.Receive == "af-packet" {
+			err = c.startRings(li, l)
+		} else {
+			err = c.startSockets(li, l)
+		}
 		if err != nil {
 			c.closeWorkers()
 			return err
-		}
-		name := l.Protocol + "/" + conns[0].LocalAddr().String()
-		c.metrics.rcvbuf.WithLabelValues(name).Set(float64(granted))
-		if l.ReceiveBuffer > 0 && granted < l.ReceiveBuffer {
-			c.log.Warn("the kernel capped the socket receive buffer; raise net.core.rmem_max or run with CAP_NET_ADMIN",
-				"listener", name, "asked", l.ReceiveBuffer, "granted", granted)
-		}
-		c.log.Info("listening", "listener", name, "sockets", len(conns), "receive-buffer", granted)
-		for si, conn := range conns {
-			w := newWorker(c, li, name, strconv.Itoa(si), conn, c.deps.Decoders[l.Protocol], l.Protocol)
-			w.inode, _ = socketInode(conn)
-			c.workers = append(c.workers, w)
 		}
 	}
 	// Again with the ports bound (port 0 picked one; a socket may have come meanwhile).
@@ -242,6 +235,75 @@ func (c *Collector) Start() error {
 	c.pollStop = make(chan struct{})
 	c.pollDone = make(chan struct{})
 	go c.pollKernelDrops()
+	return nil
+}
+
+// startSockets binds a listener's UDP sockets and makes a worker for each.
+func (c *Collector) startSockets(li int, l ListenerConfiguration) error {
+	conns, granted, err := openSockets(l.Address, l.Workers, l.ReceiveBuffer)
+	if err != nil {
+		return err
+	}
+	name := l.Protocol + "/" + conns[0].LocalAddr().String()
+	c.metrics.rcvbuf.WithLabelValues(name).Set(float64(granted))
+	if l.ReceiveBuffer > 0 && granted < l.ReceiveBuffer {
+		c.log.Warn("the kernel capped the socket receive buffer; raise net.core.rmem_max or run with CAP_NET_ADMIN",
+			"listener", name, "asked", l.ReceiveBuffer, "granted", granted)
+	}
+	c.log.Info("listening", "listener", name, "sockets", len(conns), "receive-buffer", granted)
+	for si, conn := range conns {
+		r, err := newBatchReader(conn)
+		if err != nil {
+			for _, conn := range conns[si:] {
+				conn.Close()
+			}
+			return err
+		}
+		w := newWorker(c, li, name, strconv.Itoa(si), conn, c.deps.Decoders[l.Protocol], l.Protocol)
+		w.src = r
+		w.inode, _ = socketInode(conn)
+		c.workers = append(c.workers, w)
+	}
+	return nil
+}
+
+// startRings binds a listener's UDP socket, which drops what it receives, and opens its
+// AF_PACKET rings, a worker each.
+func (c *Collector) startRings(li int, l ListenerConfiguration) error {
+	conns, _, err := openSockets(l.Address, 1, 0)
+	if err != nil {
+		return err
+	}
+	conn := conns[0]
+	ap := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	name := l.Protocol + "/" + conn.LocalAddr().String()
+	var errs [ringReasons]prometheus.Counter
+	for i, reason := range ringReasonNames {
+		errs[i] = c.metrics.ringErrors.WithLabelValues(name, reason)
+	}
+	rings, err := openRings(ap, l.Interface, l.Workers, l.ReceiveBuffer, l.BlockTimeout, errs)
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("listeners[%d] (%s): %w", li, name, err)
+	}
+	// The socket drops from now on, when the rings have every datagram; those it holds
+	// from before, never read, came before the listener started.
+	if err := dropAll(conn); err != nil {
+		for _, r := range rings {
+			r.Close()
+		}
+		conn.Close()
+		return fmt.Errorf("listen %s: %w", l.Address, err)
+	}
+	inode, _ := socketInode(conn)
+	c.metrics.rcvbuf.WithLabelValues(name).Set(float64(len(rings[0].mem)))
+	c.log.Info("listening", "listener", name, "af-packet-rings", len(rings), "interface", l.Interface,
+		"ring-bytes", len(rings[0].mem), "block-timeout", l.BlockTimeout)
+	for si, r := range rings {
+		w := newWorker(c, li, name, strconv.Itoa(si), conn, c.deps.Decoders[l.Protocol], l.Protocol)
+		w.src, w.ring, w.inode = r, r, inode
+		c.workers = append(c.workers, w)
+	}
 	return nil
 }
 
@@ -269,7 +331,10 @@ func (c *Collector) readKernelDrops() {
 		drops[s.inode] = s.drops
 	}
 	for _, w := range c.workers {
-		if v, ok := drops[w.inode]; ok && w.inode != 0 {
+		if w.ring != nil {
+			// The socket drops every datagram on purpose: the ring's own count is the one.
+			w.countKernelDrops(uint32(w.ring.Drops()))
+		} else if v, ok := drops[w.inode]; ok && w.inode != 0 {
 			w.countKernelDrops(v)
 		}
 	}
@@ -304,7 +369,8 @@ func (c *Collector) HTTPAddr() string {
 
 func (c *Collector) closeWorkers() {
 	for _, w := range c.workers {
-		w.conn.Close()
+		w.src.Close()
+		w.conn.Close() // an af-packet listener's, shared: closed again does nothing
 	}
 }
 
@@ -314,16 +380,14 @@ func (c *Collector) closeWorkers() {
 func (c *Collector) Stop() error {
 	c.stopping.Store(true)
 	for _, w := range c.workers {
-		w.conn.SetReadDeadline(time.Now()) // wake the worker; it drains, then exits
+		w.src.SetReadDeadline(time.Now()) // wake the worker; it drains, then exits
 	}
 	c.wg.Wait()
 	if c.pollStop != nil {
 		close(c.pollStop)
 		<-c.pollDone
 	}
-	for _, w := range c.workers {
-		w.conn.Close()
-	}
+	c.closeWorkers()
 	var errs []error
 	for _, s := range c.deps.Sinks {
 		if err := s.Stop(); err != nil {

@@ -49,13 +49,30 @@ type ListenerConfiguration struct {
 	// ReceiveBuffer is the socket receive buffer in bytes (SO_RCVBUFFORCE when permitted,
 	// else SO_RCVBUF, capped by net.core.rmem_max; a warning says when the kernel capped it).
 	ReceiveBuffer int `yaml:"receive-buffer"`
+	// Receive is how datagrams are read: socket (UDP sockets) or af-packet (AF_PACKET
+	// TPACKET_V3 rings, one per worker, in a fanout group that spreads exporters by flow
+	// hash; needs CAP_NET_RAW). af-packet wakes a worker once per ring block instead of once
+	// per few datagrams, for less CPU per datagram (docs/design/split.md); receive-buffer is
+	// then each ring's size, in blocks of 1 MiB. IPv4 fragments are reassembled by the
+	// kernel; IPv6 fragments and IPv6 datagrams with extension headers are not read (the
+	// fragments are counted in flowzero_collector_ring_errors_total).
+	Receive string `yaml:"receive"`
+	// Interface is the network interface the af-packet rings read, the one the exporters'
+	// datagrams arrive on (required with af-packet: on every interface, a bridge, bond or
+	// VLAN device and the ports under it would each show the same datagram).
+	Interface string `yaml:"interface"`
+	// BlockTimeout is the longest a datagram waits in a partly filled af-packet ring block
+	// before the kernel hands the block to the worker (whole milliseconds).
+	BlockTimeout time.Duration `yaml:"block-timeout"`
 }
 
 // SetDefaults sets the defaults of a listener's optional keys (config.ItemDefaults): 2
-// workers, a receive buffer of 8 MiB.
+// workers, a receive buffer of 8 MiB, UDP sockets, a block timeout of 5 ms.
 func (l *ListenerConfiguration) SetDefaults() {
 	l.Workers = 2
 	l.ReceiveBuffer = 8 << 20
+	l.Receive = "socket"
+	l.BlockTimeout = 5 * time.Millisecond
 }
 
 // listener returns a listener with its defaults.
@@ -142,6 +159,24 @@ func (c *Configuration) Validate() error {
 		}
 		if l.ReceiveBuffer < 0 {
 			return config.Errorf(key+".receive-buffer", "must not be negative")
+		}
+		switch l.Receive {
+		case "", "socket": // "" in a configuration built in Go without SetDefaults
+			if l.Interface != "" {
+				return config.Errorf(key+".interface", "is for receive: af-packet only")
+			}
+		case "af-packet":
+			if l.Interface == "" {
+				return config.Errorf(key+".interface", "is required with receive: af-packet: the interface the exporters' datagrams arrive on (lo for loopback)")
+			}
+			if l.BlockTimeout < time.Millisecond || l.BlockTimeout > time.Second || l.BlockTimeout%time.Millisecond != 0 {
+				return config.Errorf(key+".block-timeout", "must be whole milliseconds in 1ms..1s, not %s", l.BlockTimeout)
+			}
+			if l.ReceiveBuffer > 1<<30 {
+				return config.Errorf(key+".receive-buffer", "is the ring's size with af-packet: at most 1 GiB, not %d", l.ReceiveBuffer)
+			}
+		default:
+			return config.Errorf(key+".receive", "must be socket or af-packet, not %q", l.Receive)
 		}
 	}
 	if c.HTTP.Listen != "" {

@@ -7,6 +7,7 @@ type metrics struct {
 	bytes       *prometheus.CounterVec
 	kernelDrops *prometheus.CounterVec
 	readErrors  *prometheus.CounterVec // listener, socket
+	ringErrors  *prometheus.CounterVec // listener, reason
 	rcvbuf      *prometheus.GaugeVec
 	flows       *prometheus.CounterVec // exporter
 	dropped     *prometheus.CounterVec // stage, reason
@@ -30,11 +31,14 @@ func newMetrics(r prometheus.Registerer, c *Collector) *metrics {
 			Name: "flowzero_collector_bytes_total", Help: "UDP payload bytes received, per listener and socket."},
 			[]string{"listener", "socket"}),
 		kernelDrops: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "flowzero_collector_kernel_drops_total", Help: "Datagrams the kernel dropped because the socket buffer was full (SO_RXQ_OVFL)."},
+			Name: "flowzero_collector_kernel_drops_total", Help: "Datagrams the kernel dropped because the socket buffer (or the af-packet ring) was full (SO_RXQ_OVFL, PACKET_STATISTICS)."},
 			[]string{"listener", "socket"}),
 		readErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flowzero_collector_read_errors_total", Help: "Socket reads that failed (other than at shutdown), per listener and socket."},
 			[]string{"listener", "socket"}),
+		ringErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flowzero_collector_ring_errors_total", Help: "Frames an af-packet listener's rings held that were not passed on, by reason: truncated, malformed (IP or UDP header), checksum (IP header or UDP), fragment (not reassembled: IPv6)."},
+			[]string{"listener", "reason"}),
 		rcvbuf: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flowzero_collector_receive_buffer_bytes", Help: "Socket receive buffer granted by the kernel."},
 			[]string{"listener"}),
@@ -65,7 +69,7 @@ func newMetrics(r prometheus.Registerer, c *Collector) *metrics {
 		m.httpRejected.WithLabelValues(reason)
 	}
 	if r != nil {
-		r.MustRegister(m.datagrams, m.bytes, m.kernelDrops, m.readErrors, m.rcvbuf, m.flows, m.dropped,
+		r.MustRegister(m.datagrams, m.bytes, m.kernelDrops, m.readErrors, m.ringErrors, m.rcvbuf, m.flows, m.dropped,
 			m.decodeErrs, m.batches, m.httpRejected, m.apiInFlight, m.exporters, m.foreignSockets)
 	}
 	return m

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -22,6 +23,7 @@ const maxDatagram = 65535 - 8
 // read deadline applies as with ReadMsgUDP. At low rates a read returns one datagram; when
 // the worker falls behind, one system call and one wake-up serve several.
 type batchReader struct {
+	conn   *net.UDPConn
 	rc     syscall.RawConn
 	readFn func(fd uintptr) bool // r.read bound once: a read allocates no closure
 	msgs   [readBatch]unix.Mmsghdr
@@ -38,7 +40,7 @@ func newBatchReader(conn *net.UDPConn) (*batchReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &batchReader{rc: rc}
+	r := &batchReader{conn: conn, rc: rc}
 	r.readFn = r.read
 	for i := range r.msgs {
 		r.bufs[i] = make([]byte, maxDatagram)
@@ -91,6 +93,28 @@ func (r *batchReader) read(fd uintptr) bool {
 		return true
 	}
 }
+
+// datagramReader is what a worker reads: a UDP socket's batchReader or an AF_PACKET ring.
+type datagramReader interface {
+	// Read waits for datagrams (up to the read deadline) and returns how many it read.
+	Read() (int, error)
+	// Datagram is the i-th datagram of the last Read (valid until the next Read), its source
+	// and what the kernel said of it.
+	Datagram(i int) (payload []byte, from netip.AddrPort, ctl control)
+	SetReadDeadline(t time.Time) error
+	Close() error
+}
+
+// Datagram is the i-th datagram of the last Read, its source and its control messages.
+func (r *batchReader) Datagram(i int) ([]byte, netip.AddrPort, control) {
+	return r.Payload(i), r.From(i), socketControl(r.Control(i))
+}
+
+// SetReadDeadline bounds the wait of the next Read.
+func (r *batchReader) SetReadDeadline(t time.Time) error { return r.conn.SetReadDeadline(t) }
+
+// Close closes the socket.
+func (r *batchReader) Close() error { return r.conn.Close() }
 
 // Payload is the i-th datagram of the last Read; it is valid until the next Read.
 func (r *batchReader) Payload(i int) []byte { return r.bufs[i][:r.msgs[i].Len] }

@@ -21,7 +21,9 @@ type worker struct {
 	listener int
 	name     string // listener name, protocol/address
 	protocol string
-	conn     *net.UDPConn
+	conn     *net.UDPConn   // the listener's socket (with af-packet, shared and never read)
+	src      datagramReader // what the worker reads: conn, or its ring
+	ring     *ring          // with af-packet
 	dec      Decoder
 	fwd      ForwardBatch // this worker's, when the Forwarder is a BatchForwarder
 	fm       *schema.FlowMessage
@@ -107,19 +109,20 @@ func newWorker(c *Collector, listener int, name, socket string, conn *net.UDPCon
 
 func (w *worker) run() {
 	defer w.c.wg.Done()
-	r, err := newBatchReader(w.conn)
-	if err != nil {
-		w.readFailed(err)
-		return
-	}
+	r := w.src
 	var deadline, drainUntil time.Time
 	rearm := false
 	for {
 		if w.c.stopping.Load() {
 			if drainUntil.IsZero() {
-				// Read what the kernel already holds for a moment, then stop.
-				drainUntil = time.Now().Add(100 * time.Millisecond)
-				w.conn.SetReadDeadline(drainUntil)
+				// Read what the kernel already holds for a moment, then stop. A ring hands
+				// its last block over when the block times out.
+				drain := 100 * time.Millisecond
+				if w.ring != nil {
+					drain = max(drain, 2*w.c.cfg.Listeners[w.listener].BlockTimeout)
+				}
+				drainUntil = time.Now().Add(drain)
+				r.SetReadDeadline(drainUntil)
 			}
 		} else if next := w.nextFlush(); rearm || !next.Equal(deadline) {
 			deadline, rearm = next, false
@@ -148,7 +151,7 @@ func (w *worker) run() {
 		}
 		bytes := 0
 		for i := range n {
-			ctl := socketControl(r.Control(i))
+			payload, from, ctl := r.Datagram(i)
 			if ctl.hasDrops {
 				w.countKernelDrops(ctl.drops)
 			}
@@ -160,14 +163,18 @@ func (w *worker) run() {
 					w.now = readAt.Add(-wait)
 				}
 			}
-			payload := r.Payload(i)
 			bytes += len(payload)
-			w.handle(payload, r.From(i))
+			w.handle(payload, from)
 		}
 		w.now = readAt
 		w.datagrams.Add(float64(n))
 		w.bytes.Add(float64(bytes))
-		if w.fwd != nil {
+		switch {
+		case w.fwd == nil:
+		case w.ring != nil:
+			// The kernel gathered the block for up to block-timeout: the block is the batch.
+			w.fwd.Send(readAt, true)
+		default:
 			w.fwd.Send(readAt, false)
 			if n < readBatch && !w.c.stopping.Load() {
 				w.gather()
@@ -196,10 +203,10 @@ func (w *worker) gather() {
 // must go; the socket's deadline is on the machine's clock, so only the wait carries over.
 func (w *worker) setFlushDeadline(next time.Time) {
 	if next.IsZero() {
-		w.conn.SetReadDeadline(time.Time{})
+		w.src.SetReadDeadline(time.Time{})
 		return
 	}
-	w.conn.SetReadDeadline(time.Now().Add(next.Sub(w.now)))
+	w.src.SetReadDeadline(time.Now().Add(next.Sub(w.now)))
 }
 
 // readFailed counts a failed socket read and logs it, rate-limited: an error that repeats

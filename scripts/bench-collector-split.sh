@@ -25,7 +25,9 @@
 #              datagram at that rate ("floor:gather=1ms" sleeps after a read as batch-wait does;
 #              "floor:blocking" reads with blocking recvmmsg on locked threads, not the poller);
 #              in a split mode, gomaxprocs=N sets the inlet's GOMAXPROCS and workers=N its
-#              listener's workers ("split:compression=none,gomaxprocs=1,workers=1")
+#              listener's workers ("split:compression=none,gomaxprocs=1,workers=1");
+#              receive=af-packet and block-timeout=D set the listener's keys, in a split
+#              mode or after "all:" ("all:receive=af-packet split:receive=af-packet")
 #              (split:COMPRESSION[/LINGER] sets the inlet's compression and linger,
 #              split:KEY=VALUE,... any keys of the inlet section: "split:key=batch,compression=none");
 #              a mode may end
@@ -124,8 +126,12 @@ replay() {
   LOOPS=$(( ($1 * DURATION + PCAP_FLOWS - 1) / PCAP_FLOWS ))
   local dgram_rate=$(( $1 * DGRAMS_PER_PCAP / PCAP_FLOWS )) t0 t1
   t0=$(date +%s.%N)
-  "$BIN" replay --quiet --to "127.0.0.1:$PORT" --rate "$dgram_rate" --loop "$LOOPS" "$PCAP" >/dev/null
+  /usr/bin/time -f '%U %S' -o "$WORK/replay.time" \
+    "$BIN" replay --quiet --to "127.0.0.1:$PORT" --rate "$dgram_rate" --loop "$LOOPS" "$PCAP" >/dev/null
   t1=$(date +%s.%N)
+  # The sender's CPU: on loopback it also pays the kernel's receive path up to the socket
+  # buffer (or the af-packet ring), which no receiving process is charged for.
+  REPLAY_NSD=$(awk -v n="$(( LOOPS * DGRAMS_PER_PCAP ))" '{printf "%.0f", ($1 + $2) * 1e9 / n}' "$WORK/replay.time")
   WALL=$(echo "$t1 - $t0" | bc -l)
   SENT_DGRAMS=$(( LOOPS * DGRAMS_PER_PCAP ))
   SENT_FLOWS=$(( LOOPS * PCAP_FLOWS ))
@@ -155,14 +161,22 @@ outlet_drained() { # consumer lag 0: the outlet consumed every datagram the inle
 }
 
 # Columns of $RESULTS (one line per run; cpu in ns of CPU per datagram or flow received).
-echo -e "round\tmode\trate\tsent_dgrams\trecv_dgrams\tkdrops\tcdrops\tsent_flows\tflows\tproduced\tfdrops\tin_ns_dgram\tin_ns_flow\tout_ns_flow\ttotal_ns_flow\tbroker_ns_flow\tin_sys_pct\tkafka_bytes_dgram\tkafka_bytes_flow\tok" >"$RESULTS"
+echo -e "round\tmode\trate\tsent_dgrams\trecv_dgrams\tkdrops\tcdrops\tsent_flows\tflows\tproduced\tfdrops\tin_ns_dgram\tin_ns_flow\tout_ns_flow\ttotal_ns_flow\tbroker_ns_flow\tin_sys_pct\tkafka_bytes_dgram\tkafka_bytes_flow\tok\treplay_ns_dgram" >"$RESULTS"
 
-run_all() { # run_all ROUND RATE MODE
-  local id="a$1-$2-$RANDOM" t0 t1 k0 k1
+# listener_keys SPEC: the listener's keys in a mode's spec (receive=..., block-timeout=...),
+# as YAML to add to the listener; listener_rest SPEC: the spec without them.
+listener_keys() { # receive=af-packet reads loopback, where the replay sends
+  echo "$1" | tr ',' '\n' | grep -E '^(receive|block-timeout)=' | sed 's/=/: /; s/^/, /; s/af-packet$/af-packet, interface: lo/' | tr -d '\n' || true
+}
+listener_rest() { echo "$1" | tr ',' '\n' | grep -vE '^(receive|block-timeout)=' | paste -sd, - || true; }
+
+run_all() { # run_all ROUND RATE MODE (all, or all:receive=af-packet,...)
+  local id="a$1-$2-$RANDOM" t0 t1 k0 k1 lkeys
+  local m=${3%@*}; lkeys=$(listener_keys "${m#all:}")
   cat >"$WORK/all.yaml" <<YAML
 log: {level: warn}
 collector:
-  listeners: [{protocol: netflow, address: "127.0.0.1:$PORT", workers: 2, receive-buffer: 33554432}]
+  listeners: [{protocol: netflow, address: "127.0.0.1:$PORT", workers: 2, receive-buffer: 33554432$lkeys}]
   http: {listen: "127.0.0.1:$HPORT_A", pprof: true}
 $(flows_output "$id")
 YAML
@@ -188,7 +202,7 @@ YAML
   [ $((prod + fd)) -eq "$flows" ] || ok="$ok,flows:$flows!=produced$prod+drops$fd"
   [ "$cd" -eq 0 ] && [ "$kd" -eq 0 ] && [ "$flows" -ne "$SENT_FLOWS" ] && ok="$ok,flows:sent$SENT_FLOWS!=$flows"
   local nsf=$(( (t1 - t0) * 1000000000 / TCK / (flows > 0 ? flows : 1) ))
-  echo -e "$1\t$3\t$2\t$SENT_DGRAMS\t$recv\t$kd\t$cd\t$SENT_FLOWS\t$flows\t$prod\t$fd\t-\t-\t$nsf\t$nsf\t$(( (k1 - k0) * 1000000000 / TCK / (flows > 0 ? flows : 1) ))\t-\t-\t$(( fb / (flows > 0 ? flows : 1) ))\t$ok" >>"$RESULTS"
+  echo -e "$1\t$3\t$2\t$SENT_DGRAMS\t$recv\t$kd\t$cd\t$SENT_FLOWS\t$flows\t$prod\t$fd\t-\t-\t$nsf\t$nsf\t$(( (k1 - k0) * 1000000000 / TCK / (flows > 0 ? flows : 1) ))\t-\t-\t$(( fb / (flows > 0 ? flows : 1) ))\t$ok\t$REPLAY_NSD" >>"$RESULTS"
 }
 
 run_split() { # run_split ROUND RATE MODE (split or split:COMPRESSION, without @BINARY)
@@ -198,7 +212,8 @@ run_split() { # run_split ROUND RATE MODE (split or split:COMPRESSION, without @
     procs=$(echo "$spec" | sed -E 's/.*gomaxprocs=([0-9]+).*/\1/')
     spec=$(echo "$spec" | sed -E 's/,?gomaxprocs=[0-9]+//; s/^,//') ;;
   esac
-  local workers=2
+  local workers=2 lkeys
+  lkeys=$(listener_keys "$spec"); spec=$(listener_rest "$spec")
   case $spec in *workers=*) # the inlet listener's workers, a key of the collector's listener
     workers=$(echo "$spec" | sed -E 's/.*workers=([0-9]+).*/\1/')
     spec=$(echo "$spec" | sed -E 's/,?workers=[0-9]+//; s/^,//') ;;
@@ -212,7 +227,7 @@ run_split() { # run_split ROUND RATE MODE (split or split:COMPRESSION, without @
 log: {level: warn}
 mode: inlet
 collector:
-  listeners: [{protocol: netflow, address: "127.0.0.1:$PORT", workers: $workers, receive-buffer: 33554432}]
+  listeners: [{protocol: netflow, address: "127.0.0.1:$PORT", workers: $workers, receive-buffer: 33554432$lkeys}]
   http: {listen: "127.0.0.1:$HPORT_A", pprof: true}
 datagrams: {brokers: ["$BROKER"], topic: "dg-$id", partitions: $PARTITIONS}
 $inlet_section
@@ -276,13 +291,14 @@ YAML
   local f=$((flows > 0 ? flows : 1))
   local in_nsd=$(( (t1 - t0) * 1000000000 / TCK / (recv > 0 ? recv : 1) ))
   local in_nsf=$(( (t1 - t0) * 1000000000 / TCK / f )) out_nsf=$(( (u1 - u0) * 1000000000 / TCK / f ))
-  echo -e "$1\t$4\t$2\t$SENT_DGRAMS\t$recv\t$kd\t$cd\t$SENT_FLOWS\t$flows\t$prod\t$fd\t$in_nsd\t$in_nsf\t$out_nsf\t$((in_nsf + out_nsf))\t$(( (k1 - k0) * 1000000000 / TCK / f ))\t$(( (s1 - s0) * 100 / (t1 > t0 ? t1 - t0 : 1) ))\t$(( db / (idel > 0 ? idel : 1) ))\t$(( fb / f ))\t$ok" >>"$RESULTS"
+  echo -e "$1\t$4\t$2\t$SENT_DGRAMS\t$recv\t$kd\t$cd\t$SENT_FLOWS\t$flows\t$prod\t$fd\t$in_nsd\t$in_nsf\t$out_nsf\t$((in_nsf + out_nsf))\t$(( (k1 - k0) * 1000000000 / TCK / f ))\t$(( (s1 - s0) * 100 / (t1 > t0 ? t1 - t0 : 1) ))\t$(( db / (idel > 0 ? idel : 1) ))\t$(( fb / f ))\t$ok\t$REPLAY_NSD" >>"$RESULTS"
 }
 
 run_floor() { # run_floor ROUND RATE MODE: bench/udpfloor in place of the inlet
   local spec=${3#floor} gather=0 blocking=false t0 t1 s0 s1
-  case $spec in :gather=*) gather=${spec#:gather=} ;; :blocking) blocking=true ;; esac
-  "$FLOOR" -listen "127.0.0.1:$PORT" -http "127.0.0.1:$HPORT_A" -workers 2 -receive-buffer 33554432 -gather "$gather" -blocking=$blocking 2>"$WORK/floor.log" &
+  local ring=
+  case $spec in :gather=*) gather=${spec#:gather=} ;; :blocking) blocking=true ;; :afpacket) ring=lo ;; esac
+  "$FLOOR" -listen "127.0.0.1:$PORT" -http "127.0.0.1:$HPORT_A" -workers 2 -receive-buffer 33554432 -gather "$gather" -blocking=$blocking -afpacket "$ring" 2>"$WORK/floor.log" &
   local pid=$!; PIDS+=("$pid")
   wait_until 30 "udpfloor to serve" healthy "$HPORT_A"
   t0=$(cpu_ticks "$pid"); s0=$(sys_ticks "$pid")
@@ -294,7 +310,7 @@ run_floor() { # run_floor ROUND RATE MODE: bench/udpfloor in place of the inlet
   local ok=ok
   [ "$recv" -eq "$SENT_DGRAMS" ] || ok="dgrams:sent$SENT_DGRAMS!=recv$recv"
   local in_nsd=$(( (t1 - t0) * 1000000000 / TCK / (recv > 0 ? recv : 1) ))
-  echo -e "$1\t$3\t$2\t$SENT_DGRAMS\t$recv\t0\t0\t$SENT_FLOWS\t-\t-\t-\t$in_nsd\t-\t-\t-\t-\t$(( (s1 - s0) * 100 / (t1 > t0 ? t1 - t0 : 1) ))\t-\t-\t$ok" >>"$RESULTS"
+  echo -e "$1\t$3\t$2\t$SENT_DGRAMS\t$recv\t0\t0\t$SENT_FLOWS\t-\t-\t-\t$in_nsd\t-\t-\t-\t-\t$(( (s1 - s0) * 100 / (t1 > t0 ? t1 - t0 : 1) ))\t-\t-\t$ok\t$REPLAY_NSD" >>"$RESULTS"
 }
 case " $MODES " in *" floor"*)
   FLOOR=$WORK/udpfloor
@@ -310,12 +326,12 @@ for round in $(seq "$ROUNDS"); do
       RUNBIN=
       case $mode in *@*) RUNBIN=${mode#*@} ;; esac
       case ${mode%@*} in
-      all) run_all "$round" "$rate" "$mode" ;;
+      all | all:*) run_all "$round" "$rate" "$mode" ;;
       split | split:*) run_split "$round" "$rate" "${mode%@*}" "$mode" ;;
       floor | floor:*) run_floor "$round" "$rate" "$mode" ;;
       *) echo "bench: unknown mode $mode" >&2; exit 2 ;;
       esac
-      tail -1 "$RESULTS" | awk -F'\t' '{printf "round %s %-11s %7d flows/s: sent %d dgrams, recv %d, k-drops %d, drops %d; flows %d, produced %d; inlet %s ns/dgram; ns/flow inlet %s outlet %s total %s broker %s (inlet sys %s%%); Kafka bytes/dgram %s, bytes/flow %s  %s\n", $1, $2, $3, $4, $5, $6, $7, $9, $10, $12, $13, $14, $15, $16, $17, $18, $19, $20}' >&2
+      tail -1 "$RESULTS" | awk -F'\t' '{printf "round %s %-11s %7d flows/s: sent %d dgrams, recv %d, k-drops %d, drops %d; flows %d, produced %d; inlet %s ns/dgram; ns/flow inlet %s outlet %s total %s broker %s (inlet sys %s%%); Kafka bytes/dgram %s, bytes/flow %s; replay %s ns/dgram  %s\n", $1, $2, $3, $4, $5, $6, $7, $9, $10, $12, $13, $14, $15, $16, $17, $18, $19, $21, $20}' >&2
     done
   done
 done
@@ -323,8 +339,8 @@ echo "bench: load after $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 # Medians per mode and rate, and the ratio of each split mode's total CPU per flow to all's.
 echo
-printf '%-11s %8s %4s %9s %9s %8s %8s %10s %7s %11s %11s %12s %11s %7s %8s %8s\n' mode rate runs dgrams flows k-drops drops in-ns/dgram in-sys% in-ns/flow out-ns/flow total-ns/flw broker-ns/f vs-all B/dgram B/flow
-awk -F'\t' 'NR > 1 { k = $2 "\t" $3; n[k]++; for (c = 4; c <= 19; c++) v[k, c, n[k]] = $c; if ($20 != "ok") bad[k]++ }
+printf '%-11s %8s %4s %9s %9s %8s %8s %10s %7s %11s %11s %12s %11s %7s %8s %8s %12s\n' mode rate runs dgrams flows k-drops drops in-ns/dgram in-sys% in-ns/flow out-ns/flow total-ns/flw broker-ns/f vs-all B/dgram B/flow replay-ns/dg
+awk -F'\t' 'NR > 1 { k = $2 "\t" $3; n[k]++; for (c = 4; c <= 21; c++) v[k, c, n[k]] = $c; if ($20 != "ok") bad[k]++ }
 function median(k, c,   i, j, t, m, a) {
   m = n[k]; for (i = 1; i <= m; i++) a[i] = v[k, c, i]
   if (a[1] == "-") return "-"
@@ -335,8 +351,8 @@ END {
   for (k in n) { split(k, kk, "\t"); if (kk[1] == "all") base[kk[2]] = median(k, 15) }
   for (k in n) {
     split(k, kk, "\t"); r = (kk[2] in base && base[kk[2]] > 0) ? sprintf("%.2f", median(k, 15) / base[kk[2]]) : "-"
-    printf "%-11s %8d %4d %9d %9d %8d %8d %10s %7s %11s %11s %12s %11s %7s %8s %8s%s\n", kk[1], kk[2], n[k], median(k, 5), median(k, 9), median(k, 6), median(k, 7),
-      median(k, 12), median(k, 17), median(k, 13), median(k, 14), median(k, 15), median(k, 16), r, median(k, 18), median(k, 19), (k in bad) ? "  (" bad[k] " runs with accounting errors)" : ""
+    printf "%-11s %8d %4d %9d %9d %8d %8d %10s %7s %11s %11s %12s %11s %7s %8s %8s %12s%s\n", kk[1], kk[2], n[k], median(k, 5), median(k, 9), median(k, 6), median(k, 7),
+      median(k, 12), median(k, 17), median(k, 13), median(k, 14), median(k, 15), median(k, 16), r, median(k, 18), median(k, 19), median(k, 21), (k in bad) ? "  (" bad[k] " runs with accounting errors)" : ""
   }
 }' "$RESULTS" | sort -k2,2n -k1,1
 if [ "$RESULTS" = "$WORK/results.tsv" ]; then

@@ -35,9 +35,24 @@ func main() {
 	rcvbuf := flag.Int("receive-buffer", 32<<20, "socket receive buffer in bytes")
 	gather := flag.Duration("gather", 0, "sleep after a read of fewer than 16 datagrams (0: none)")
 	blocking := flag.Bool("blocking", false, "read with blocking recvmmsg(2) calls on a locked OS thread instead of the Go poller")
+	ring := flag.String("afpacket", "", "read from an AF_PACKET ring on this interface instead of UDP sockets")
+	blockTimeout := flag.Duration("block-timeout", 5*time.Millisecond, "with -afpacket: retire a block after this long")
 	flag.Parse()
 
 	var datagrams, bytes atomic.Uint64
+	if *ring != "" {
+		_, p, err := net.SplitHostPort(*listen)
+		if err != nil {
+			log.Fatal(err)
+		}
+		port, err := net.LookupPort("udp", p)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer dropAll(*listen).Close()
+		go receiveRing(*ring, uint16(port), *blockTimeout, 0, &datagrams, &bytes)
+		*workers = 0
+	}
 	for range *workers {
 		conn, err := listenReusePort(*listen, *rcvbuf)
 		if err != nil {
