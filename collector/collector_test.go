@@ -336,8 +336,10 @@ func TestConfigValidate(t *testing.T) {
 		{func(l *ListenerConfiguration) { l.Interface = "eth0" }, `listeners[0].interface: is for receive: af-packet only`},
 		{func(l *ListenerConfiguration) { l.Receive = "af-packet" }, `listeners[0].interface: is required with receive: af-packet: the interface the exporters' datagrams arrive on (lo for loopback)`},
 		{func(l *ListenerConfiguration) { l.Receive, l.Interface, l.BlockTimeout = "af-packet", "lo", 0 }, `listeners[0].block-timeout: must be whole milliseconds in 1ms..1s, not 0s`},
-		{func(l *ListenerConfiguration) { l.Receive, l.Interface, l.BlockTimeout = "af-packet", "lo", 1500 * time.Microsecond }, `listeners[0].block-timeout: must be whole milliseconds in 1ms..1s, not 1.5ms`},
-		{func(l *ListenerConfiguration) { l.Receive, l.Interface, l.ReceiveBuffer = "af-packet", "lo", 2 << 30 }, `listeners[0].receive-buffer: is the ring's size with af-packet: at most 1 GiB, not 2147483648`},
+		{func(l *ListenerConfiguration) {
+			l.Receive, l.Interface, l.BlockTimeout = "af-packet", "lo", 1500*time.Microsecond
+		}, `listeners[0].block-timeout: must be whole milliseconds in 1ms..1s, not 1.5ms`},
+		{func(l *ListenerConfiguration) { l.Receive, l.Interface, l.ReceiveBuffer = "af-packet", "lo", 2<<30 }, `listeners[0].receive-buffer: is the ring's size with af-packet: at most 1 GiB, not 2147483648`},
 		{func(l *ListenerConfiguration) { l.Receive, l.Interface = "af-packet", "eth0" }, ``},
 	} {
 		cfg = DefaultConfiguration()
