@@ -5,7 +5,8 @@
 // Design: one goroutine per socket does everything for its datagrams — read, decode, enrich,
 // encode, batch — with no lock and no allocation per flow; SO_REUSEPORT spreads exporters over
 // the sockets and the kernel socket buffer is the only queue before decoding (its drops are
-// read with SO_RXQ_OVFL). Batches meet the sinks at bounded queues; whatever is dropped is
+// read with SO_RXQ_OVFL). A listener with receive: af-packet reads AF_PACKET rings instead,
+// one per worker (ring.go). Batches meet the sinks at bounded queues; whatever is dropped is
 // counted by stage and reason. Per-exporter state (allow-list verdict, rate limiter, batch,
 // metric handles) is looked up once per datagram in the worker's own map.
 package collector

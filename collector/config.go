@@ -55,7 +55,8 @@ type ListenerConfiguration struct {
 	// per few datagrams, for less CPU per datagram (docs/design/split.md); receive-buffer is
 	// then each ring's size, in blocks of 1 MiB. IPv4 fragments are reassembled by the
 	// kernel; IPv6 fragments and IPv6 datagrams with extension headers are not read (the
-	// fragments are counted in flowzero_collector_ring_errors_total).
+	// fragments are counted in flowzero_collector_ring_errors_total). The listener's UDP
+	// socket holds the port and drops what it gets, which the host's Udp InErrors counts.
 	Receive string `yaml:"receive"`
 	// Interface is the network interface the af-packet rings read, the one the exporters'
 	// datagrams arrive on (required with af-packet: on every interface, a bridge, bond or
