@@ -23,6 +23,7 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sys/unix"
 
 	"flowzero/demo"
 	"flowzero/internal/kafkatest"
@@ -120,7 +121,7 @@ func writePcap(t *testing.T, path string, tees []*teeExporter) int {
 }
 
 // TestSplitDemoExporters: the demo exporters of `make run` (NetFlow v9, IPFIX, sFlow, a fixed
-// seed) send to one inlet's UDP listeners, which spreads the datagrams at random over 6
+// seed) send to one inlet's listeners (NetFlow through AF_PACKET rings, sFlow through sockets), which spreads the datagrams at random over 6
 // partitions; three outlets decode them into their file output and the Kafka flows topic.
 // On `make test`'s cluster every topic has replication factor 3 (min.insync.replicas 2). What
 // the exporters sent is recorded on the way and decoded offline as `flowzero decode` does: the
@@ -157,6 +158,15 @@ func TestSplitDemoExporters(t *testing.T) {
 		// Bursts of the exporters' 100 ms ticks must wait in the socket, not be dropped by
 		// the kernel, when the race detector slows the workers.
 		icfg.Collector.Listeners[i].ReceiveBuffer = 16 << 20
+	}
+	// The NetFlow listener reads AF_PACKET rings (receive: af-packet), the sFlow one its UDP
+	// sockets: both ways into an inlet, checked against the same offline decoding.
+	if fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM, 0); err != nil {
+		t.Logf("the NetFlow listener reads UDP sockets: AF_PACKET needs CAP_NET_RAW (%v)", err)
+	} else {
+		unix.Close(fd)
+		l := &icfg.Collector.Listeners[0]
+		l.Receive, l.Interface, l.BlockTimeout = "af-packet", "lo", 2*time.Millisecond
 	}
 	in := startApp(t, icfg)
 	addrs := in.Collector().ListenAddrs() // netflow (NetFlow v9 and IPFIX), sflow
