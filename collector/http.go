@@ -91,7 +91,8 @@ func (c *Collector) startHTTP() (*httpServer, error) {
 const apiQueueWait = 10 * time.Second
 
 // Health returns the collector's own state: degraded while another socket shares a
-// listener's port. Its counters are the datagrams, flows and errors of every exporter.
+// listener's port. Its counters are the datagrams, flows and errors of every exporter, the
+// kernel's drops and, with af-packet listeners, the frames their rings refused.
 func (c *Collector) Health() health.Report {
 	r := c.health.Report()
 	var datagrams, flows, errs, kernel uint64
@@ -102,10 +103,19 @@ func (c *Collector) Health() health.Report {
 		errs += e.errors.Load()
 		return true
 	})
+	var ringErrs uint64
+	rings := false
 	for _, w := range c.workers {
 		kernel += uint64(w.dropsSeen.Load())
+		if w.ring != nil {
+			rings = true
+			ringErrs += w.ring.refused.Load()
+		}
 	}
 	r.Counters = map[string]uint64{"datagrams": datagrams, "flows": flows, "decode-errors": errs, "kernel-drops": kernel}
+	if rings {
+		r.Counters["ring-errors"] = ringErrs
+	}
 	return r
 }
 

@@ -78,6 +78,7 @@ type ring struct {
 	readyFn func(fd uintptr) bool
 	dgrams  []ringDatagram
 	errs    [ringReasons]prometheus.Counter
+	refused atomic.Uint64 // frames not passed on, every reason (for /healthz)
 	drops   atomic.Uint64 // tp_drops, summed (the kernel resets them at each read)
 }
 
@@ -351,8 +352,11 @@ func (r *ring) Read() (int, error) {
 	var bad [ringReasons]int
 	r.dgrams = readBlock(r.block(r.cur), uint32(r.cur*ringBlockSize), r.dgrams, &bad)
 	for i, n := range bad {
-		if n > 0 && r.errs[i] != nil {
-			r.errs[i].Add(float64(n))
+		if n > 0 {
+			r.refused.Add(uint64(n))
+			if r.errs[i] != nil {
+				r.errs[i].Add(float64(n))
+			}
 		}
 	}
 	return len(r.dgrams), nil

@@ -342,6 +342,49 @@ func TestCollectorAFPacket(t *testing.T) {
 			t.Errorf("%v ring errors %s", n, reason)
 		}
 	}
+	if h := c.Health().Counters; h["ring-errors"] != 0 || h["kernel-drops"] != 0 || h["datagrams"] != exporters*each {
+		t.Errorf("/healthz counters %v", h)
+	}
+}
+
+// TestRingRefusedCounted: a datagram whose UDP checksum is wrong, written to loopback by a
+// raw socket, is refused by the ring's reader and counted, in the metric and in /healthz; the
+// good one after it is read.
+func TestRingRefusedCounted(t *testing.T) {
+	skipWithoutRaw(t)
+	c, sink, s := newTestCollector(t, func(cfg *Configuration) {
+		cfg.Listeners = []ListenerConfiguration{{Protocol: "netflow", Address: "127.0.0.1:0", Workers: 1,
+			ReceiveBuffer: 2 << 20, Receive: "af-packet", Interface: "lo", BlockTimeout: time.Millisecond}}
+	})
+	to := c.ListenAddrs()[0]
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_RAW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	from := netip.AddrPortFrom(to.Addr(), 40001)
+	bad := udpPacket(from, to, []byte("1:7"))
+	bad[27] ^= 0x55 // the UDP checksum's low byte
+	good := udpPacket(from, to, []byte("1:8"))
+	dst := &unix.SockaddrInet4{Addr: to.Addr().As4()}
+	for _, p := range [][]byte{bad, good} {
+		if err := unix.Sendto(fd, p, 0, dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checksum := c.metrics.ringErrors.WithLabelValues(c.workers[0].name, "checksum")
+	testutil.WaitUntil(t, "the good datagram and the bad one counted", func() bool {
+		return len(c.Exporters()) == 1 && c.Exporters()[0].Datagrams == 1 && promtest.ToFloat64(checksum) == 1
+	})
+	if h := c.Health().Counters; h["ring-errors"] != 1 {
+		t.Errorf("/healthz counters %v", h)
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if ports := dstPorts(t, s, sink); len(ports) != 1 || ports[8] != 1 {
+		t.Errorf("flows to ports %v, want one to 8", ports)
+	}
 }
 
 // TestRingFilterAddresses: a listener on one address reads the datagrams to it only, and an
