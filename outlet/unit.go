@@ -22,6 +22,13 @@ type UnitSink interface {
 	InsertUnit(ctx context.Context, token string, data []byte, flows int) error
 }
 
+// ReplaySink is a UnitSink that checks a unit cut at a range recorded before (which an
+// earlier insert may have stored, in part or not at all) against what it holds:
+// store.Sink.InsertReplayedUnit.
+type ReplaySink interface {
+	InsertReplayedUnit(ctx context.Context, token string, partition int32, first, end int64, data []byte, flows int) error
+}
+
 // A unit is the flows of one partition's datagrams at offsets [first, end), in offset order
 // except for the data sets that waited for a template.
 //
@@ -189,7 +196,13 @@ func (o *Outlet) insertUnit(ctx context.Context, p int32, u *unit, end int64) er
 	}
 	token := o.unitToken(p, u, end)
 	for _, s := range o.unitSinks {
-		if err := s.InsertUnit(ctx, token, u.data, u.flows); err != nil {
+		var err error
+		if rs, ok := s.(ReplaySink); ok && u.recorded {
+			err = rs.InsertReplayedUnit(ctx, token, p, u.first, end, u.data, u.flows)
+		} else {
+			err = s.InsertUnit(ctx, token, u.data, u.flows)
+		}
+		if err != nil {
 			return fmt.Errorf("unit %s: %w", token, err)
 		}
 	}

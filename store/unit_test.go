@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+
 	"flowzero/demo"
 	"flowzero/schema"
 	"flowzero/store/internal/storetest"
@@ -81,6 +84,87 @@ func TestSinkInsertUnitDeduplicates(t *testing.T) {
 			checkAggregates(t, c, sink.DDL())
 			if _, ok := sink.DDL().PreAggregated(); ok != preAgg {
 				t.Errorf("pre-aggregated: %v", ok)
+			}
+		})
+	}
+}
+
+// identityUnit returns n demo flows from the i-th on, as demoUnit, numbered as an outlet
+// numbers them: partition p, one record offset per 10 flows from first.
+func identityUnit(s *schema.Schema, from, n int, p uint64, first uint64) []byte {
+	g := demo.NewGenerator(uint64(from) + 1)
+	fm := s.NewFlowMessage()
+	start := time.Unix(int64(storetest.BaseTime), 0)
+	var out []byte
+	for i := from; i < from+n; i++ {
+		now := start.Add(time.Duration(i) * 100 * time.Millisecond)
+		f := g.Next(now)
+		storetest.FillDemoFlow(fm, &f, now, netip.MustParseAddr("192.0.2.1"), fmt.Sprintf("edge%d", i%7))
+		fm.AppendUint(schema.ColumnDatagramPartition, p)
+		fm.AppendUint(schema.ColumnDatagramOffset, first+uint64(i-from)/10)
+		fm.AppendUint(schema.ColumnDatagramIndex, uint64(i-from)%10)
+		out = append(out, fm.Finalize()...)
+	}
+	return out
+}
+
+// TestSinkReplayedUnitLostPart: the engine records a block's token before the block's part
+// is committed, so a process killed in between leaves the token without the rows. Made here
+// by deleting a unit's rows from every table after its insert: inserted again with its token
+// (InsertUnit) it stores nothing; as a replayed unit (InsertReplayedUnit, which counts its
+// rows first) it is stored again with a new token, in the flows table and the aggregated
+// ones; replayed once more, it stores nothing twice.
+func TestSinkReplayedUnitLostPart(t *testing.T) {
+	for _, preAgg := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pre-aggregate=%v", preAgg), func(t *testing.T) {
+			cfg := testConfig(t, t.TempDir())
+			cfg.Embedded.PreAggregate = preAgg
+			cfg.Deduplicate = true
+			scfg := schema.DefaultConfiguration()
+			scfg.Enabled = append(scfg.Enabled, "DatagramPartition", "DatagramOffset", "DatagramIndex")
+			s := storetest.MustSchema(t, scfg)
+			reg := prometheus.NewRegistry()
+			sink := newTestSink(t, reg, cfg, s)
+			if err := sink.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { sink.Stop() })
+			c := sink.Conn()
+			ctx := context.Background()
+			const token, n = "datagrams-3-100-199", 1000
+			unit := identityUnit(s, 0, n, 3, 100)
+			if err := sink.InsertUnit(ctx, token, unit, n); err != nil {
+				t.Fatal(err)
+			}
+			sums := storetest.Query(t, c, "SELECT count(), sum(Bytes) FROM flowzero.flows")
+			for _, table := range []string{"flows", "flows_1m", "flows_5m", "flows_1h"} {
+				// A mutation, not TRUNCATE, which empties the deduplication log too.
+				storetest.Query(t, c, "ALTER TABLE flowzero."+table+" DELETE WHERE 1 SETTINGS mutations_sync = 1")
+			}
+			if err := sink.InsertUnit(ctx, token, unit, n); err != nil {
+				t.Fatal(err)
+			}
+			if got := storetest.Query(t, c, "SELECT count() FROM flowzero.flows"); got != "0" {
+				t.Fatalf("premise: the unit inserted again with its token stored %s rows, want none", got)
+			}
+			for range 2 {
+				if err := sink.InsertReplayedUnit(ctx, token, 3, 100, 200, unit, n); err != nil {
+					t.Fatal(err)
+				}
+				if got := storetest.Query(t, c, "SELECT count(), sum(Bytes) FROM flowzero.flows"); got != sums {
+					t.Fatalf("flows table: count and sum %q, want %q", got, sums)
+				}
+				bytes := strings.Split(sums, "\t")[1]
+				for _, table := range []string{"flows_1m", "flows_5m", "flows_1h"} {
+					if got := storetest.Query(t, c, "SELECT sum(Bytes) FROM flowzero."+table); got != bytes {
+						t.Errorf("%s: sum(Bytes) %s, want the flows' %s", table, got, bytes)
+					}
+				}
+			}
+			for held, want := range map[string]float64{"none": 1, "some": 0, "all": 1} {
+				if got := promtest.ToFloat64(sink.m.unitsAgain.WithLabelValues(held)); got != want {
+					t.Errorf("units replayed holding %s: %v, want %v", held, got, want)
+				}
 			}
 		})
 	}
