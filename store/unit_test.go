@@ -19,7 +19,10 @@ import (
 )
 
 // demoUnit returns n demo flows from the i-th on, length-delimited, as an outlet's unit.
-func demoUnit(s *schema.Schema, from, n int) []byte {
+func demoUnit(s *schema.Schema, from, n int) []byte { return demoFlows(s, from, n, nil) }
+
+// demoFlows is demoUnit, with number (when not nil) adding columns to the i-th flow.
+func demoFlows(s *schema.Schema, from, n int, number func(fm *schema.FlowMessage, i int)) []byte {
 	g := demo.NewGenerator(uint64(from) + 1)
 	fm := s.NewFlowMessage()
 	start := time.Unix(int64(storetest.BaseTime), 0)
@@ -28,6 +31,9 @@ func demoUnit(s *schema.Schema, from, n int) []byte {
 		now := start.Add(time.Duration(i) * 100 * time.Millisecond)
 		f := g.Next(now)
 		storetest.FillDemoFlow(fm, &f, now, netip.MustParseAddr("192.0.2.1"), fmt.Sprintf("edge%d", i%7))
+		if number != nil {
+			number(fm, i-from)
+		}
 		out = append(out, fm.Finalize()...)
 	}
 	return out
@@ -92,20 +98,11 @@ func TestSinkInsertUnitDeduplicates(t *testing.T) {
 // identityUnit returns n demo flows from the i-th on, as demoUnit, numbered as an outlet
 // numbers them: partition p, one record offset per 10 flows from first.
 func identityUnit(s *schema.Schema, from, n int, p uint64, first uint64) []byte {
-	g := demo.NewGenerator(uint64(from) + 1)
-	fm := s.NewFlowMessage()
-	start := time.Unix(int64(storetest.BaseTime), 0)
-	var out []byte
-	for i := from; i < from+n; i++ {
-		now := start.Add(time.Duration(i) * 100 * time.Millisecond)
-		f := g.Next(now)
-		storetest.FillDemoFlow(fm, &f, now, netip.MustParseAddr("192.0.2.1"), fmt.Sprintf("edge%d", i%7))
+	return demoFlows(s, from, n, func(fm *schema.FlowMessage, i int) {
 		fm.AppendUint(schema.ColumnDatagramPartition, p)
-		fm.AppendUint(schema.ColumnDatagramOffset, first+uint64(i-from)/10)
-		fm.AppendUint(schema.ColumnDatagramIndex, uint64(i-from)%10)
-		out = append(out, fm.Finalize()...)
-	}
-	return out
+		fm.AppendUint(schema.ColumnDatagramOffset, first+uint64(i)/10)
+		fm.AppendUint(schema.ColumnDatagramIndex, uint64(i)%10)
+	})
 }
 
 // TestSinkReplayedUnitLostPart: the engine records a block's token before the block's part
