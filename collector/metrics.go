@@ -40,7 +40,7 @@ func newMetrics(r prometheus.Registerer, c *Collector) *metrics {
 			Name: "flowzero_collector_ring_errors_total", Help: "Frames an af-packet listener's rings held that were not passed on, by reason: truncated, malformed (IP or UDP header), checksum (IP header or UDP), fragment (not reassembled: IPv6)."},
 			[]string{"listener", "reason"}),
 		rcvbuf: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "flowzero_collector_receive_buffer_bytes", Help: "Socket receive buffer granted by the kernel."},
+			Name: "flowzero_collector_receive_buffer_bytes", Help: "Socket receive buffer granted by the kernel (with receive: af-packet, each ring's size)."},
 			[]string{"listener"}),
 		flows: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flowzero_collector_flows_total", Help: "Flows encoded and handed to the sinks, per exporter."},

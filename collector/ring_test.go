@@ -131,8 +131,12 @@ func TestParseRingFrame(t *testing.T) {
 			if got := tc.pkt[off : off+n]; !bytes.Equal(got, payload) {
 				t.Errorf("payload %q", got)
 			}
-			if want := exp4; tc.pkt[0]>>4 == 6 && from != exp6 || tc.pkt[0]>>4 == 4 && from != want {
-				t.Errorf("from %s", from)
+			want := exp4
+			if tc.pkt[0]>>4 == 6 {
+				want = exp6
+			}
+			if from != want {
+				t.Errorf("from %s, want %s", from, want)
 			}
 		})
 	}
