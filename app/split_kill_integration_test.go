@@ -27,12 +27,23 @@ import (
 type outletProcess struct {
 	bin, config, dir string
 	cmd              *exec.Cmd
+	logged           bool
 }
 
 func (p *outletProcess) start(t *testing.T) {
 	logf, err := os.OpenFile(p.dir+".log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !p.logged {
+		// A failed test shows the end of the process's log (all its runs).
+		p.logged = true
+		t.Cleanup(func() {
+			if log, err := os.ReadFile(p.dir + ".log"); err == nil && t.Failed() {
+				lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+				t.Logf("the last lines of %s.log:\n%s", p.dir, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+			}
+		})
 	}
 	p.cmd = exec.Command(p.bin, "collect", "-config", p.config)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -73,16 +74,26 @@ outputs:
 	p.start(t)
 	in := startApp(t, st.config(t, ModeInlet))
 
-	const passes = 400
-	stopped := make(chan struct{})
+	// Datagrams flow until the kills are over (each waits for new flows), 400 passes at least.
+	const minPasses = 400
+	var passes atomic.Int64
+	killed, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
 		at := testutil.Now()
-		for range passes {
+		for pass := 0; ; pass++ {
+			if pass >= minPasses {
+				select {
+				case <-killed:
+					return
+				default:
+				}
+			}
 			for _, dg := range dgs {
 				at = at.Add(time.Millisecond)
 				in.Inlet().Forward(dg.Payload, dg.Src, at, "netflow")
 			}
+			passes.Add(1)
 			time.Sleep(20 * time.Millisecond) // a rate, not a synchronisation
 		}
 	}()
@@ -113,6 +124,7 @@ outputs:
 		p.cmd.Wait()
 		p.start(t)
 	}
+	close(killed)
 	<-stopped
 	testutil.WaitUntil(t, "the inlet to deliver every datagram", func() bool {
 		s, delivered, dropped := in.Inlet().Counts()
@@ -127,6 +139,7 @@ outputs:
 	p.cmd.Wait()
 	log, _ := os.ReadFile(p.dir + ".log")
 	replayedUnits := strings.Count(string(log), "unit cut at the range recorded before")
+	newTokens := strings.Count(string(log), "inserted with a new token")
 
 	ids := map[flowID]int{}
 	readFlowIDsTolerant(t, p.dir, ids)
@@ -149,7 +162,7 @@ outputs:
 		}
 		return strings.TrimSpace(string(out))
 	}
-	want := passes * once.Flows
+	want := int(passes.Load()) * once.Flows
 	id := "DatagramPartition, DatagramOffset, DatagramIndex"
 	if got := q("SELECT count(), uniqExact(" + id + ") FROM flowzero.flows"); got != fmt.Sprintf("%d\t%d", want, want) {
 		t.Errorf("flows table: rows and distinct identities %q, want %d of each", got, want)
@@ -157,6 +170,12 @@ outputs:
 	twice := q("SELECT count() FROM (SELECT " + id + " FROM flowzero.flows GROUP BY " + id + " HAVING count() > 1)")
 	if twice != "0" {
 		t.Errorf("%s flows stored more than once", twice)
+		t.Logf("flows stored more than once, by datagram: %s", q("SELECT groupArray((DatagramPartition, DatagramOffset, n)) FROM (SELECT DatagramPartition, DatagramOffset, count() AS n FROM flowzero.flows GROUP BY ALL HAVING n > uniqExact(DatagramIndex) ORDER BY ALL)"))
+		for _, line := range strings.Split(string(log), "\n") {
+			if strings.Contains(line, "inserted again") || strings.Contains(line, "recorded before") {
+				t.Log(line)
+			}
+		}
 	}
 	sums := q("SELECT sum(Bytes), sum(Packets) FROM flowzero.flows")
 	for _, table := range []string{"flows_1m", "flows_5m", "flows_1h"} {
@@ -164,6 +183,6 @@ outputs:
 			t.Errorf("%s: sums %q, want the flows' %q", table, got, sums)
 		}
 	}
-	t.Logf("%d flows sent, 3 kills: the engine holds %s rows, %s flows more than once; the file output (at least once) has %d flows more than once; units cut again at a recorded range after a restart: %d",
-		want, q("SELECT count() FROM flowzero.flows"), twice, archivedTwice, replayedUnits)
+	t.Logf("%d flows sent, 3 kills: the engine holds %s rows, %s flows more than once; the file output (at least once) has %d flows more than once; units cut again at a recorded range after a restart: %d, %d of them with a new token",
+		want, q("SELECT count() FROM flowzero.flows"), twice, archivedTwice, replayedUnits, newTokens)
 }

@@ -7,7 +7,7 @@ import (
 type metrics struct {
 	datagrams, invalid, flows, commits, units, pendingDropped prometheus.Counter
 	pauses, waitTimeouts                                      prometheus.Counter
-	decodeErrors, errors                                      *prometheus.CounterVec
+	decodeErrors, errors, replayed                            *prometheus.CounterVec
 	held, ready, paused                                       prometheus.Gauge
 }
 
@@ -36,6 +36,9 @@ func newMetrics(r prometheus.Registerer, _ *Outlet) (*metrics, error) {
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_outlet_errors_total",
 			Help: "Errors by operation: fetch, acknowledge (a sink failed: the partitions are read again from the committed offsets), commit, plan (the units' ranges of the partitions assigned could not be read)."},
 			[]string{"op"}),
+		replayed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_outlet_units_replayed_total",
+			Help: "Units cut again at a range recorded before (after a crash or a rewind) by what the store held of their flows: none (inserted with a new token), some (logged as an error: flows may be missing) or all (inserted with their token, which stores only what the aggregated tables lack)."},
+			[]string{"held"}),
 		held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "flowzero_outlet_held_sets",
 			Help: "Data sets waiting for their template in the pending buffer; their datagrams' offsets are not committed."}),
 		ready: prometheus.NewGauge(prometheus.GaugeOpts{Name: "flowzero_outlet_ready",
@@ -44,8 +47,11 @@ func newMetrics(r prometheus.Registerer, _ *Outlet) (*metrics, error) {
 	for _, op := range []string{"fetch", "acknowledge", "commit", "plan"} {
 		m.errors.WithLabelValues(op)
 	}
+	for _, held := range []string{"none", "some", "all"} {
+		m.replayed.WithLabelValues(held)
+	}
 	if r != nil {
-		for _, c := range []prometheus.Collector{m.datagrams, m.invalid, m.flows, m.commits, m.units, m.pendingDropped, m.pauses, m.waitTimeouts, m.decodeErrors, m.errors, m.held, m.ready, m.paused} {
+		for _, c := range []prometheus.Collector{m.datagrams, m.invalid, m.flows, m.commits, m.units, m.pendingDropped, m.pauses, m.waitTimeouts, m.decodeErrors, m.errors, m.replayed, m.held, m.ready, m.paused} {
 			if err := r.Register(c); err != nil {
 				return nil, err
 			}

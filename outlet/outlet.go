@@ -135,8 +135,11 @@ type Outlet struct {
 	// from the commit metadata of the partitions assigned, until their first record.
 	batchSinks []output.Sink
 	unitSinks  []UnitSink
-	plans      map[int32]plan
-	topicID    [16]byte // the datagrams topic's, for recordPlans
+	// replay is the first unit sink that counts a replayed unit's flows (replayToken): a
+	// unit's token suffix in the commit metadata is one, for one sink.
+	replay  ReplaySink
+	plans   map[int32]plan
+	topicID [16]byte // the datagrams topic's, for recordPlans
 
 	// lastDropped is the drop count of each counting sink at its previous acknowledgement.
 	lastDropped, droppedAtStart map[output.Sink]int64
@@ -156,6 +159,7 @@ type partition struct {
 	open    unit
 	closed  []*unit
 	planned int64
+	again   string // the planned unit's token suffix for the replay sink (replayToken)
 	// inserted is the end of the last unit inserted: committed again at each commit until a
 	// commit lands, so that a commit that failed after an insert (a rebalance starting) is
 	// made good by the next one, the revoke's included, and the next owner does not decode
@@ -219,6 +223,9 @@ func New(topic datagram.TopicConfiguration, cfg Configuration, deps Dependencies
 	for _, s := range deps.Sinks {
 		if us, ok := s.(UnitSink); ok {
 			o.unitSinks = append(o.unitSinks, us)
+			if rs, ok := s.(ReplaySink); ok && o.replay == nil {
+				o.replay = rs
+			}
 		} else {
 			o.batchSinks = append(o.batchSinks, s)
 		}
@@ -341,7 +348,7 @@ func (o *Outlet) handle(rec *kgo.Record) {
 		// the group's committed offset.
 		p = &partition{committed: rec.Offset, open: unit{first: rec.Offset}}
 		if pl, ok := o.plans[rec.Partition]; ok && pl.first == rec.Offset {
-			p.planned = pl.end
+			p.planned, p.again = pl.end, pl.again
 		}
 		delete(o.plans, rec.Partition)
 		o.parts[rec.Partition] = p

@@ -5,7 +5,6 @@ package outlet
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -17,15 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"flowzero/datagram"
-	"flowzero/decoder/netflow"
-	"flowzero/decoder/sflow"
 	"flowzero/internal/kafkatest"
-	"flowzero/internal/pcapfile"
-	"flowzero/internal/testdata"
 	"flowzero/internal/testutil"
 	"flowzero/output"
-	"flowzero/schema"
 )
 
 // insertedUnit is a unit a recordingSink was given.
@@ -78,67 +71,14 @@ func (s *recordingSink) InsertUnit(_ context.Context, token string, _ []byte, fl
 // (seen in about one run of three on 3 brokers): it must then be the same range, hence the
 // same deduplication token, which a shared ClickHouse stores once.
 func TestRebalanceInsertsOnce(t *testing.T) {
-	topic := datagram.DefaultTopicConfiguration()
-	topic.Brokers = kafkatest.Brokers(t)
 	const partitions = 4
-	topic.Topic = kafkatest.Topic(t, "rebalance", partitions)
-	cfg := DefaultConfiguration()
-	cfg.Group = topic.Topic + "-group"
-	cfg.State.Topic = topic.Topic + "-state"
+	topic, cfg := testTopic(t, "rebalance", partitions)
 	cfg.CommitInterval = 200 * time.Millisecond
-	cfg.SessionTimeout = 6 * time.Second
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		adm := kadm.NewClient(kafkatest.Client(t))
-		_, _ = adm.DeleteTopics(ctx, cfg.State.Topic)
-		_, _ = adm.DeleteGroup(ctx, cfg.Group)
-	})
-	s, err := schema.New(schema.Configuration{Enabled: []string{"DatagramPartition", "DatagramOffset", "DatagramIndex"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dgs, err := pcapfile.ReadUDP(testdata.Path(t, "netflow", "data+templates.pcap"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Flows of one pass of the capture.
-	perPass := 0
-	{
-		nf, err := netflow.New(nil, netflow.DefaultConfiguration(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fm := s.NewFlowMessage()
-		for _, dg := range dgs {
-			if err := nf.Decode(netflow.Packet{Payload: dg.Payload, Exporter: dg.Src, TimeReceived: testutil.Now()}, fm, func(fm *schema.FlowMessage) {
-				perPass++
-				fm.Finalize()
-			}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	s := identitySchema(t)
+	dgs, perPass := netflowCapture(t, s)
 	log := &unitLog{}
 	newOutlet := func(name string) *Outlet {
-		nf, err := netflow.New(nil, netflow.DefaultConfiguration(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sf, err := sflow.New(nil, sflow.DefaultConfiguration(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := New(topic, cfg, Dependencies{Schema: s, NetFlow: nf, SFlow: sf,
-			Sinks:    []output.Sink{&recordingSink{name: name, topic: topic.Topic, all: log}},
-			Registry: prometheus.NewRegistry(), Clock: testutil.Clock()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := o.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return o
+		return startOutlet(t, topic, cfg, s, &recordingSink{name: name, topic: topic.Topic, all: log}, prometheus.NewRegistry())
 	}
 	insertedBy := func(name string) int {
 		log.mu.Lock()
@@ -166,13 +106,7 @@ func TestRebalanceInsertsOnce(t *testing.T) {
 				return
 			default:
 			}
-			var recs []*kgo.Record
-			for _, dg := range dgs {
-				at = at.Add(time.Millisecond)
-				recs = append(recs, &kgo.Record{Partition: int32(n % partitions),
-					Value: datagram.Append(nil, datagram.Datagram{Received: at, Exporter: netip.AddrPortFrom(dg.Src.Addr(), dg.Src.Port()), Protocol: datagram.NetFlow, Payload: dg.Payload})})
-				n++
-			}
+			recs := netflowRecords(dgs, 1, partitions, &n, &at)
 			if err := producer.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 				t.Error(err)
 				return

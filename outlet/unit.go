@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -22,11 +24,14 @@ type UnitSink interface {
 	InsertUnit(ctx context.Context, token string, data []byte, flows int) error
 }
 
-// ReplaySink is a UnitSink that checks a unit cut at a range recorded before (which an
-// earlier insert may have stored, in part or not at all) against what it holds:
-// store.Sink.InsertReplayedUnit.
+// ReplaySink is a UnitSink that can count the flows it holds of a unit, so that a unit cut at
+// a range recorded before (which an earlier insert may have stored in whole, in part or not at
+// all) gets the token that stores it once: see Outlet.replayToken.
 type ReplaySink interface {
-	InsertReplayedUnit(ctx context.Context, token string, partition int32, first, end int64, data []byte, flows int) error
+	UnitSink
+	// UnitRows returns how many flows of partition's datagrams at offsets [first, end) the
+	// sink holds; ok is false when it cannot tell (store.Sink.UnitRows).
+	UnitRows(ctx context.Context, partition int32, first, end int64) (rows int, ok bool, err error)
 }
 
 // A unit is the flows of one partition's datagrams at offsets [first, end), in offset order
@@ -47,31 +52,56 @@ type unit struct {
 	end   int64 // 0 while open
 	data  []byte
 	flows int
-	// recorded: the range is in the commit metadata (cut at a planned end), it cannot change.
+	// recorded: the range is in the commit metadata (cut at a planned end), it cannot change;
+	// again is the suffix of its token recorded with it for the replay sinks (replayToken).
 	recorded bool
+	again    string
 }
 
-// closeOpen closes the open unit at end; a new one starts there.
+// closeOpen closes the open unit at end; a new one starts there. A recorded unit is the one
+// starting at the committed offset, whose range (and token suffix) the partition planned.
 func (ps *partition) closeOpen(end int64, recorded bool) {
 	u := ps.open
 	u.end, u.recorded = end, recorded
+	if recorded {
+		u.again = ps.again
+	}
 	ps.closed = append(ps.closed, &u)
 	ps.open = unit{first: end}
 }
 
-// unitMetadata is the prefix of the commit metadata recording a unit's range.
+// unitMetadata is the prefix of the commit metadata recording a unit's range:
+// "flowzero-unit <first> <end>", then the replay sinks' token suffix if it has one
+// ("again-<base 36>", see replayToken).
 const unitMetadata = "flowzero-unit"
 
-func planMetadata(first, end int64) string { return fmt.Sprintf("%s %d %d", unitMetadata, first, end) }
+func planMetadata(pl plan) string {
+	meta := fmt.Sprintf("%s %d %d", unitMetadata, pl.first, pl.end)
+	if pl.again != "" {
+		meta += " " + pl.again
+	}
+	return meta
+}
 
-func parsePlan(meta string) (first, end int64, ok bool) {
-	if !strings.HasPrefix(meta, unitMetadata+" ") {
-		return 0, 0, false
+func parsePlan(meta string) (plan, bool) {
+	f := strings.Fields(meta)
+	if (len(f) != 3 && len(f) != 4) || f[0] != unitMetadata {
+		return plan{}, false
 	}
-	if _, err := fmt.Sscanf(meta, unitMetadata+" %d %d", &first, &end); err != nil || end <= first {
-		return 0, 0, false
+	first, err1 := strconv.ParseInt(f[1], 10, 64)
+	end, err2 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil || first < 0 || end <= first {
+		return plan{}, false
 	}
-	return first, end, true
+	pl := plan{first: first, end: end}
+	if len(f) == 4 {
+		n, ok := strings.CutPrefix(f[3], "again-")
+		if _, err := strconv.ParseUint(n, 36, 64); !ok || err != nil {
+			return plan{}, false
+		}
+		pl.again = f[3]
+	}
+	return pl, true
 }
 
 // unitToken is the deduplication token of a unit: topic, partition, first and last offset.
@@ -79,8 +109,12 @@ func (o *Outlet) unitToken(p int32, u *unit, end int64) string {
 	return fmt.Sprintf("%s-%d-%d-%d", o.topic.Topic, p, u.first, end-1)
 }
 
-// plan is a unit's range read from the commit metadata of a partition.
-type plan struct{ first, end int64 }
+// plan is a unit's range, and its token suffix for the replay sinks, as in the commit
+// metadata of a partition.
+type plan struct {
+	first, end int64
+	again      string
+}
 
 // assigned reads the planned units of the partitions this outlet gets (unit sinks only).
 func (o *Outlet) assigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
@@ -105,8 +139,8 @@ func (o *Outlet) assigned(ctx context.Context, cl *kgo.Client, assigned map[stri
 		if !ok {
 			continue
 		}
-		if first, end, ok := parsePlan(r.Metadata); ok && first == r.At {
-			o.plans[p] = plan{first, end}
+		if pl, ok := parsePlan(r.Metadata); ok && pl.first == r.At {
+			o.plans[p] = pl
 		}
 	}
 }
@@ -164,7 +198,7 @@ func (o *Outlet) closeUnitsLocked(ctx context.Context) (map[int32]int64, error) 
 		ps.closed = slices.Delete(ps.closed, 0, n)
 		ready[p] = u
 		if u.flows > 0 && !u.recorded {
-			record[p] = plan{u.first, u.end}
+			record[p] = plan{first: u.first, end: u.end}
 		}
 	}
 	if err := o.recordPlans(ctx, record); err != nil {
@@ -174,7 +208,7 @@ func (o *Outlet) closeUnitsLocked(ctx context.Context) (map[int32]int64, error) 
 	for p, u := range ready {
 		ps := o.parts[p]
 		if pl, ok := record[p]; ok {
-			ps.committed, ps.planned = pl.first, pl.end
+			ps.committed, ps.planned, ps.again = pl.first, pl.end, ""
 		}
 		if err := o.insertUnit(ctx, p, u, u.end); err != nil {
 			return nil, err
@@ -196,18 +230,62 @@ func (o *Outlet) insertUnit(ctx context.Context, p int32, u *unit, end int64) er
 	}
 	token := o.unitToken(p, u, end)
 	for _, s := range o.unitSinks {
-		var err error
-		if rs, ok := s.(ReplaySink); ok && u.recorded {
-			err = rs.InsertReplayedUnit(ctx, token, p, u.first, end, u.data, u.flows)
-		} else {
-			err = s.InsertUnit(ctx, token, u.data, u.flows)
+		t := token
+		if u.recorded && o.replay != nil && s == UnitSink(o.replay) {
+			var err error
+			if t, err = o.replayToken(ctx, o.replay, p, u, end, token); err != nil {
+				return fmt.Errorf("unit %s: %w", token, err)
+			}
 		}
-		if err != nil {
-			return fmt.Errorf("unit %s: %w", token, err)
+		if err := s.InsertUnit(ctx, t, u.data, u.flows); err != nil {
+			return fmt.Errorf("unit %s: %w", t, err)
 		}
 	}
 	o.m.units.Inc()
 	return nil
+}
+
+// replayToken returns the token with which the replay sink rs inserts u, a unit cut at a
+// recorded range, which an earlier insert may have reached. A table that is not replicated
+// writes a block's token to its deduplication log before it commits the block's part, so an
+// insert killed in between leaves the token without the rows, and the same token would store
+// nothing again (docs/scaling.md). So rs counts the unit's flows first:
+//   - none: a new token suffix, recorded in the commit metadata before the insert, so that a
+//     later replay (after another crash) uses the token of the insert that stored the rows;
+//   - all: the recorded token, with which the tables that have the rows store nothing and
+//     those an interrupted insert did not reach (the aggregated ones) get theirs;
+//   - some (a unit inserted in several blocks, one of them lost): the recorded token, and an
+//     error logged: the missing rows cannot be told apart.
+func (o *Outlet) replayToken(ctx context.Context, rs ReplaySink, p int32, u *unit, end int64, token string) (string, error) {
+	held, ok, err := rs.UnitRows(ctx, p, u.first, end)
+	if err != nil {
+		return "", fmt.Errorf("counting the flows stored of a replayed unit: %w", err)
+	}
+	switch {
+	case !ok:
+	case held == 0:
+		again := "again-" + strconv.FormatUint(rand.Uint64(), 36)
+		if err := o.recordPlans(ctx, map[int32]plan{p: {first: u.first, end: end, again: again}}); err != nil {
+			return "", err
+		}
+		u.again = again
+		if ps := o.parts[p]; ps != nil {
+			ps.again = again
+		}
+		o.m.replayed.WithLabelValues("none").Inc()
+		o.log.Info("outlet: a unit inserted again has none of its flows in the store: inserted with a new token",
+			"token", token+"/"+again, "flows", u.flows)
+	case held < u.flows:
+		o.m.replayed.WithLabelValues("some").Inc()
+		o.log.Error("outlet: a unit inserted again has some of its flows in the store: the others may be missing",
+			"token", token, "flows", u.flows, "held", held)
+	default:
+		o.m.replayed.WithLabelValues("all").Inc()
+	}
+	if u.again == "" {
+		return token, nil
+	}
+	return token + "/" + u.again, nil
 }
 
 // recordPlans commits each partition's offset at the start of its next unit with the unit's
@@ -235,7 +313,7 @@ func (o *Outlet) recordPlans(ctx context.Context, plans map[int32]plan) error {
 	for p, pl := range plans {
 		rp := kmsg.NewOffsetCommitRequestTopicPartition()
 		rp.Partition, rp.Offset, rp.LeaderEpoch = p, pl.first, -1
-		meta := planMetadata(pl.first, pl.end)
+		meta := planMetadata(pl)
 		rp.Metadata = &meta
 		t.Partitions = append(t.Partitions, rp)
 	}

@@ -6,26 +6,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"flowzero/datagram"
-	"flowzero/decoder/netflow"
-	"flowzero/decoder/sflow"
 	"flowzero/internal/kafkatest"
-	"flowzero/internal/pcapfile"
-	"flowzero/internal/testdata"
 	"flowzero/internal/testutil"
 	"flowzero/output"
-	"flowzero/schema"
 	"flowzero/store"
 )
 
@@ -80,25 +72,8 @@ func (c *crashingStore) state() (tokens []string, crashed string) {
 // and stores them again: the engine keeps one row per flow identity (DatagramPartition,
 // DatagramOffset, DatagramIndex), and the aggregated tables hold exactly the flows' sums.
 func TestUnitsStoredOnce(t *testing.T) {
-	topic := datagram.DefaultTopicConfiguration()
-	topic.Brokers = kafkatest.Brokers(t)
-	topic.Topic = kafkatest.Topic(t, "units", 2)
-	cfg := DefaultConfiguration()
-	cfg.Group = topic.Topic + "-group"
-	cfg.State.Topic = topic.Topic + "-state"
-	cfg.CommitInterval = 100 * time.Millisecond
-	cfg.SessionTimeout = 6 * time.Second
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		adm := kadm.NewClient(kafkatest.Client(t))
-		_, _ = adm.DeleteTopics(ctx, cfg.State.Topic)
-		_, _ = adm.DeleteGroup(ctx, cfg.Group)
-	})
-	s, err := schema.New(schema.Configuration{Enabled: []string{"DatagramPartition", "DatagramOffset", "DatagramIndex"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	topic, cfg := testTopic(t, "units", 2)
+	s := identitySchema(t)
 
 	scfg := store.DefaultConfiguration()
 	scfg.Embedded.Path = filepath.Join(t.TempDir(), "chdb")
@@ -120,60 +95,15 @@ func TestUnitsStoredOnce(t *testing.T) {
 		t.Fatal("the store does not pre-aggregate: the test covers the sink's own aggregated inserts")
 	}
 
-	dgs, err := pcapfile.ReadUDP(testdata.Path(t, "netflow", "data+templates.pcap"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dgs, perPass := netflowCapture(t, s)
 	newOutlet := func(sink *crashingStore) *Outlet {
-		nf, err := netflow.New(nil, netflow.DefaultConfiguration(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sf, err := sflow.New(nil, sflow.DefaultConfiguration(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := New(topic, cfg, Dependencies{Schema: s, NetFlow: nf, SFlow: sf, Sinks: []output.Sink{sink},
-			Registry: prometheus.NewRegistry(), Clock: testutil.Clock()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := o.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return o
-	}
-	// Flows of one pass of the capture, decoded in order.
-	perPass := 0
-	{
-		nf, err := netflow.New(nil, netflow.DefaultConfiguration(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fm := s.NewFlowMessage()
-		for _, dg := range dgs {
-			if err := nf.Decode(netflow.Packet{Payload: dg.Payload, Exporter: dg.Src, TimeReceived: testutil.Now()}, fm, func(fm *schema.FlowMessage) {
-				perPass++
-				fm.Finalize()
-			}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		return startOutlet(t, topic, cfg, s, sink, prometheus.NewRegistry())
 	}
 	producer := kafkatest.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(topic.Topic))
 	at := testutil.Now()
 	n := 0
 	produce := func(passes int) {
-		var recs []*kgo.Record
-		for range passes {
-			for _, dg := range dgs {
-				at = at.Add(time.Millisecond)
-				recs = append(recs, &kgo.Record{Partition: int32(n % 2),
-					Value: datagram.Append(nil, datagram.Datagram{Received: at, Exporter: netip.AddrPortFrom(dg.Src.Addr(), dg.Src.Port()), Protocol: datagram.NetFlow, Payload: dg.Payload})})
-				n++
-			}
-		}
-		if err := producer.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		if err := producer.ProduceSync(context.Background(), netflowRecords(dgs, passes, 2, &n, &at)...).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}

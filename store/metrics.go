@@ -17,9 +17,6 @@ type metrics struct {
 	pendingGroups  prometheus.Gauge
 	queued         prometheus.Gauge
 	insertSeconds  prometheus.Histogram
-	// unitsAgain counts replayed units by what the flows table held of them: none (inserted
-	// with a new token), some (inserted with their token: rows may be missing), all.
-	unitsAgain *prometheus.CounterVec
 }
 
 // counter and gauge make the sink's metrics, all named flowzero_store_<name>.
@@ -59,10 +56,6 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 			"Pre-aggregated rows waiting for their INSERT into the finest aggregated table."),
 		queued: gauge("batches_queued",
 			"Full batches waiting for their INSERT."),
-		unitsAgain: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "flowzero", Subsystem: "store", Name: "units_replayed_total",
-			Help: "Units an outlet inserted again at a range recorded before (after a crash or a rewind), by what the flows table held of their rows: none (inserted with a new token), some (inserted with their token; rows may be missing, logged), all (nothing stored again).",
-		}, []string{"held"}),
 		insertSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "flowzero", Subsystem: "store", Name: "insert_seconds",
 			Help:    "Duration of the embedded sink's INSERT statements.",
@@ -70,7 +63,7 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	if r != nil {
-		for _, c := range []prometheus.Collector{m.flows, m.bytes, m.batches, m.insertErrors, dropped, m.notAggregated, m.groups, m.pendingFlows, m.pendingGroups, m.queued, m.insertSeconds, m.unitsAgain} {
+		for _, c := range []prometheus.Collector{m.flows, m.bytes, m.batches, m.insertErrors, dropped, m.notAggregated, m.groups, m.pendingFlows, m.pendingGroups, m.queued, m.insertSeconds} {
 			if err := r.Register(c); err != nil {
 				return nil, err
 			}

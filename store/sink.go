@@ -572,41 +572,24 @@ func (s *Sink) InsertUnit(ctx context.Context, token string, data []byte, flows 
 	return b.err
 }
 
-// InsertReplayedUnit inserts a unit whose range was recorded before it was inserted (an outlet
-// replaying it after a crash or a rewind), first counting its rows in the flows table by
-// identity (DatagramPartition, DatagramOffset). The engine's tables record a block's token in
-// their deduplication log before the block's part is committed: a process killed in between
-// leaves the token without the rows, and the unit inserted again with its token would store
-// nothing in the flows table (docs/scaling.md). So a unit none of whose rows are there is
-// inserted with a new token; one whose rows are all or partly there, with its own, which
-// stores only what the views lack. Without the identity columns it is InsertUnit.
-func (s *Sink) InsertReplayedUnit(ctx context.Context, token string, partition int32, first, end int64, data []byte, flows int) error {
+// UnitRows returns how many flows of a partition's datagrams at offsets [first, end) the flows
+// table holds, counted by identity (DatagramPartition, DatagramOffset): an outlet replaying a
+// unit after a crash or a rewind chooses its token by it (outlet.ReplaySink). ok is false
+// without the identity columns.
+func (s *Sink) UnitRows(_ context.Context, partition int32, first, end int64) (rows int, ok bool, err error) {
 	if !s.schema.Enabled(schema.ColumnDatagramPartition) || !s.schema.Enabled(schema.ColumnDatagramOffset) || s.conn == nil {
-		return s.InsertUnit(ctx, token, data, flows)
+		return 0, false, nil
 	}
 	out, err := s.conn.Query(fmt.Sprintf("SELECT count() FROM %s WHERE DatagramPartition = %d AND DatagramOffset >= %d AND DatagramOffset < %d",
 		s.ddl.FlowsTable(), partition, first, end), "TabSeparated")
 	if err != nil {
-		return fmt.Errorf("store: counting the rows of unit %s: %w", token, err)
+		return 0, false, fmt.Errorf("store: counting the flows of partition %d at [%d, %d): %w", partition, first, end, err)
 	}
-	held, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	rows, err = strconv.Atoi(strings.TrimSpace(string(out)))
 	if err != nil {
-		return fmt.Errorf("store: counting the rows of unit %s: %q", token, out)
+		return 0, false, fmt.Errorf("store: counting the flows of partition %d at [%d, %d): %q", partition, first, end, out)
 	}
-	switch {
-	case held == 0:
-		s.m.unitsAgain.WithLabelValues("none").Inc()
-		s.log.Info("store: a unit inserted again has no rows in the flows table: inserted with a new token",
-			"token", token, "flows", flows)
-		token += "/again-" + strconv.FormatInt(s.clock.Now().UnixNano(), 36)
-	case held < flows:
-		s.m.unitsAgain.WithLabelValues("some").Inc()
-		s.log.Error("store: a unit inserted again has some of its rows in the flows table: the others may be missing",
-			"token", token, "flows", flows, "held", held)
-	default:
-		s.m.unitsAgain.WithLabelValues("all").Inc()
-	}
-	return s.InsertUnit(ctx, token, data, flows)
+	return rows, true, nil
 }
 
 // insertUnit inserts a unit (inserter only): the groups summed from earlier batches go
