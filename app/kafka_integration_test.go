@@ -9,9 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +54,7 @@ func protoDescriptor(t *testing.T, s *schema.Schema) protoreflect.MessageDescrip
 // against the generated .proto (no unknown field) and re-encoded from it.
 func consume(t *testing.T, brokers []string, topic string, s *schema.Schema, want int) [][]byte {
 	md := protoDescriptor(t, s)
-	cl := kafkatest.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl := kafkatest.Client(t, kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	// The idle rule below ends the loop; the deadline only bounds a broker that trickles.
 	// Decoding each flow with dynamicpb under -race takes a good part of a millisecond on a
 	// loaded machine: the outage test's 80,000 flows may need more than a minute.
@@ -140,24 +137,15 @@ func TestEndToEndKafka(t *testing.T) {
 	diffFlows(t, normalize(t, lines), want)
 }
 
-// TestKafkaOutage stops the broker while demo traffic flows, long enough for the producer's
-// buffer to overflow, then restarts it: every flow sent is either delivered exactly once or
-// counted as dropped, and the counts add up.
+// TestKafkaOutage stops the broker (a Kafka of the test's own) while demo traffic flows, long
+// enough for the producer's buffer to overflow, then restarts it: every flow sent is either
+// delivered exactly once or counted as dropped, and the counts add up.
 func TestKafkaOutage(t *testing.T) {
-	if os.Getenv("KAFKA_DATA") == "" {
-		if kafkatest.Required() {
-			t.Fatal("KAFKA_DATA is not set: the outage test needs the broker started by scripts/kafka.sh (make kafka-integration)")
-		}
-		t.Skip("KAFKA_DATA not set: run through make kafka-integration")
-	}
-	script, _ := filepath.Abs("../scripts/kafka.sh")
-	broker := func(cmd string) {
-		out, err := exec.Command(script, cmd).CombinedOutput()
-		if err != nil {
-			t.Fatalf("kafka.sh %s: %v\n%s", cmd, err, out)
-		}
-	}
+	// It mostly waits, on a cluster of its own: it runs beside the other outage tests.
+	t.Parallel()
+	cluster := kafkatest.StartCluster(t, 1)
 	cfg := kafkaConfig(t, "outage")
+	cfg.Outputs.Kafka.Brokers = cluster.Brokers
 	cfg.Outputs.Kafka.MaxBufferedBytes = 2 << 20 // small, so the outage overflows it
 	cfg.Outputs.Kafka.FlushTimeout = 60 * time.Second
 	cfg.Collector.Listeners = cfg.Collector.Listeners[:1]
@@ -195,7 +183,7 @@ func TestKafkaOutage(t *testing.T) {
 	if code, o := getHealthz(t, a); code != http.StatusOK || o.Components["kafka"].Status != health.OK {
 		t.Errorf("/healthz before the outage: %d %+v", code, o)
 	}
-	broker("stop")
+	cluster.Stop(t)
 	t.Log("broker stopped")
 	testutil.WaitUntil(t, "the producer's buffer to overflow during the outage", func() bool { return droppedNow() > 0 })
 	// The outage is visible: /healthz says 503 and why, the log says how many flows were
@@ -214,7 +202,7 @@ func TestKafkaOutage(t *testing.T) {
 		t.Error("/metrics does not count the drops")
 	}
 	before := deliveredNow()
-	broker("start")
+	cluster.Start(t)
 	t.Log("broker restarted")
 	testutil.WaitUntil(t, "deliveries to resume after the restart", func() bool { return deliveredNow() > before })
 	testutil.WaitUntil(t, "/healthz to be ok again once nothing is dropped for health.Hold", func() bool {
