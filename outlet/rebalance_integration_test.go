@@ -18,7 +18,6 @@ import (
 
 	"flowzero/internal/kafkatest"
 	"flowzero/internal/testutil"
-	"flowzero/output"
 )
 
 // insertedUnit is a unit a recordingSink was given.
@@ -32,6 +31,7 @@ type insertedUnit struct {
 // recordingSink is a UnitSink that keeps the range of every unit it is given, for all the
 // outlets of a test.
 type recordingSink struct {
+	unitsOnly
 	name  string
 	topic string
 	all   *unitLog
@@ -41,14 +41,6 @@ type unitLog struct {
 	mu    sync.Mutex
 	units []insertedUnit
 }
-
-func (s *recordingSink) Name() string { return "store" }
-func (s *recordingSink) Send(b *output.Batch) bool {
-	b.Release()
-	return false
-}
-func (s *recordingSink) Start() error { return nil }
-func (s *recordingSink) Stop() error  { return nil }
 
 func (s *recordingSink) InsertUnit(_ context.Context, token string, _ []byte, flows int) error {
 	var u insertedUnit

@@ -126,6 +126,18 @@ func netflowRecords(dgs []pcapfile.Datagram, passes int, partitions int32, n *in
 	return recs
 }
 
+// unitsOnly is the output.Sink side of the tests' unit sinks: named store, as the store
+// output, and given units only.
+type unitsOnly struct{}
+
+func (unitsOnly) Name() string { return "store" }
+func (unitsOnly) Send(b *output.Batch) bool {
+	b.Release()
+	return false
+}
+func (unitsOnly) Start() error { return nil }
+func (unitsOnly) Stop() error  { return nil }
+
 // insertFate is what happens to an insert of a dedupTable.
 type insertFate int
 
@@ -144,6 +156,7 @@ var errKilled = errors.New("the process was killed during the insert (test)")
 // holds of a range (a ReplaySink). Its inserts meet the fates of script in turn; after that,
 // they complete, or fail when down (a process that is gone).
 type dedupTable struct {
+	unitsOnly
 	topic string
 
 	mu     sync.Mutex
@@ -153,14 +166,6 @@ type dedupTable struct {
 	blocks []insertedUnit // committed
 	tokens []string       // of every insert, in order
 }
-
-func (d *dedupTable) Name() string { return "store" }
-func (d *dedupTable) Send(b *output.Batch) bool {
-	b.Release()
-	return false // units only
-}
-func (d *dedupTable) Start() error { return nil }
-func (d *dedupTable) Stop() error  { return nil }
 
 func (d *dedupTable) InsertUnit(_ context.Context, token string, _ []byte, flows int) error {
 	b := insertedUnit{flows: flows}

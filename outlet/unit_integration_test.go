@@ -17,7 +17,6 @@ import (
 
 	"flowzero/internal/kafkatest"
 	"flowzero/internal/testutil"
-	"flowzero/output"
 	"flowzero/store"
 )
 
@@ -25,6 +24,7 @@ import (
 // unit on it behaves like a process that died: that unit is stored but the outlet gets an
 // error instead of the acknowledgement (it does not commit), and later units are not stored.
 type crashingStore struct {
+	unitsOnly
 	store   *store.Sink
 	crashAt int
 
@@ -34,14 +34,6 @@ type crashingStore struct {
 }
 
 var errCrashed = errors.New("the outlet crashed (test)")
-
-func (c *crashingStore) Name() string { return "store" }
-func (c *crashingStore) Send(b *output.Batch) bool {
-	b.Release()
-	return false // units only
-}
-func (c *crashingStore) Start() error { return nil }
-func (c *crashingStore) Stop() error  { return nil }
 
 func (c *crashingStore) InsertUnit(ctx context.Context, token string, data []byte, flows int) error {
 	c.mu.Lock()
