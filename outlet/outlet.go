@@ -738,7 +738,8 @@ func (o *Outlet) Name() string { return "outlet" }
 
 // Health reports the outlet degraded while a partition has waited at a datagram longer than
 // outlet.template-wait (its consumer lags), and for health.Hold after a datagram was decoded
-// past that wait, dropping data sets.
+// past that wait, dropping data sets, or after a unit was inserted again with only some of
+// its flows in the store (replayToken).
 func (o *Outlet) Health() health.Report {
 	if since := o.waitingSince.Load(); since != 0 && o.clock.Now().Sub(time.Unix(0, since)) > o.cfg.TemplateWait {
 		o.health.Set("wait", fmt.Sprintf("partition %d waits at offset %d for a template since %s (outlet.template-wait %s)",

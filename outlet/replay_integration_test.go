@@ -22,6 +22,7 @@ import (
 	"flowzero/datagram"
 	"flowzero/decoder/netflow"
 	"flowzero/decoder/sflow"
+	"flowzero/internal/health"
 	"flowzero/internal/kafkatest"
 	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
@@ -146,6 +147,7 @@ const (
 	killedBefore            // the process dies before the insert: nothing written
 	killedInside            // between the token and the rows: the token is in the log
 	killedAfter             // after the rows, before the outlet hears of it
+	killedPartly            // after the token and half the rows (a unit of two blocks)
 )
 
 var errKilled = errors.New("the process was killed during the insert (test)")
@@ -165,6 +167,7 @@ type dedupTable struct {
 	log    map[string]bool
 	blocks []insertedUnit // committed
 	tokens []string       // of every insert, in order
+	lost   int            // flows of the blocks killedPartly did not store
 }
 
 func (d *dedupTable) InsertUnit(_ context.Context, token string, _ []byte, flows int) error {
@@ -190,6 +193,13 @@ func (d *dedupTable) InsertUnit(_ context.Context, token string, _ []byte, flows
 	if fate == killedInside {
 		return errKilled
 	}
+	if fate == killedPartly {
+		half := b
+		half.flows = flows / 2
+		d.blocks = append(d.blocks, half)
+		d.lost += flows - half.flows
+		return errKilled
+	}
 	if !stored {
 		d.blocks = append(d.blocks, b)
 	}
@@ -211,10 +221,10 @@ func (d *dedupTable) UnitRows(_ context.Context, partition int32, first, end int
 	return n, true, nil
 }
 
-func (d *dedupTable) state() (tokens []string, blocks []insertedUnit) {
+func (d *dedupTable) state() (tokens []string, blocks []insertedUnit, lost int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return slices.Clone(d.tokens), slices.Clone(d.blocks)
+	return slices.Clone(d.tokens), slices.Clone(d.blocks), d.lost
 }
 
 // storedOnce checks that blocks hold flows flows, each datagram's once.
@@ -265,6 +275,10 @@ func TestReplayedUnitToken(t *testing.T) {
 			suffixes: []string{"", "a", "b"}, none: 2},
 		{name: "killed after", script: []insertFate{killedAfter},
 			suffixes: []string{"", ""}, all: 1},
+		// The block stored kept the token, which stores nothing more: the rest is lost,
+		// and shown.
+		{name: "killed between two blocks", script: []insertFate{killedPartly},
+			suffixes: []string{"", ""}, some: 1},
 		{name: "killed before, then after, restart", script: []insertFate{killedBefore, killedAfter}, restart: true,
 			suffixes: []string{"", "a", "a"}, all: 1},
 	} {
@@ -285,7 +299,7 @@ func TestReplayedUnitToken(t *testing.T) {
 				// The outlet stops for good after its script: its replays fail until it is
 				// stopped, without a commit; the next outlet of the group replays the unit.
 				testutil.WaitUntil(t, "the outlet's inserts to fail after its script", func() bool {
-					tokens, _ := table.state()
+					tokens, _, _ := table.state()
 					return len(tokens) > len(c.script)+1
 				})
 				if err := o.Stop(); err != nil {
@@ -301,9 +315,13 @@ func TestReplayedUnitToken(t *testing.T) {
 			if err := o.Stop(); err != nil {
 				t.Fatal(err)
 			}
-			tokens, blocks := table.state()
+			tokens, blocks, lost := table.state()
 			t.Logf("tokens: %v", tokens)
-			storedOnce(t, blocks, passes*perPass)
+			storedOnce(t, blocks, passes*perPass-lost)
+			// A unit replayed with some of its flows stored is an error the outlet shows.
+			if r := o.Health(); (c.some > 0) != (r.Status == health.Degraded && strings.Contains(r.Reason, "the others may be missing")) {
+				t.Errorf("/healthz of the outlet: %s %q, want degraded: %v", r.Status, r.Reason, c.some > 0)
+			}
 
 			// The first unit's inserts, all of the same range: after the last new suffix, all
 			// with it (in a restart, the first outlet's failing ones and the next one's).

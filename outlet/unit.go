@@ -277,6 +277,7 @@ func (o *Outlet) replayToken(ctx context.Context, rs ReplaySink, p int32, u *uni
 			"token", token+"/"+again, "flows", u.flows)
 	case held < u.flows:
 		o.m.replayed.WithLabelValues("some").Inc()
+		o.health.Event(fmt.Sprintf("unit %s inserted again with %d of its %d flows in the store: the others may be missing", token, held, u.flows))
 		o.log.Error("outlet: a unit inserted again has some of its flows in the store: the others may be missing",
 			"token", token, "flows", u.flows, "held", held)
 	default:
