@@ -74,14 +74,21 @@ outputs:
 	p.start(t)
 	in := startApp(t, st.config(t, ModeInlet))
 
-	// Datagrams flow until the kills are over (each waits for new flows), 400 passes at least.
+	// Datagrams flow until the kills are over (each waits for new flows), 400 passes at least,
+	// or until the test ends (failed).
 	const minPasses = 400
 	var passes atomic.Int64
-	killed, stopped := make(chan struct{}), make(chan struct{})
+	killed, stopped, abort := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(abort); <-stopped })
 	go func() {
 		defer close(stopped)
 		at := testutil.Now()
 		for pass := 0; ; pass++ {
+			select {
+			case <-abort:
+				return
+			default:
+			}
 			if pass >= minPasses {
 				select {
 				case <-killed:

@@ -150,6 +150,9 @@ min.insync.replicas=$isr
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=true
 log.retention.hours=24
+# The log cleaner's dedupe buffer takes 128 MiB by default, half a 256 MiB heap: a node died at
+# start with OutOfMemoryError allocating it (make test, 2026-11-27). Tests compact little.
+log.cleaner.dedupe.buffer.size=16777216
 PROPS
   cat >"$dir/log4j2.properties" <<'PROPS'
 status = warn
