@@ -70,8 +70,20 @@ func ForInterfaces(expr string, snapLen int, names []string, links []layers.Link
 	return progs, nil
 }
 
-// parseRawBPF parses tcpdump -ddd output.
+// parseRawBPF parses tcpdump -ddd output and refuses what the kernel would refuse.
 func parseRawBPF(text string) ([]bpf.RawInstruction, error) {
+	prog, err := readRawBPF(text)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkProgram(prog); err != nil {
+		return nil, err
+	}
+	return prog, nil
+}
+
+// readRawBPF reads the instructions of tcpdump -ddd output, unchecked.
+func readRawBPF(text string) ([]bpf.RawInstruction, error) {
 	lines := strings.FieldsFunc(text, func(r rune) bool { return r == '\n' || r == ',' })
 	count, err := strconv.Atoi(strings.TrimSpace(lines[0]))
 	if err != nil {
@@ -96,22 +108,7 @@ func parseRawBPF(text string) ([]bpf.RawInstruction, error) {
 		}
 		prog = append(prog, bpf.RawInstruction{Op: uint16(v[0]), Jt: uint8(v[1]), Jf: uint8(v[2]), K: uint32(v[3])})
 	}
-	if err := checkProgram(prog); err != nil {
-		return nil, err
-	}
 	return prog, nil
-}
-
-// checkProgram rejects programs the kernel would refuse: jumps out of range, no return.
-func checkProgram(prog []bpf.RawInstruction) error {
-	ins, ok := bpf.Disassemble(prog)
-	if !ok {
-		return fmt.Errorf("raw BPF: unknown instruction")
-	}
-	if _, err := bpf.NewVM(ins); err != nil {
-		return fmt.Errorf("raw BPF: %v", err)
-	}
-	return nil
 }
 
 // portProtocols are the IP protocols whose headers start with source and destination ports:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
 
 	"flowzero/capture/internal/capturetest"
 )
@@ -232,11 +233,85 @@ func TestRawFilter(t *testing.T) {
 	}
 }
 
-// FuzzCompileFilter checks that any filter text gives an error or a program the kernel's
-// checks (x/net/bpf's VM) accept and that runs over IPv4 and IPv6 packets on both link types.
+// kernelCheck attaches prog to a UDP socket, so that the kernel's classic BPF check
+// (bpf_check_classic) says whether it accepts it.
+func kernelCheck(t *testing.T, prog []bpf.RawInstruction) error {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	filter := make([]unix.SockFilter, len(prog))
+	for i, ins := range prog {
+		filter[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filter))}
+	if len(filter) > 0 {
+		fprog.Filter = &filter[0]
+	}
+	return unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &fprog)
+}
+
+// vmRuns tells whether x/net/bpf's VM can run ins: it has no negation and knows only the
+// packet length among the ancillary loads.
+func vmRuns(ins []bpf.Instruction) bool {
+	for _, i := range ins {
+		switch i := i.(type) {
+		case bpf.NegateA:
+			return false
+		case bpf.LoadExtension:
+			if i.Num != bpf.ExtLen {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func TestCheckProgram(t *testing.T) {
+	for text, want := range map[string]string{
+		"1\n6 0 0 262144":                 "",
+		"3\n0 0 0 2\n132 0 0 0\n22 0 0 0": "", // ld #2; neg; ret a
+		"3\n0 0 0 2\n140 0 0 0\n22 0 0 0": "instruction 2 (140 0 0 0): not an instruction the kernel accepts",
+		"1\n14 0 0 0":                     "instruction 1 (14 0 0 0): not an instruction",
+		"6\n48 0 0 4294963248\n21 2 0 1\n40 0 0 12\n21 0 1 33024\n6 0 0 262144\n6 0 0 0": "", // vlan
+		"2\n48 0 0 4294963264\n6 0 0 0":                    "instruction 1 (48 0 0 4294963264): unknown ancillary load",
+		"2\n48 0 0 4294963249\n6 0 0 0":                    "unknown ancillary load",
+		"2\n48 0 0 4293918720\n6 0 0 0":                    "", // SKF_NET_OFF
+		"2\n52 0 0 0\n6 0 0 0":                             "divides by zero",
+		"2\n148 0 0 0\n6 0 0 0":                            "divides by zero",
+		"2\n100 0 0 32\n6 0 0 0":                           "shifts by 32 or more",
+		"2\n2 0 0 16\n6 0 0 0":                             "scratch cell 16 out of 0..15",
+		"2\n5 0 0 1\n6 0 0 0":                              "jumps past the end",
+		"2\n21 1 0 0\n6 0 0 0":                             "jumps past the end",
+		"1\n0 0 0 0":                                       "instruction 1: the last instruction must be a return",
+		"2\n96 0 0 3\n22 0 0 0":                            "instruction 1 reads scratch cell 3",
+		"3\n2 0 0 3\n96 0 0 3\n22 0 0 0":                   "",
+		"5\n21 0 1 0\n2 0 0 3\n96 0 0 3\n6 0 0 1\n6 0 0 0": "instruction 3 reads scratch cell 3",
+		"4\n5 0 0 1\n2 0 0 3\n96 0 0 3\n22 0 0 0":          "instruction 3 reads scratch cell 3",
+	} {
+		prog, err := readRawBPF(text)
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		err = checkProgram(prog)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%q: %v, want %q", text, err, want)
+		}
+		if kerr := kernelCheck(t, prog); (kerr == nil) != (err == nil) {
+			t.Errorf("%q: the kernel says %v, checkProgram %v", text, kerr, err)
+		}
+	}
+}
+
+// FuzzCompile checks that any filter text gives an error or a program the kernel accepts,
+// that checkProgram agrees with the kernel on every raw program, and that the programs run
+// over IPv4 and IPv6 packets on both link types in x/net/bpf's VM.
 func FuzzCompile(f *testing.F) {
 	for _, seed := range []string{"udp port 2055", "not (ip6 or (ip and udp))", "host 192.0.2.1 or host 2001:db8::1",
-		"src net 10.0.0.0/8 && !tcp || arp", "(tcp or", "1\n21 5 0 2048\n", "4\n40 0 0 12\n21 0 1 2048\n6 0 0 128\n6 0 0 0\n", "proto 47 and dst port 53"} {
+		"src net 10.0.0.0/8 && !tcp || arp", "(tcp or", "1\n21 5 0 2048\n", "4\n40 0 0 12\n21 0 1 2048\n6 0 0 128\n6 0 0 0\n",
+		"proto 47 and dst port 53", "3\n2 0 0 3\n96 0 0 3\n22 0 0 0", "3\n0 0 0 2\n132 0 0 0\n22 0 0 0"} {
 		f.Add(seed)
 	}
 	v4 := []byte{0x45, 0, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, 0x30, 0x39, 0x08, 0x07, 0, 8, 0, 0}
@@ -249,14 +324,28 @@ func FuzzCompile(f *testing.F) {
 		layers.LinkTypeRaw:      {v4, v6, v4[:3]},
 	}
 	f.Fuzz(func(t *testing.T, expr string) {
+		if text := strings.TrimSpace(expr); isRawBPF(text) {
+			if prog, err := readRawBPF(text); err == nil {
+				cerr, kerr := checkProgram(prog), kernelCheck(t, prog)
+				if (cerr == nil) != (kerr == nil) {
+					t.Fatalf("%q: the kernel says %v, checkProgram %v", expr, kerr, cerr)
+				}
+			}
+		}
 		for link, pkts := range packets {
 			prog, err := Compile(expr, 1500, link)
 			if err != nil || prog == nil {
 				continue
 			}
+			if err := kernelCheck(t, prog); err != nil {
+				t.Fatalf("%q on %s: the kernel refuses it: %v", expr, link, err)
+			}
 			ins, ok := bpf.Disassemble(prog)
 			if !ok {
 				t.Fatalf("%q on %s: undecodable program", expr, link)
+			}
+			if !vmRuns(ins) {
+				continue
 			}
 			vm, err := bpf.NewVM(ins)
 			if err != nil {
