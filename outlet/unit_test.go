@@ -1,6 +1,9 @@
 package outlet
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestParsePlan: the commit metadata recording a unit's range, with or without its token
 // suffix, reads back as written; anything else (another client's metadata, a damaged one)
@@ -19,4 +22,28 @@ func TestParsePlan(t *testing.T) {
 			t.Errorf("parsePlan(%q) = %+v, want no plan", meta, pl)
 		}
 	}
+}
+
+// FuzzParsePlan checks that any commit metadata (which any client of the group can write)
+// gives no plan or a valid one, which planMetadata writes back as the same plan.
+func FuzzParsePlan(f *testing.F) {
+	for _, seed := range []string{"flowzero-unit 0 2", "flowzero-unit 100 250 again-3w5e11264sgsf",
+		"flowzero-unit 1 5 again-", "flowzero-unit 6 5", " flowzero-unit\t1\n9 ", "flowzero-unit 1 5 again-zzzzzzzzzzzzzz"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, meta string) {
+		pl, ok := parsePlan(meta)
+		if !ok {
+			if pl != (plan{}) {
+				t.Fatalf("%q: no plan, but %+v", meta, pl)
+			}
+			return
+		}
+		if pl.first < 0 || pl.end <= pl.first || (pl.again != "" && !strings.HasPrefix(pl.again, "again-")) {
+			t.Fatalf("%q: invalid plan %+v", meta, pl)
+		}
+		if back, ok := parsePlan(planMetadata(pl)); !ok || back != pl {
+			t.Fatalf("%q: %+v written as %q reads back as %+v, %v", meta, pl, planMetadata(pl), back, ok)
+		}
+	})
 }
