@@ -512,6 +512,7 @@ func (o *Outlet) emit(fm *schema.FlowMessage, tag uint64) {
 	if o.deps.Enricher != nil {
 		o.deps.Enricher.Enrich(fm)
 	}
+	recv := fm.TimeReceived
 	msg := fm.Finalize()
 	o.m.flows.Inc()
 	o.flows.Add(1)
@@ -521,6 +522,7 @@ func (o *Outlet) emit(fm *schema.FlowMessage, tag uint64) {
 		if ps := o.parts[p]; ps != nil {
 			u := unitFor(ps, off)
 			u.data = append(u.data, msg...)
+			u.addTime(recv)
 			u.flows++
 		}
 		if len(o.batchSinks) == 0 {

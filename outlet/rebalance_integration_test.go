@@ -22,10 +22,11 @@ import (
 
 // insertedUnit is a unit a recordingSink was given.
 type insertedUnit struct {
-	outlet      string
-	partition   int32
-	first, last int64
-	flows       int
+	outlet           string
+	partition        int32
+	first, last      int64
+	flows            int
+	minTime, maxTime uint64 // of its flows' TimeReceived (dedupTable only)
 }
 
 // recordingSink is a UnitSink that keeps the range of every unit it is given, for all the

@@ -4,9 +4,11 @@ package outlet
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/netip"
 	"slices"
 	"strings"
@@ -112,13 +114,13 @@ func netflowCapture(t *testing.T, s *schema.Schema) ([]pcapfile.Datagram, int) {
 }
 
 // netflowRecords returns passes of the capture as datagram records, spread over the
-// partitions in turn from the n-th; at is the reception time of the last one, advanced by 1 ms
-// per datagram.
+// partitions in turn from the n-th; at is the reception time of the last one, advanced by
+// 250 ms per datagram, so that a unit's flows span several seconds.
 func netflowRecords(dgs []pcapfile.Datagram, passes int, partitions int32, n *int, at *time.Time) []*kgo.Record {
 	var recs []*kgo.Record
 	for range passes {
 		for _, dg := range dgs {
-			*at = at.Add(time.Millisecond)
+			*at = at.Add(250 * time.Millisecond)
 			recs = append(recs, &kgo.Record{Partition: int32(*n) % partitions,
 				Value: datagram.Append(nil, datagram.Datagram{Received: *at, Exporter: netip.AddrPortFrom(dg.Src.Addr(), dg.Src.Port()), Protocol: datagram.NetFlow, Payload: dg.Payload})})
 			*n++
@@ -160,6 +162,7 @@ var errKilled = errors.New("the process was killed during the insert (test)")
 type dedupTable struct {
 	unitsOnly
 	topic string
+	s     *schema.Schema
 
 	mu     sync.Mutex
 	script []insertFate
@@ -170,10 +173,21 @@ type dedupTable struct {
 	lost   int            // flows of the blocks killedPartly did not store
 }
 
-func (d *dedupTable) InsertUnit(_ context.Context, token string, _ []byte, flows int) error {
-	b := insertedUnit{flows: flows}
+func (d *dedupTable) InsertUnit(_ context.Context, token string, data []byte, flows int) error {
+	b := insertedUnit{flows: flows, minTime: math.MaxUint64}
 	if _, err := fmt.Sscanf(strings.TrimPrefix(token, d.topic+"-"), "%d-%d-%d", &b.partition, &b.first, &b.last); err != nil {
 		return fmt.Errorf("token %q: %w", token, err)
+	}
+	for len(data) > 0 {
+		n, k := binary.Uvarint(data)
+		if err := d.s.DecodeMessage(data[k:k+int(n)], func(c *schema.Column, v any) {
+			if c.Key == schema.ColumnTimeReceived {
+				b.minTime, b.maxTime = min(b.minTime, v.(uint64)), max(b.maxTime, v.(uint64))
+			}
+		}); err != nil {
+			return err
+		}
+		data = data[k+int(n):]
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -209,12 +223,18 @@ func (d *dedupTable) InsertUnit(_ context.Context, token string, _ []byte, flows
 	return nil
 }
 
-func (d *dedupTable) UnitRows(_ context.Context, partition int32, first, end int64) (int, bool, error) {
+// UnitRows counts as the store's query does, and fails when the time bound leaves out flows
+// of a block in the range: the outlet's bound must hold every flow of the unit.
+func (d *dedupTable) UnitRows(_ context.Context, partition int32, first, end int64, minTime, maxTime uint64) (int, bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	n := 0
 	for _, b := range d.blocks {
 		if b.partition == partition && b.first >= first && b.last < end {
+			if b.minTime < minTime || b.maxTime > maxTime {
+				return 0, false, fmt.Errorf("the bound [%d, %d] leaves out flows of block [%d, %d] at [%d, %d]",
+					minTime, maxTime, b.first, b.last, b.minTime, b.maxTime)
+			}
 			n += b.flows
 		}
 	}
@@ -292,7 +312,7 @@ func TestReplayedUnitToken(t *testing.T) {
 			if err := producer.ProduceSync(context.Background(), netflowRecords(dgs, passes, 1, &n, &at)...).FirstErr(); err != nil {
 				t.Fatal(err)
 			}
-			table := &dedupTable{topic: topic.Topic, script: c.script, down: c.restart, log: map[string]bool{}}
+			table := &dedupTable{topic: topic.Topic, s: s, script: c.script, down: c.restart, log: map[string]bool{}}
 			reg := prometheus.NewRegistry()
 			o := startOutlet(t, topic, cfg, s, table, reg)
 			if c.restart {
