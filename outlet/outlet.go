@@ -522,8 +522,7 @@ func (o *Outlet) emit(fm *schema.FlowMessage, tag uint64) {
 		if ps := o.parts[p]; ps != nil {
 			u := unitFor(ps, off)
 			u.data = append(u.data, msg...)
-			u.addTime(recv)
-			u.flows++
+			u.add(1, recv, recv)
 		}
 		if len(o.batchSinks) == 0 {
 			return

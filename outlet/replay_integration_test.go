@@ -113,14 +113,18 @@ func netflowCapture(t *testing.T, s *schema.Schema) ([]pcapfile.Datagram, int) {
 	return dgs, perPass
 }
 
+// recordStep is less than a second, yet makes a unit's flows differ in TimeReceived (whole
+// seconds), so that the replay's time bound is exercised.
+const recordStep = 250 * time.Millisecond
+
 // netflowRecords returns passes of the capture as datagram records, spread over the
 // partitions in turn from the n-th; at is the reception time of the last one, advanced by
-// 250 ms per datagram, so that a unit's flows span several seconds.
+// recordStep per datagram.
 func netflowRecords(dgs []pcapfile.Datagram, passes int, partitions int32, n *int, at *time.Time) []*kgo.Record {
 	var recs []*kgo.Record
 	for range passes {
 		for _, dg := range dgs {
-			*at = at.Add(250 * time.Millisecond)
+			*at = at.Add(recordStep)
 			recs = append(recs, &kgo.Record{Partition: int32(*n) % partitions,
 				Value: datagram.Append(nil, datagram.Datagram{Received: *at, Exporter: netip.AddrPortFrom(dg.Src.Addr(), dg.Src.Port()), Protocol: datagram.NetFlow, Payload: dg.Payload})})
 			*n++

@@ -54,22 +54,25 @@ type unit struct {
 	end   int64 // 0 while open
 	data  []byte
 	flows int
-	// minTime and maxTime are the least and greatest TimeReceived of its flows, once timed.
+	// minTime and maxTime are the least and greatest TimeReceived of its flows (add).
 	minTime, maxTime uint64
-	timed            bool
 	// recorded: the range is in the commit metadata (cut at a planned end), it cannot change;
 	// again is the suffix of its token recorded with it for the replay sinks (replayToken).
 	recorded bool
 	again    string
 }
 
-// addTime widens the unit's time range to a flow's TimeReceived.
-func (u *unit) addTime(t uint64) {
-	if !u.timed {
-		u.minTime, u.maxTime, u.timed = t, t, true
+// add counts n more flows, received from minTime to maxTime, widening the unit's range.
+func (u *unit) add(n int, minTime, maxTime uint64) {
+	switch {
+	case n == 0:
 		return
+	case u.flows == 0:
+		u.minTime, u.maxTime = minTime, maxTime
+	default:
+		u.minTime, u.maxTime = min(u.minTime, minTime), max(u.maxTime, maxTime)
 	}
-	u.minTime, u.maxTime = min(u.minTime, t), max(u.maxTime, t)
+	u.flows += n
 }
 
 // closeOpen closes the open unit at end; a new one starts there. A recorded unit is the one
@@ -206,11 +209,7 @@ func (o *Outlet) closeUnitsLocked(ctx context.Context) (map[int32]int64, error) 
 		u := ps.closed[0]
 		for _, v := range ps.closed[1:n] {
 			u.data = append(u.data, v.data...)
-			if v.timed {
-				u.addTime(v.minTime)
-				u.addTime(v.maxTime)
-			}
-			u.flows += v.flows
+			u.add(v.flows, v.minTime, v.maxTime)
 			u.end = v.end
 		}
 		ps.closed = slices.Delete(ps.closed, 0, n)

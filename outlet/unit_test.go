@@ -47,3 +47,22 @@ func FuzzParsePlan(f *testing.F) {
 		}
 	})
 }
+
+// TestUnitAdd: a unit's time range is that of the flows added, whatever their order and
+// however the counts come (one flow, or a closed unit merged, possibly empty).
+func TestUnitAdd(t *testing.T) {
+	var u unit
+	u.add(0, 5, 5) // an empty unit merged: no flows, no time
+	u.add(1, 10, 10)
+	u.add(3, 4, 12)
+	u.add(0, 1, 100)
+	if u.flows != 4 || u.minTime != 4 || u.maxTime != 12 {
+		t.Errorf("flows %d from %d to %d, want 4 from 4 to 12", u.flows, u.minTime, u.maxTime)
+	}
+	var z unit
+	z.add(1, 0, 0)
+	z.add(2, 7, 9)
+	if z.flows != 3 || z.minTime != 0 || z.maxTime != 9 {
+		t.Errorf("flows %d from %d to %d, want 3 from 0 to 9", z.flows, z.minTime, z.maxTime)
+	}
+}
