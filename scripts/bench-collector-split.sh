@@ -23,7 +23,11 @@
 #              "floor" runs bench/udpfloor instead of an inlet: a process that receives the
 #              datagrams as the collector does and drops them, the floor of an inlet's CPU per
 #              datagram at that rate ("floor:gather=1ms" sleeps after a read as batch-wait does;
-#              "floor:blocking" reads with blocking recvmmsg on locked threads, not the poller);
+#              "floor:blocking" reads with blocking recvmmsg on locked threads, not the poller;
+#              "floor:afpacket" reads an AF_PACKET ring on lo; "floor:afpacket,produce" also
+#              writes the datagrams to the broker with udpfloor's minimal producer, packed as
+#              the inlet packs them ("crc-by-record": its CRC32C a record at a time, as each
+#              closes); block-timeout=D, linger=D and gomaxprocs=N as for split);
 #              in a split mode, gomaxprocs=N sets the inlet's GOMAXPROCS and workers=N its
 #              listener's workers ("split:compression=none,gomaxprocs=1,workers=1");
 #              receive=af-packet and block-timeout=D set the listener's keys, in a split
@@ -295,22 +299,39 @@ YAML
 }
 
 run_floor() { # run_floor ROUND RATE MODE: bench/udpfloor in place of the inlet
-  local spec=${3#floor} gather=0 blocking=false t0 t1 s0 s1
-  local ring=
-  case $spec in :gather=*) gather=${spec#:gather=} ;; :blocking) blocking=true ;; :afpacket) ring=lo ;; esac
-  "$FLOOR" -listen "127.0.0.1:$PORT" -http "127.0.0.1:$HPORT_A" -workers 2 -receive-buffer 33554432 -gather "$gather" -blocking=$blocking -afpacket "$ring" 2>"$WORK/floor.log" &
+  local spec=${3#floor} gather=0 blocking=false t0 t1 s0 s1 k0 k1 ring= produce=() procs= opt
+  for opt in $(echo "${spec#:}" | tr ',' ' '); do
+    case $opt in
+    gather=*) gather=${opt#gather=} ;;
+    blocking) blocking=true ;;
+    afpacket) ring=lo ;;
+    block-timeout=*) produce+=(-block-timeout "${opt#block-timeout=}") ;;
+    linger=*) produce+=(-linger "${opt#linger=}") ;;
+    gomaxprocs=*) procs=${opt#gomaxprocs=} ;;
+    crc-by-record) produce+=(-crc-by-record) ;;
+    produce) produce+=(-produce "$BROKER" -topic "fl-$1-$2-$RANDOM" -partitions "$PARTITIONS") ;;
+    *) echo "bench: unknown floor option $opt" >&2; exit 2 ;;
+    esac
+  done
+  GOMAXPROCS=${procs:-${GOMAXPROCS:-}} "$FLOOR" -listen "127.0.0.1:$PORT" -http "127.0.0.1:$HPORT_A" -workers 2 -receive-buffer 33554432 -gather "$gather" -blocking=$blocking -afpacket "$ring" "${produce[@]}" 2>"$WORK/floor.log" &
   local pid=$!; PIDS+=("$pid")
   wait_until 30 "udpfloor to serve" healthy "$HPORT_A"
-  t0=$(cpu_ticks "$pid"); s0=$(sys_ticks "$pid")
+  t0=$(cpu_ticks "$pid"); s0=$(sys_ticks "$pid"); k0=$(cpu_ticks "$KPID")
   replay "$2"
   wait_until 30 "the datagrams to be received" received_all "$HPORT_A" || true
-  t1=$(cpu_ticks "$pid"); s1=$(sys_ticks "$pid")
-  local recv; recv=$(metric "$HPORT_A" flowzero_collector_datagrams_total)
+  case " ${produce[*]} " in *" -produce "*) wait_until 60 "the producer to deliver" inlet_settled || true ;; esac
+  t1=$(cpu_ticks "$pid"); s1=$(sys_ticks "$pid"); k1=$(cpu_ticks "$KPID")
+  local recv del; recv=$(metric "$HPORT_A" flowzero_collector_datagrams_total)
+  del=$(metric "$HPORT_A" flowzero_inlet_datagrams_delivered_total)
   stop "$pid"
-  local ok=ok
+  local ok=ok broker=-
   [ "$recv" -eq "$SENT_DGRAMS" ] || ok="dgrams:sent$SENT_DGRAMS!=recv$recv"
+  case " ${produce[*]} " in *" -produce "*)
+    [ "$del" -eq "$recv" ] || ok="$ok,delivered$del!=recv$recv"
+    broker=$(( (k1 - k0) * 1000000000 / TCK / SENT_FLOWS )) ;;
+  esac
   local in_nsd=$(( (t1 - t0) * 1000000000 / TCK / (recv > 0 ? recv : 1) ))
-  echo -e "$1\t$3\t$2\t$SENT_DGRAMS\t$recv\t0\t0\t$SENT_FLOWS\t-\t-\t-\t$in_nsd\t-\t-\t-\t-\t$(( (s1 - s0) * 100 / (t1 > t0 ? t1 - t0 : 1) ))\t-\t-\t$ok\t$REPLAY_NSD" >>"$RESULTS"
+  echo -e "$1\t$3\t$2\t$SENT_DGRAMS\t$recv\t0\t0\t$SENT_FLOWS\t-\t-\t-\t$in_nsd\t-\t-\t-\t$broker\t$(( (s1 - s0) * 100 / (t1 > t0 ? t1 - t0 : 1) ))\t-\t-\t$ok\t$REPLAY_NSD" >>"$RESULTS"
 }
 case " $MODES " in *" floor"*)
   FLOOR=$WORK/udpfloor

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/binary"
 	"log"
 	"net"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -14,10 +16,15 @@ import (
 // receiveRing reads the datagrams for port from an AF_PACKET TPACKET_V3 ring on iface: the
 // kernel copies each matching frame into the ring and the reader wakes once per block
 // (filled, or retired after blockTimeout) instead of once per few datagrams.
-func receiveRing(iface string, port uint16, blockTimeout time.Duration, fanout uint16, datagrams, bytes *atomic.Uint64) {
+// With a producer, each datagram is packed into its next produce request.
+func receiveRing(iface string, port uint16, blockTimeout time.Duration, fanout uint16, datagrams, bytes *atomic.Uint64, p *producer) {
+	poll := time.Second
+	if p != nil {
+		poll = p.linger
+	}
 	tp, err := afpacket.NewTPacket(afpacket.OptInterface(iface), afpacket.OptFrameSize(1<<16),
 		afpacket.OptBlockSize(1<<20), afpacket.OptNumBlocks(64),
-		afpacket.OptPollTimeout(time.Second), afpacket.OptBlockTimeout(blockTimeout),
+		afpacket.OptPollTimeout(poll), afpacket.OptBlockTimeout(blockTimeout),
 		afpacket.TPacketVersion3)
 	if err != nil {
 		log.Fatal(err)
@@ -47,8 +54,11 @@ func receiveRing(iface string, port uint16, blockTimeout time.Duration, fanout u
 		}
 	}
 	for {
-		data, _, err := tp.ZeroCopyReadPacketData()
+		data, ci, err := tp.ZeroCopyReadPacketData()
 		if err == afpacket.ErrTimeout {
+			if p != nil {
+				p.tick(time.Now())
+			}
 			continue
 		}
 		if err != nil {
@@ -59,6 +69,10 @@ func receiveRing(iface string, port uint16, blockTimeout time.Duration, fanout u
 		}
 		ihl := int(data[14]&0xf) * 4
 		payload := data[14+ihl+8:]
+		if p != nil {
+			src := netip.AddrPortFrom(netip.AddrFrom4([4]byte(data[26:30])), binary.BigEndian.Uint16(data[14+ihl:]))
+			p.add(ci.Timestamp, src, payload)
+		}
 		datagrams.Add(1)
 		bytes.Add(uint64(len(payload)))
 	}

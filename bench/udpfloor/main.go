@@ -37,9 +37,19 @@ func main() {
 	blocking := flag.Bool("blocking", false, "read with blocking recvmmsg(2) calls on a locked OS thread instead of the Go poller")
 	ring := flag.String("afpacket", "", "read from an AF_PACKET ring on this interface instead of UDP sockets")
 	blockTimeout := flag.Duration("block-timeout", 5*time.Millisecond, "with -afpacket: retire a block after this long")
+	produce := flag.String("produce", "", "with -afpacket: write the datagrams to this Kafka broker, packed as the inlet does, with a minimal producer")
+	topic := flag.String("topic", "udpfloor", "with -produce: the topic, created with -partitions")
+	partitions := flag.Int("partitions", 8, "with -produce: partitions of the topic, one per produce request in turn")
+	linger := flag.Duration("linger", 5*time.Millisecond, "with -produce: how long a produce request stays open")
+	crcByRecord := flag.Bool("crc-by-record", false, "with -produce: compute the CRC32C a record at a time as each closes, not over the request at flush")
 	flag.Parse()
 
-	var datagrams, bytes atomic.Uint64
+	var datagrams, bytes, delivered atomic.Uint64
+	var prod *producer
+	if *produce != "" {
+		prod = newProducer(*produce, *topic, *partitions, *linger, 1<<20-64<<10, &delivered)
+		prod.crcByRecord = *crcByRecord
+	}
 	if *ring != "" {
 		_, p, err := net.SplitHostPort(*listen)
 		if err != nil {
@@ -50,7 +60,7 @@ func main() {
 			log.Fatal(err)
 		}
 		defer dropAll(*listen).Close()
-		go receiveRing(*ring, uint16(port), *blockTimeout, 0, &datagrams, &bytes)
+		go receiveRing(*ring, uint16(port), *blockTimeout, 0, &datagrams, &bytes, prod)
 		*workers = 0
 	}
 	for range *workers {
@@ -67,6 +77,10 @@ func main() {
 	http.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "flowzero_collector_datagrams_total %d\nflowzero_collector_bytes_total %d\nflowzero_collector_kernel_drops_total 0\n",
 			datagrams.Load(), bytes.Load())
+		if prod != nil {
+			fmt.Fprintf(w, "flowzero_inlet_datagrams_sent_total %d\nflowzero_inlet_datagrams_delivered_total %d\nflowzero_inlet_datagrams_dropped_total 0\n",
+				datagrams.Load(), delivered.Load())
+		}
 	})
 	http.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	go func() { log.Fatal(http.ListenAndServe(*httpAddr, nil)) }()
