@@ -154,9 +154,11 @@ func TestCollectorPipeline(t *testing.T) {
 	}
 	payloads = append(payloads, "bad")
 	send(t, addr, payloads...)
-	testutil.WaitUntil(t, "the 201 datagrams", func() bool {
+	// An exporter's datagram count is taken before the datagram is decoded, its flows and
+	// errors after: wait for all three.
+	testutil.WaitUntil(t, "the 201 datagrams decoded", func() bool {
 		exps := c.Exporters()
-		return len(exps) == 1 && exps[0].Datagrams == 201
+		return len(exps) == 1 && exps[0].Datagrams == 201 && exps[0].Flows == 600 && exps[0].Errors == 1
 	})
 
 	resp, err := http.Get("http://" + c.HTTPAddr() + "/api/v0/exporters")

@@ -299,34 +299,34 @@ YAML
 }
 
 run_floor() { # run_floor ROUND RATE MODE: bench/udpfloor in place of the inlet
-  local spec=${3#floor} gather=0 blocking=false t0 t1 s0 s1 k0 k1 ring= produce=() procs= opt
+  local spec=${3#floor} gather=0 blocking=false t0 t1 s0 s1 k0 k1 ring= args=() procs= opt
   for opt in $(echo "${spec#:}" | tr ',' ' '); do
     case $opt in
     gather=*) gather=${opt#gather=} ;;
     blocking) blocking=true ;;
     afpacket) ring=lo ;;
-    block-timeout=*) produce+=(-block-timeout "${opt#block-timeout=}") ;;
-    linger=*) produce+=(-linger "${opt#linger=}") ;;
+    block-timeout=*) args+=(-block-timeout "${opt#block-timeout=}") ;;
+    linger=*) args+=(-linger "${opt#linger=}") ;;
     gomaxprocs=*) procs=${opt#gomaxprocs=} ;;
-    crc-by-record) produce+=(-crc-by-record) ;;
-    produce) produce+=(-produce "$BROKER" -topic "fl-$1-$2-$RANDOM" -partitions "$PARTITIONS") ;;
+    crc-by-record) args+=(-crc-by-record) ;;
+    produce) args+=(-produce "$BROKER" -topic "fl-$1-$2-$RANDOM" -partitions "$PARTITIONS") ;;
     *) echo "bench: unknown floor option $opt" >&2; exit 2 ;;
     esac
   done
-  GOMAXPROCS=${procs:-${GOMAXPROCS:-}} "$FLOOR" -listen "127.0.0.1:$PORT" -http "127.0.0.1:$HPORT_A" -workers 2 -receive-buffer 33554432 -gather "$gather" -blocking=$blocking -afpacket "$ring" "${produce[@]}" 2>"$WORK/floor.log" &
+  GOMAXPROCS=${procs:-${GOMAXPROCS:-}} "$FLOOR" -listen "127.0.0.1:$PORT" -http "127.0.0.1:$HPORT_A" -workers 2 -receive-buffer 33554432 -gather "$gather" -blocking=$blocking -afpacket "$ring" "${args[@]}" 2>"$WORK/floor.log" &
   local pid=$!; PIDS+=("$pid")
   wait_until 30 "udpfloor to serve" healthy "$HPORT_A"
   t0=$(cpu_ticks "$pid"); s0=$(sys_ticks "$pid"); k0=$(cpu_ticks "$KPID")
   replay "$2"
   wait_until 30 "the datagrams to be received" received_all "$HPORT_A" || true
-  case " ${produce[*]} " in *" -produce "*) wait_until 60 "the producer to deliver" inlet_settled || true ;; esac
+  case " ${args[*]} " in *" -produce "*) wait_until 60 "the producer to deliver" inlet_settled || true ;; esac
   t1=$(cpu_ticks "$pid"); s1=$(sys_ticks "$pid"); k1=$(cpu_ticks "$KPID")
   local recv del; recv=$(metric "$HPORT_A" flowzero_collector_datagrams_total)
   del=$(metric "$HPORT_A" flowzero_inlet_datagrams_delivered_total)
   stop "$pid"
   local ok=ok broker=-
   [ "$recv" -eq "$SENT_DGRAMS" ] || ok="dgrams:sent$SENT_DGRAMS!=recv$recv"
-  case " ${produce[*]} " in *" -produce "*)
+  case " ${args[*]} " in *" -produce "*)
     [ "$del" -eq "$recv" ] || ok="$ok,delivered$del!=recv$recv"
     broker=$(( (k1 - k0) * 1000000000 / TCK / SENT_FLOWS )) ;;
   esac

@@ -47,6 +47,9 @@ func main() {
 	var datagrams, bytes, delivered atomic.Uint64
 	var prod *producer
 	if *produce != "" {
+		if *ring == "" {
+			log.Fatal("-produce needs -afpacket")
+		}
 		prod = newProducer(*produce, *topic, *partitions, *linger, 1<<20-64<<10, &delivered)
 		prod.crcByRecord = *crcByRecord
 	}
