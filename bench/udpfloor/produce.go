@@ -9,6 +9,7 @@ import (
 	"log"
 	"net"
 	"net/netip"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -21,8 +22,9 @@ import (
 // producer is the least a Kafka producer of the inlet's records can do: it packs each datagram
 // as the inlet does (datagram.AppendEntry, batch records of up to recordBytes) straight into
 // the bytes of a produce request (one copy out of the ring), closes the request after linger
-// or at maxBytes (below the broker's message.max.bytes), computes its record batch's CRC32C and writes it to the broker from the
-// receiving goroutine; a second goroutine reads the acknowledgements. It has none of what a
+// or at maxBytes (below the broker's message.max.bytes), computes its record batch's CRC32C
+// and writes it to the broker from the receiving goroutine; a second goroutine reads the
+// acknowledgements. It has none of what a
 // real producer needs (idempotence, retries, leader changes, several brokers): it measures
 // how far under the inlet's CPU per datagram a producer of our own could go.
 type producer struct {
@@ -52,7 +54,10 @@ type producer struct {
 	errors    atomic.Uint64
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+var (
+	castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	netflow    = datagram.ProtocolOf("netflow")
+)
 
 // Fixed-width varints: a record's length and value length are written when it closes, in
 // three bytes whatever their value (Kafka reads varints of up to five bytes, minimal or not).
@@ -82,7 +87,7 @@ func newProducer(broker, topic string, partitions int, linger time.Duration, max
 
 // add packs one datagram, closing the request first when it is due.
 func (p *producer) add(received time.Time, src netip.AddrPort, payload []byte) {
-	d := datagram.Datagram{Received: received, Exporter: src, Protocol: datagram.ProtocolOf("netflow"), Payload: payload}
+	d := datagram.Datagram{Received: received, Exporter: src, Protocol: netflow, Payload: payload}
 	if p.datagrams > 0 && (len(p.buf)+datagram.EntryLen(d)+32 > p.maxBytes || received.Sub(p.first) >= p.linger) {
 		p.flush()
 	}
@@ -96,11 +101,10 @@ func (p *producer) add(received time.Time, src netip.AddrPort, payload []byte) {
 	if p.recordAt < 0 {
 		p.openRecord()
 	}
-	start := len(p.buf)
-	p.buf = datagram.Append(append(p.buf, 0, 0, 0, 0), d)
-	binary.BigEndian.PutUint32(p.buf[start:], uint32(len(p.buf)-start-4))
-	count := p.buf[p.valueAt+2 : p.valueAt+4]
-	binary.BigEndian.PutUint16(count, binary.BigEndian.Uint16(count)+1)
+	// The record starts inside the request: with room made first, AppendEntry appends in place.
+	p.buf = slices.Grow(p.buf, datagram.EntryLen(d))
+	rec := datagram.AppendEntry(p.buf[p.valueAt:], d)
+	p.buf = p.buf[:p.valueAt+len(rec)]
 	p.datagrams++
 }
 
@@ -114,10 +118,10 @@ func (p *producer) tick(now time.Time) {
 // begin starts a produce request (version 7) for the next partition and its record batch.
 func (p *producer) begin() {
 	b := p.buf[:0]
-	b = append(b, 0, 0, 0, 0)            // size
-	b = be16(b, 0)                       // Produce
-	b = be16(b, 7)                       // version
-	p.corr++                             //
+	b = append(b, 0, 0, 0, 0) // size
+	b = be16(b, 0)            // Produce
+	b = be16(b, 7)            // version
+	p.corr++
 	b = be32(b, uint32(p.corr))          // correlation id
 	b = be16(b, uint16(len("udpfloor"))) // client id
 	b = append(b, "udpfloor"...)
@@ -214,7 +218,13 @@ func (p *producer) acks() {
 			log.Fatal(err)
 		}
 		// correlation id, topics (1), name, partitions (1), index, error code
+		if len(body) < 10 {
+			log.Fatalf("produce response of %d bytes", len(body))
+		}
 		at := 4 + 4 + 2 + int(binary.BigEndian.Uint16(body[8:])) + 4 + 4
+		if len(body) < at+2 {
+			log.Fatalf("produce response of %d bytes, its error code at %d", len(body), at)
+		}
 		if code := binary.BigEndian.Uint16(body[at:]); code != 0 {
 			if p.errors.Add(1) <= 10 {
 				log.Printf("produce: error code %d", code)
