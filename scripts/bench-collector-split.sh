@@ -34,6 +34,14 @@
 #              mode or after "all:" ("all:receive=af-packet split:receive=af-packet")
 #              (split:COMPRESSION[/LINGER] sets the inlet's compression and linger,
 #              split:KEY=VALUE,... any keys of the inlet section: "split:key=batch,compression=none");
+#              any mode may take rps=CPU ("split:compression=none,rps=1", "floor:afpacket,rps=1"):
+#              for that run the kernel's receive path on lo (the replay's datagrams, the
+#              af-packet ring, the broker's TCP receive and the acknowledgements) runs on CPU
+#              (receive packet steering, /sys/class/net/lo/queues/rx-0/rps_cpus, root only)
+#              and the inlet, the udpfloor process or mode all's collector is pinned to the
+#              other CPUs: without it, loopback charges the broker's TCP receive to the process
+#              that sends to it, which a real inlet's broker, on another host, does not
+#              (pin=CPU pins the same process to CPU without steering, to tell the two apart);
 #              a mode may end
 #              with @BINARY to run another build of flowzero (a before/after comparison:
 #              "all split@/tmp/base/bin/flowzero split")
@@ -65,7 +73,11 @@ TCK=$(getconf CLK_TCK)
 BASE=$((20000 + RANDOM % 20000))
 PORT=$BASE; HPORT_A=$((BASE + 1)); HPORT_B=$((BASE + 2))
 PIDS=()
+RPS_FILE=/sys/class/net/lo/queues/rx-0/rps_cpus
+RPS_BEFORE=$(cat "$RPS_FILE" 2>/dev/null || true)
+PIN=()
 cleanup() {
+  [ -z "$RPS_BEFORE" ] || echo "$RPS_BEFORE" >"$RPS_FILE" 2>/dev/null || true
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   scripts/kafka.sh clean >/dev/null 2>&1 || true
   rm -rf "$WORK"
@@ -105,7 +117,9 @@ flows_output() { # the Kafka flows output section, the same in both modes
 }
 
 start() { # start CONFIG LOG: run a collector ($RUNBIN, default $BIN), its pid in $STARTED
-  "${RUNBIN:-$BIN}" collect --config "$1" 2>"$2" &
+  local pin=("${PIN[@]}")
+  [ -z "${NOPIN:-}" ] || pin=()
+  "${pin[@]}" "${RUNBIN:-$BIN}" collect --config "$1" 2>"$2" &
   STARTED=$!
   PIDS+=("$STARTED")
 }
@@ -174,7 +188,7 @@ listener_keys() { # receive=af-packet reads loopback, where the replay sends
 }
 listener_rest() { echo "$1" | tr ',' '\n' | grep -vE '^(receive|block-timeout)=' | paste -sd, - || true; }
 
-run_all() { # run_all ROUND RATE MODE (all, or all:receive=af-packet,...)
+run_all() { # run_all ROUND RATE MODE [LABEL] (all, or all:receive=af-packet,...)
   local id="a$1-$2-$RANDOM" t0 t1 k0 k1 lkeys
   local m=${3%@*}; lkeys=$(listener_keys "${m#all:}")
   cat >"$WORK/all.yaml" <<YAML
@@ -206,7 +220,7 @@ YAML
   [ $((prod + fd)) -eq "$flows" ] || ok="$ok,flows:$flows!=produced$prod+drops$fd"
   [ "$cd" -eq 0 ] && [ "$kd" -eq 0 ] && [ "$flows" -ne "$SENT_FLOWS" ] && ok="$ok,flows:sent$SENT_FLOWS!=$flows"
   local nsf=$(( (t1 - t0) * 1000000000 / TCK / (flows > 0 ? flows : 1) ))
-  echo -e "$1\t$3\t$2\t$SENT_DGRAMS\t$recv\t$kd\t$cd\t$SENT_FLOWS\t$flows\t$prod\t$fd\t-\t-\t$nsf\t$nsf\t$(( (k1 - k0) * 1000000000 / TCK / (flows > 0 ? flows : 1) ))\t-\t-\t$(( fb / (flows > 0 ? flows : 1) ))\t$ok\t$REPLAY_NSD" >>"$RESULTS"
+  echo -e "$1\t${4:-$3}\t$2\t$SENT_DGRAMS\t$recv\t$kd\t$cd\t$SENT_FLOWS\t$flows\t$prod\t$fd\t-\t-\t$nsf\t$nsf\t$(( (k1 - k0) * 1000000000 / TCK / (flows > 0 ? flows : 1) ))\t-\t-\t$(( fb / (flows > 0 ? flows : 1) ))\t$ok\t$REPLAY_NSD" >>"$RESULTS"
 }
 
 run_split() { # run_split ROUND RATE MODE (split or split:COMPRESSION, without @BINARY)
@@ -246,7 +260,7 @@ outlet: {group: "g-$id", state: {topic: "st-$id"}}
 $(flows_output "$id")
 YAML
   GOMAXPROCS=${procs:-${GOMAXPROCS:-}} start "$WORK/inlet.yaml" "$WORK/inlet.log"; local ipid=$STARTED
-  start "$WORK/outlet.yaml" "$WORK/outlet.log"; local opid=$STARTED
+  NOPIN=1 start "$WORK/outlet.yaml" "$WORK/outlet.log"; local opid=$STARTED
   wait_until 30 "the inlet to serve" healthy "$HPORT_A"
   wait_until 60 "the outlet to be ready" outlet_ready "$HPORT_B"
   t0=$(cpu_ticks "$ipid"); u0=$(cpu_ticks "$opid"); k0=$(cpu_ticks "$KPID"); s0=$(sys_ticks "$ipid")
@@ -298,7 +312,7 @@ YAML
   echo -e "$1\t$4\t$2\t$SENT_DGRAMS\t$recv\t$kd\t$cd\t$SENT_FLOWS\t$flows\t$prod\t$fd\t$in_nsd\t$in_nsf\t$out_nsf\t$((in_nsf + out_nsf))\t$(( (k1 - k0) * 1000000000 / TCK / f ))\t$(( (s1 - s0) * 100 / (t1 > t0 ? t1 - t0 : 1) ))\t$(( db / (idel > 0 ? idel : 1) ))\t$(( fb / f ))\t$ok\t$REPLAY_NSD" >>"$RESULTS"
 }
 
-run_floor() { # run_floor ROUND RATE MODE: bench/udpfloor in place of the inlet
+run_floor() { # run_floor ROUND RATE MODE [LABEL]: bench/udpfloor in place of the inlet
   local spec=${3#floor} gather=0 blocking=false t0 t1 s0 s1 k0 k1 ring= args=() procs= opt
   for opt in $(echo "${spec#:}" | tr ',' ' '); do
     case $opt in
@@ -313,7 +327,7 @@ run_floor() { # run_floor ROUND RATE MODE: bench/udpfloor in place of the inlet
     *) echo "bench: unknown floor option $opt" >&2; exit 2 ;;
     esac
   done
-  GOMAXPROCS=${procs:-${GOMAXPROCS:-}} "$FLOOR" -listen "127.0.0.1:$PORT" -http "127.0.0.1:$HPORT_A" -workers 2 -receive-buffer 33554432 -gather "$gather" -blocking=$blocking -afpacket "$ring" "${args[@]}" 2>"$WORK/floor.log" &
+  GOMAXPROCS=${procs:-${GOMAXPROCS:-}} "${PIN[@]}" "$FLOOR" -listen "127.0.0.1:$PORT" -http "127.0.0.1:$HPORT_A" -workers 2 -receive-buffer 33554432 -gather "$gather" -blocking=$blocking -afpacket "$ring" "${args[@]}" 2>"$WORK/floor.log" &
   local pid=$!; PIDS+=("$pid")
   wait_until 30 "udpfloor to serve" healthy "$HPORT_A"
   t0=$(cpu_ticks "$pid"); s0=$(sys_ticks "$pid"); k0=$(cpu_ticks "$KPID")
@@ -331,7 +345,23 @@ run_floor() { # run_floor ROUND RATE MODE: bench/udpfloor in place of the inlet
     broker=$(( (k1 - k0) * 1000000000 / TCK / SENT_FLOWS )) ;;
   esac
   local in_nsd=$(( (t1 - t0) * 1000000000 / TCK / (recv > 0 ? recv : 1) ))
-  echo -e "$1\t$3\t$2\t$SENT_DGRAMS\t$recv\t0\t0\t$SENT_FLOWS\t-\t-\t-\t$in_nsd\t-\t-\t-\t$broker\t$(( (s1 - s0) * 100 / (t1 > t0 ? t1 - t0 : 1) ))\t-\t-\t$ok\t$REPLAY_NSD" >>"$RESULTS"
+  echo -e "$1\t${4:-$3}\t$2\t$SENT_DGRAMS\t$recv\t0\t0\t$SENT_FLOWS\t-\t-\t-\t$in_nsd\t-\t-\t-\t$broker\t$(( (s1 - s0) * 100 / (t1 > t0 ? t1 - t0 : 1) ))\t-\t-\t$ok\t$REPLAY_NSD" >>"$RESULTS"
+}
+# steer CPU: the receive path on lo runs on CPU and the measured process on the other CPUs
+# (an empty CPU: as the machine was).
+steer() {
+  PIN=()
+  if [ -z "$1" ]; then
+    [ -z "$RPS_BEFORE" ] || echo "$RPS_BEFORE" >"$RPS_FILE"
+    return
+  fi
+  local others
+  others=$(seq 0 $(($(nproc) - 1)) | grep -vx "$1" | paste -sd, -)
+  if [ -z "$others" ] || ! printf '%x' $((1 << $1)) >"$RPS_FILE" 2>/dev/null; then
+    echo "bench: rps=$1 needs root, $RPS_FILE and more than one CPU" >&2
+    exit 2
+  fi
+  PIN=(taskset -c "$others")
 }
 case " $MODES " in *" floor"*)
   FLOOR=$WORK/udpfloor
@@ -346,10 +376,19 @@ for round in $(seq "$ROUNDS"); do
     for mode in $order; do
       RUNBIN=
       case $mode in *@*) RUNBIN=${mode#*@} ;; esac
-      case ${mode%@*} in
-      all | all:*) run_all "$round" "$rate" "$mode" ;;
-      split | split:*) run_split "$round" "$rate" "${mode%@*}" "$mode" ;;
-      floor | floor:*) run_floor "$round" "$rate" "$mode" ;;
+      run=$mode
+      steer ""
+      case $run in *rps=* | *pin=*)
+        case $run in
+        *rps=*) steer "$(echo "$run" | sed -E 's/.*rps=([0-9]+).*/\1/')" ;;
+        *) PIN=(taskset -c "$(echo "$run" | sed -E 's/.*pin=([0-9]+).*/\1/')") ;;
+        esac
+        run=$(echo "$run" | sed -E 's/,?(rps|pin)=[0-9]+//; s/:,/:/; s/:(@|$)/\1/') ;;
+      esac
+      case ${run%@*} in
+      all | all:*) run_all "$round" "$rate" "$run" "$mode" ;;
+      split | split:*) run_split "$round" "$rate" "${run%@*}" "$mode" ;;
+      floor | floor:*) run_floor "$round" "$rate" "$run" "$mode" ;;
       *) echo "bench: unknown mode $mode" >&2; exit 2 ;;
       esac
       tail -1 "$RESULTS" | awk -F'\t' '{printf "round %s %-11s %7d flows/s: sent %d dgrams, recv %d, k-drops %d, drops %d; flows %d, produced %d; inlet %s ns/dgram; ns/flow inlet %s outlet %s total %s broker %s (inlet sys %s%%); Kafka bytes/dgram %s, bytes/flow %s; replay %s ns/dgram  %s\n", $1, $2, $3, $4, $5, $6, $7, $9, $10, $12, $13, $14, $15, $16, $17, $18, $19, $21, $20}' >&2
