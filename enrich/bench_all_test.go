@@ -198,7 +198,9 @@ func benchSourceJSON(addrs []netip.Addr) string {
 // random prefix (the worst case for caches) and "all-hot" repeats one flow (everything in
 // cache: the cost in instructions). "metadata", "routing" and "networks" run one step each.
 // The "-ipv4" and "-ipv6" runs take the flows of the Zipf stream whose remote address is
-// IPv4 (IPv6): what a flow of each family costs.
+// IPv4 (IPv6): what a flow of each family costs. "floor-ipv4" runs the metadata step and
+// benchFloor, the least any table layout could do, beside "all-ipv4" (not in bench-enrich:
+// docs/design/enrich.md, "The floor of any table layout").
 func BenchmarkEnrich(b *testing.B) {
 	table, addrs := benchRIB(b)
 	sch := routingSchema(b)
@@ -273,6 +275,19 @@ func BenchmarkEnrich(b *testing.B) {
 	b.Run("metadata", func(b *testing.B) { run(b, benchFlows[0], chain[:1]) })
 	b.Run("routing", func(b *testing.B) { run(b, benchFlows[0], chain[1:2]) })
 	b.Run("networks", func(b *testing.B) { run(b, benchFlows[0], chain[2:]) })
+	// The floor of any table layout for IPv4 flows (benchFloor), beside all-ipv4.
+	var floor *benchFloor
+	floorRun := func(flows []benchFlow) func(b *testing.B) {
+		return func(b *testing.B) {
+			if floor == nil {
+				floor = newBenchFloor(b, chain, sch)
+			}
+			run(b, flows, Chain{chain[0], floor})
+		}
+	}
+	b.Run("floor-ipv4", floorRun(benchFlows[2]))
+	b.Run("floor-ipv4-hot", floorRun(benchFlows[2][:1]))
+	b.Run("all-ipv4-hot", func(b *testing.B) { run(b, benchFlows[2][:1], chain) })
 	for i, family := range []string{"ipv4", "ipv6"} {
 		flows := benchFlows[2+i]
 		b.Run("off-"+family, func(b *testing.B) { run(b, flows, nil) })
@@ -305,11 +320,12 @@ func benchChain(b *testing.B, sch *schema.Schema, addrs []netip.Addr) Chain {
 	b.Cleanup(srv.Close)
 	na := DefaultNetworkAttributes()
 	na.Networks = map[string]networks.Attributes{}
-	for i := range 1000 {
-		na.Networks[fmt.Sprintf("10.%d.%d.0/24", i/250, i%250)] = networks.Attributes{
+	local := benchLocalNetworks()
+	for i, p := range local[:len(local)-1] {
+		na.Networks[p.String()] = networks.Attributes{
 			Name: fmt.Sprintf("cust-%d", i), Role: "customers", Site: fmt.Sprintf("par%d", i%3), Region: "eu-west", Tenant: fmt.Sprintf("t%d", i%11)}
 	}
-	na.Networks["10.0.0.0/8"] = networks.Attributes{Country: "FR", State: "Île-de-France", City: "Paris"}
+	na.Networks[local[len(local)-1].String()] = networks.Attributes{Country: "FR", State: "Île-de-France", City: "Paris"}
 	na.NetworkSources = map[string]networks.SourceConfiguration{"ipam": func() networks.SourceConfiguration {
 		s := networks.DefaultSourceConfiguration()
 		s.URL = srv.URL
@@ -329,6 +345,16 @@ func benchChain(b *testing.B, sch *schema.Schema, addrs []netip.Addr) Chain {
 	}
 	b.Cleanup(ne.Stop)
 	return Chain{md, re, ne}
+}
+
+// benchLocalNetworks are the static networks of benchChain: 1,000 customers' /24s, then the
+// /8 holding them.
+func benchLocalNetworks() []netip.Prefix {
+	var ps []netip.Prefix
+	for i := range 1000 {
+		ps = append(ps, netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i / 250), byte(i % 250), 0}), 24))
+	}
+	return append(ps, netip.MustParsePrefix("10.0.0.0/8"))
 }
 
 // BenchmarkNetworksLoad measures what the network attributes cost at load: reading the
