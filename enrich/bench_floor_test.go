@@ -7,13 +7,14 @@ import (
 	"testing"
 	"unsafe"
 
+	"flowzero/internal/dir248"
 	"flowzero/internal/hugemem"
 	"flowzero/schema"
 )
 
 // benchFloor is the least a table-based enrichment of IPv4 addresses can do per flow, to tell
 // whether any layout of the routing and network tables could meet the cost goal: one table
-// for both, a DIR-24-8 array (as rib/flat.go and enrich/networks/flat.go) whose entry numbers
+// for both, a DIR-24-8 array (internal/dir248, as the two real tables) whose entry numbers
 // a record of every column the routing and networks steps give an address, already encoded,
 // in a fixed slot of slot bytes (a length byte, then the bytes), one slab per direction. A
 // lookup reads one entry (two in /24s holding longer prefixes) and the record's one or two
@@ -22,13 +23,10 @@ import (
 // ASCII check is the floor's only cost the real steps would not have). It is not a design:
 // nothing updates it, and it holds IPv4 only.
 type benchFloor struct {
-	top      *[1 << 24]uint32
-	sub      []uint32
+	arr      dir248.Array
 	slot     int
 	src, dst []byte
 }
-
-const benchFloorSub = 1 << 31
 
 // Enrich appends the records of the flow's IPv4 addresses.
 func (f *benchFloor) Enrich(fm *schema.FlowMessage) {
@@ -46,12 +44,7 @@ func (f *benchFloor) lookup(a netip.Addr) int {
 	if !a.Is4() {
 		return 0
 	}
-	b := a.As4()
-	v := f.top[uint32(b[0])<<16|uint32(b[1])<<8|uint32(b[2])]
-	if v&benchFloorSub != 0 {
-		v = f.sub[(v&^benchFloorSub)<<8|uint32(b[3])]
-	}
-	return int(v)
+	return int(f.arr.Lookup(a.As4()))
 }
 
 // newBenchFloor builds the floor over the RIB's IPv4 prefixes and the static networks'
@@ -115,25 +108,9 @@ func newBenchFloor(b *testing.B, chain Chain, sch *schema.Schema) *benchFloor {
 		copy(f.src[o+1:], srcs[i])
 		copy(f.dst[o+1:], dsts[i])
 	}
-	f.top = (*[1 << 24]uint32)(hugemem.Uint32s(f, 1<<24))
+	f.arr.Top = (*[1 << 24]uint32)(hugemem.Uint32s(f, 1<<24))
 	for i, p := range prefixes {
-		v := numbers[i]
-		a, bits := p.Addr().As4(), p.Bits()
-		j := uint32(a[0])<<16 | uint32(a[1])<<8 | uint32(a[2])
-		if bits <= 24 {
-			benchFill(f.top[j:j+1<<(24-bits)], v)
-			continue
-		}
-		e := f.top[j]
-		if e&benchFloorSub == 0 {
-			n := uint32(len(f.sub) >> 8)
-			f.sub = append(f.sub, make([]uint32, 256)...)
-			benchFill(f.sub[n<<8:(n+1)<<8], e)
-			e = benchFloorSub | n
-			f.top[j] = e
-		}
-		k := (e&^benchFloorSub)<<8 | uint32(a[3])
-		benchFill(f.sub[k:k+1<<(32-bits)], v)
+		f.arr.Insert(p, numbers[i])
 	}
 	return f
 }
@@ -144,10 +121,4 @@ func letters(b []byte) []byte {
 		b[i] = 'a' + c%26
 	}
 	return b
-}
-
-func benchFill(s []uint32, v uint32) {
-	for i := range s {
-		s[i] = v
-	}
 }

@@ -45,8 +45,8 @@ func TestFlat4(t *testing.T) {
 		trie.Insert(p, leaf{asn: uint32(2 + i%500), from: uint8(i % 3)})
 	}
 	f := newFlat4(trie.AllSorted4())
-	if len(f.sub) == 0 || len(f.leaves) > 1501 {
-		t.Fatalf("%d sub-table entries, %d leaves", len(f.sub), len(f.leaves))
+	if len(f.arr.Subs) == 0 || len(f.leaves) > 1501 {
+		t.Fatalf("%d sub-table entries, %d leaves", len(f.arr.Subs), len(f.leaves))
 	}
 	check := func(a netip.Addr) {
 		t.Helper()
