@@ -82,11 +82,11 @@ func newBenchFloor(b *testing.B, chain Chain, sch *schema.Schema) *benchFloor {
 	index := map[string]uint32{}
 	longest, total := 0, 0
 	for i, p := range prefixes {
-		src, dst := letters(record(true, p.Addr())[empty:]), letters(record(false, p.Addr())[empty:])
+		src, dst := record(true, p.Addr())[empty:], record(false, p.Addr())[empty:]
 		key := string(src) + "\x00" + string(dst)
 		v, ok := index[key]
 		if !ok {
-			srcs, dsts = append(srcs, src), append(dsts, dst)
+			srcs, dsts = append(srcs, letters(src)), append(dsts, letters(dst))
 			v = uint32(len(srcs))
 			index[key] = v
 			longest = max(longest, len(src), len(dst))

@@ -77,7 +77,7 @@ RPS_FILE=/sys/class/net/lo/queues/rx-0/rps_cpus
 RPS_BEFORE=$(cat "$RPS_FILE" 2>/dev/null || true)
 PIN=()
 cleanup() {
-  [ -z "$RPS_BEFORE" ] || echo "$RPS_BEFORE" >"$RPS_FILE" 2>/dev/null || true
+  [ -z "${STEERED:-}" ] || echo "$RPS_BEFORE" >"$RPS_FILE" 2>/dev/null || true
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   scripts/kafka.sh clean >/dev/null 2>&1 || true
   rm -rf "$WORK"
@@ -347,14 +347,18 @@ run_floor() { # run_floor ROUND RATE MODE [LABEL]: bench/udpfloor in place of th
   local in_nsd=$(( (t1 - t0) * 1000000000 / TCK / (recv > 0 ? recv : 1) ))
   echo -e "$1\t${4:-$3}\t$2\t$SENT_DGRAMS\t$recv\t0\t0\t$SENT_FLOWS\t-\t-\t-\t$in_nsd\t-\t-\t-\t$broker\t$(( (s1 - s0) * 100 / (t1 > t0 ? t1 - t0 : 1) ))\t-\t-\t$ok\t$REPLAY_NSD" >>"$RESULTS"
 }
+
 # steer CPU: the receive path on lo runs on CPU and the measured process on the other CPUs
-# (an empty CPU: as the machine was).
+# (an empty CPU: as the machine was, rps_cpus restored if a run changed it).
+STEERED=
 steer() {
   PIN=()
   if [ -z "$1" ]; then
-    [ -z "$RPS_BEFORE" ] || echo "$RPS_BEFORE" >"$RPS_FILE"
+    [ -z "$STEERED" ] || echo "$RPS_BEFORE" >"$RPS_FILE"
+    STEERED=
     return
   fi
+  STEERED=1
   local others
   others=$(seq 0 $(($(nproc) - 1)) | grep -vx "$1" | paste -sd, -)
   if [ -z "$others" ] || ! printf '%x' $((1 << $1)) >"$RPS_FILE" 2>/dev/null; then
