@@ -2,6 +2,7 @@ package datagram
 
 import (
 	"bytes"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -20,12 +21,18 @@ func batchOf(ds ...Datagram) []byte {
 
 func readAll(t testing.TB, rec []byte) ([]Datagram, error) {
 	t.Helper()
+	out, _, err := readCounting(rec)
+	return out, err
+}
+
+// readCounting reads rec whole: its datagrams, the number not read, and the first error.
+func readCounting(rec []byte) ([]Datagram, int, error) {
 	var out []Datagram
 	r := NewReader(rec)
 	for r.Next() {
 		out = append(out, r.Datagram())
 	}
-	return out, r.Err()
+	return out, r.Invalid(), r.Err()
 }
 
 func TestBatchRoundTrip(t *testing.T) {
@@ -107,6 +114,39 @@ func TestReaderErrors(t *testing.T) {
 	}
 }
 
+// An entry whose length holds but whose datagram does not parse costs that datagram only:
+// the entries after it are read, and each bad one is counted.
+func TestReaderSkipsBadEntries(t *testing.T) {
+	d := Datagram{Received: testutil.Now(), Exporter: netip.MustParseAddrPort("192.0.2.1:2055"), Protocol: NetFlow, Payload: []byte{1, 2, 3}}
+	rec := AppendBatch(nil)
+	var starts []int
+	for i := range 5 {
+		starts = append(starts, len(rec))
+		d.Payload = []byte{byte(i)}
+		rec = AppendEntry(rec, d)
+	}
+	rec[starts[1]+entryHeader] = 9       // entry 1: unknown record version
+	rec[starts[3]+entryHeader+1] |= 0x80 // entry 3: reserved flags
+	got, invalid, err := readCounting(rec)
+	if len(got) != 3 || invalid != 2 {
+		t.Fatalf("read %d datagrams and %d invalid, want 3 and 2 (error %v)", len(got), invalid, err)
+	}
+	for i, want := range []byte{0, 2, 4} {
+		if got[i].Payload[0] != want {
+			t.Errorf("datagram %d is entry %d, want entry %d", i, got[i].Payload[0], want)
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("entry 1 at byte %d: datagram record: byte 0: unknown record version 9", starts[1])) {
+		t.Errorf("error %v does not name the first bad entry", err)
+	}
+	// A length that breaks the framing stops the reader: the rest counts as one.
+	rec[starts[4]+3]++
+	got, invalid, err = readCounting(rec)
+	if len(got) != 2 || invalid != 3 || err == nil {
+		t.Errorf("framing broken at entry 4: read %d datagrams and %d invalid (error %v), want 2 and 3", len(got), invalid, err)
+	}
+}
+
 func TestBatchAllocations(t *testing.T) {
 	d := Datagram{Received: testutil.Now(), Exporter: netip.MustParseAddrPort("192.0.2.1:2055"), Protocol: NetFlow, Payload: make([]byte, 1200)}
 	buf := make([]byte, 0, 64<<10)
@@ -125,8 +165,9 @@ func TestBatchAllocations(t *testing.T) {
 	}
 }
 
-// FuzzReader: any record reads without a panic, as datagrams then at most one error; what it
-// reads written again as a batch reads back the same.
+// FuzzReader: any record reads without a panic, as datagrams and a count of those not read
+// that add up to at most what it declares (and the bytes after it); what it reads written
+// again as a batch reads back the same.
 func FuzzReader(f *testing.F) {
 	d := Datagram{Received: time.Unix(1700000000, 5), Exporter: netip.MustParseAddrPort("192.0.2.1:2055"), Protocol: NetFlow, Payload: []byte{0, 9}}
 	d6 := Datagram{Received: time.Unix(1700000000, 6), Exporter: netip.MustParseAddrPort("[2001:db8::1]:6343"), Protocol: SFlow, Payload: []byte{0, 0, 0, 5}}
@@ -135,9 +176,13 @@ func FuzzReader(f *testing.F) {
 	f.Add(Append(nil, d6))
 	f.Add([]byte{2, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, rec []byte) {
-		got, err := readAll(t, rec)
-		if len(got) > BatchLen(rec) {
-			t.Fatalf("%d datagrams read, %d declared", len(got), BatchLen(rec))
+		got, invalid, err := readCounting(rec)
+		// Bytes after the last declared entry count as one more.
+		if len(got)+invalid > BatchLen(rec)+1 {
+			t.Fatalf("%d datagrams read and %d invalid, %d declared", len(got), invalid, BatchLen(rec))
+		}
+		if (err == nil) != (invalid == 0) {
+			t.Fatalf("%d invalid, error %v", invalid, err)
 		}
 		if err == nil && len(got) != BatchLen(rec) {
 			t.Fatalf("%d datagrams read without an error, %d declared", len(got), BatchLen(rec))

@@ -36,7 +36,8 @@
 // Each entry keeps its own receive time, exporter address and port, and protocol. A reader
 // refuses a count of zero, an entry running past the record, a count that does not match the
 // entries and bytes after the last one, naming the entry and its byte offset; the entries
-// before a bad one are still read.
+// before such an error are still read. An entry whose length holds but whose version 1 record
+// does not parse is skipped, and the entries after it are read.
 //
 // Append and AppendEntry write into a caller's buffer, Parse and Reader return slices of the
 // record: none of them allocates.

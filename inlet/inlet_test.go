@@ -2,6 +2,7 @@ package inlet
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -208,10 +209,12 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("got %v, want %q", err, tc.err)
 		}
 	}
-	topic := datagram.DefaultTopicConfiguration()
-	topic.Partitions = 0
-	if err := topic.Validate(); err == nil || err.Error() != "partitions: must be at least 1, not 0" {
-		t.Errorf("got %v", err)
+	for _, n := range []int32{0, datagram.MaxPartitions + 1} {
+		topic := datagram.DefaultTopicConfiguration()
+		topic.Partitions = n
+		if err := topic.Validate(); err == nil || err.Error() != fmt.Sprintf("partitions: must be from 1 to 65535, not %d", n) {
+			t.Errorf("%d partitions: got %v", n, err)
+		}
 	}
 }
 

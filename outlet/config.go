@@ -24,7 +24,7 @@ type Configuration struct {
 	// MaxPollRecords bounds the datagram records handled between two checks of the commit
 	// interval.
 	MaxPollRecords int `yaml:"max-poll-records"`
-	// MaxFetchBytes bounds the bytes of one fetch response (per broker).
+	// MaxFetchBytes bounds the bytes of one fetch response (per broker), from 64 KiB to 100 MiB.
 	MaxFetchBytes int32 `yaml:"max-fetch-bytes"`
 	// MaxUnitBytes bounds the encoded flows the outlet holds for a store output (its units,
 	// each one INSERT): past it, the outlet inserts and commits without waiting for the
@@ -57,6 +57,9 @@ func DefaultConfiguration() Configuration {
 	}
 }
 
+// maxFetchBytes is franz-go's default bound on the bytes of one broker response.
+const maxFetchBytes = 100 << 20
+
 // Validate checks the configuration, naming the bad key.
 func (c Configuration) Validate() error {
 	switch {
@@ -70,6 +73,8 @@ func (c Configuration) Validate() error {
 		return config.Errorf("max-poll-records", "must be at least 1, not %d", c.MaxPollRecords)
 	case c.MaxFetchBytes < 1<<16:
 		return config.Errorf("max-fetch-bytes", "must be at least 64 KiB, not %d", c.MaxFetchBytes)
+	case c.MaxFetchBytes > maxFetchBytes:
+		return config.Errorf("max-fetch-bytes", "must be at most 100 MiB (%d), the most the Kafka client reads of one response, not %d", maxFetchBytes, c.MaxFetchBytes)
 	case c.MaxUnitBytes < 1<<16:
 		return config.Errorf("max-unit-bytes", "must be at least 64 KiB, not %d", c.MaxUnitBytes)
 	case c.TemplateWait < 100*time.Millisecond:

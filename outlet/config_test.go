@@ -19,6 +19,7 @@ func TestConfigurationValidate(t *testing.T) {
 		{func(c *Configuration) { c.SessionTimeout = 0 }, "session-timeout"},
 		{func(c *Configuration) { c.MaxPollRecords = 0 }, "max-poll-records"},
 		{func(c *Configuration) { c.MaxFetchBytes = 1 }, "max-fetch-bytes"},
+		{func(c *Configuration) { c.MaxFetchBytes = 200 << 20 }, "max-fetch-bytes"},
 		{func(c *Configuration) { c.MaxUnitBytes = 1 }, "max-unit-bytes"},
 		{func(c *Configuration) { c.TemplateWait = 0 }, "template-wait"},
 		{func(c *Configuration) { c.State.Topic = "" }, "state.topic"},

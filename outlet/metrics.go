@@ -7,7 +7,7 @@ import (
 type metrics struct {
 	datagrams, invalid, flows, commits, units, pendingDropped prometheus.Counter
 	pauses, waitTimeouts                                      prometheus.Counter
-	decodeErrors, errors, replayed                            *prometheus.CounterVec
+	decodeErrors, errors, replayed, clockAhead                *prometheus.CounterVec
 	held, ready, paused                                       prometheus.Gauge
 }
 
@@ -16,7 +16,7 @@ func newMetrics(r prometheus.Registerer, _ *Outlet) (*metrics, error) {
 		datagrams: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_outlet_datagrams_total",
 			Help: "Datagrams consumed from the datagrams topic (a batch record holds several)."}),
 		invalid: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_outlet_invalid_records_total",
-			Help: "Records of the datagrams topic that are not datagram records (skipped)."}),
+			Help: "Datagrams of the datagrams topic that cannot be read, skipped: an entry of a batch record that does not parse, or the rest of a record whose framing fails."}),
 		flows: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_outlet_flows_total",
 			Help: "Flows decoded and handed to the sinks."}),
 		commits: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_outlet_commits_total",
@@ -39,6 +39,9 @@ func newMetrics(r prometheus.Registerer, _ *Outlet) (*metrics, error) {
 		replayed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_outlet_units_replayed_total",
 			Help: "Units cut again at a range recorded before (after a crash or a rewind) by what the store held of their flows: none (inserted with a new token), some (logged as an error: flows may be missing) or all (inserted with their token, which stores only what the aggregated tables lack)."},
 			[]string{"held"}),
+		clockAhead: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowzero_outlet_clock_ahead_total",
+			Help: "Datagrams and state records whose receive time was more than a minute ahead of this outlet's clock (a wrong clock, or a record written by someone else), taken with the outlet's time instead, by kind: datagram, state."},
+			[]string{"kind"}),
 		held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "flowzero_outlet_held_sets",
 			Help: "Data sets waiting for their template in the pending buffer; their datagrams' offsets are not committed."}),
 		ready: prometheus.NewGauge(prometheus.GaugeOpts{Name: "flowzero_outlet_ready",
@@ -50,8 +53,11 @@ func newMetrics(r prometheus.Registerer, _ *Outlet) (*metrics, error) {
 	for _, held := range []string{"none", "some", "all"} {
 		m.replayed.WithLabelValues(held)
 	}
+	for _, kind := range []string{"datagram", "state"} {
+		m.clockAhead.WithLabelValues(kind)
+	}
 	if r != nil {
-		for _, c := range []prometheus.Collector{m.datagrams, m.invalid, m.flows, m.commits, m.units, m.pendingDropped, m.pauses, m.waitTimeouts, m.decodeErrors, m.errors, m.replayed, m.held, m.ready, m.paused} {
+		for _, c := range []prometheus.Collector{m.datagrams, m.invalid, m.flows, m.commits, m.units, m.pendingDropped, m.pauses, m.waitTimeouts, m.decodeErrors, m.errors, m.replayed, m.clockAhead, m.held, m.ready, m.paused} {
 			if err := r.Register(c); err != nil {
 				return nil, err
 			}

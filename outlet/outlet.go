@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,11 +113,13 @@ type Outlet struct {
 	curIndex uint32
 	// held counts the data sets of each datagram (by tag) waiting in the pending buffer;
 	// later is the index of the next flow of such a datagram.
-	held       map[uint64]int
-	later      map[uint64]uint32
-	parts      map[int32]*partition
-	latest     time.Time // receive time of the newest datagram decoded
-	lastCommit time.Time
+	held   map[uint64]int
+	later  map[uint64]uint32
+	parts  map[int32]*partition
+	latest time.Time // receive time of the newest datagram decoded
+	// The handling time of the current record, and the latest receive time taken as is.
+	recvNow, ahead time.Time
+	lastCommit     time.Time
 	// stateGen counts what may make room in the pending buffer (state learned or applied,
 	// held sets released): a paused partition resumes soon after it changes.
 	stateGen uint64
@@ -362,6 +365,8 @@ func (o *Outlet) handle(rec *kgo.Record) {
 		o.log.Info("outlet: unit cut at the range recorded before the partition was read again",
 			"partition", rec.Partition, "first", p.closed[len(p.closed)-1].first, "end", p.planned)
 	}
+	now := o.clock.Now()
+	o.ahead, o.recvNow = now.Add(maxAhead), now
 	if o.holdBack(rec, p) {
 		return
 	}
@@ -376,10 +381,10 @@ func (o *Outlet) handle(rec *kgo.Record) {
 		n++
 		o.decode(rec, r.Datagram(), tag)
 	}
-	if err := r.Err(); err != nil {
-		n++ // the rest of the record, counted as one datagram
-		o.m.invalid.Inc()
-		o.logDecode("invalid datagram record", rec, err)
+	if bad := r.Invalid(); bad > 0 {
+		n += bad
+		o.m.invalid.Add(float64(bad))
+		o.logDecode("invalid datagram record", rec, r.Err())
 	}
 	o.m.datagrams.Add(float64(n))
 	o.datagrams.Add(int64(n))
@@ -390,6 +395,12 @@ func (o *Outlet) handle(rec *kgo.Record) {
 
 // decode decodes one datagram of the record rec (o.mu held).
 func (o *Outlet) decode(rec *kgo.Record, dg datagram.Datagram, tag uint64) {
+	if o.clampReceived(&dg) {
+		o.m.clockAhead.WithLabelValues("datagram").Inc()
+		o.logDecode("receive time ahead of this outlet's clock: its flows get the outlet's time", rec,
+			fmt.Errorf("datagram of %s received at %s", dg.Exporter, dg.Received.UTC().Format(time.RFC3339Nano)))
+		dg.Received = o.recvNow
+	}
 	if dg.Received.After(o.latest) {
 		o.latest = dg.Received
 	}
@@ -408,6 +419,18 @@ func (o *Outlet) decode(rec *kgo.Record, dg datagram.Datagram, tag uint64) {
 	}
 }
 
+// maxAhead is how far ahead of the outlet's clock a receive time may be. A datagram or a state
+// record from further in the future (an inlet whose clock is wrong, or a record written by
+// someone else) would otherwise expire every held data set (the outlet expires them by the
+// newest receive time) or make an exporter's real templates look stale until that date.
+const maxAhead = time.Minute
+
+// clampReceived tells whether dg's receive time is beyond maxAhead of the record's handling
+// time, in which case the caller uses the outlet's time (o.mu held).
+func (o *Outlet) clampReceived(dg *datagram.Datagram) bool {
+	return dg.Received.After(o.ahead)
+}
+
 // holdBack tells whether the record rec must wait because the data sets of its NetFlow
 // datagrams have no template yet and do not fit, together, in their sessions' pending
 // buffers: the partition is then paused at it, and its offset set back to it, so that
@@ -420,18 +443,18 @@ func (o *Outlet) holdBack(rec *kgo.Record, p *partition) bool {
 	r := datagram.NewReader(rec.Value)
 	for r.Next() {
 		if dg := r.Datagram(); dg.Protocol == datagram.NetFlow {
+			if o.clampReceived(&dg) {
+				dg.Received = o.recvNow
+			}
 			o.deps.NetFlow.PendingAdd(&o.pending, netflow.Packet{Payload: dg.Payload, Exporter: dg.Exporter, TimeReceived: dg.Received})
 		}
 	}
-	exporter, fits := o.deps.NetFlow.PendingFits(&o.pending)
+	exporter, fits := o.deps.NetFlow.PendingFits(&o.pending, o.gaveUp)
 	if fits {
 		p.waitSince = time.Time{}
 		return false
 	}
-	if _, ok := o.gaveUp[exporter]; ok {
-		return false
-	}
-	now := o.clock.Now()
+	now := o.recvNow
 	switch {
 	case p.waitSince.IsZero() || p.waitOffset != rec.Offset:
 		p.waitOffset, p.waitSince = rec.Offset, now
@@ -561,6 +584,14 @@ func (o *Outlet) sendBatch() {
 func (o *Outlet) applyState(r netflow.StateRecord) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if now := o.clock.Now(); r.Received.After(now.Add(maxAhead)) {
+		o.m.clockAhead.WithLabelValues("state").Inc()
+		if ok, suppressed := o.decodeLog.Allow(time.Now()); ok {
+			o.log.Warn("outlet: a state record's receive time is ahead of this outlet's clock: applied with the outlet's time",
+				"exporter", r.Exporter, "received", r.Received.UTC().Format(time.RFC3339Nano), "suppressed", suppressed)
+		}
+		r.Received = now
+	}
 	o.stateGen++
 	delete(o.gaveUp, r.Exporter)
 	return o.deps.NetFlow.ApplyState(r, o.fm, o.emitFn)
@@ -674,6 +705,9 @@ func (o *Outlet) acknowledge(ctx context.Context) error {
 
 // rewindLocked makes the consumer read every partition again from its committed offset.
 func (o *Outlet) rewindLocked() {
+	// Every held data set is past its partition's committed offset (commits stop at them):
+	// read again, its datagram holds it again.
+	o.dropHeldLocked(func(int32) bool { return true })
 	offsets := map[int32]kgo.EpochOffset{}
 	for p, ps := range o.parts {
 		offsets[p] = kgo.EpochOffset{Epoch: -1, Offset: ps.committed}
@@ -708,6 +742,10 @@ func (o *Outlet) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32)
 }
 
 func (o *Outlet) forgetLocked(m map[string][]int32) {
+	gone := m[o.topic.Topic]
+	// The datagrams of the data sets held for these partitions are read again, here or by
+	// another outlet, from the committed offsets.
+	o.dropHeldLocked(func(p int32) bool { return slices.Contains(gone, p) })
 	var resume []int32
 	for _, p := range m[o.topic.Topic] {
 		if ps := o.parts[p]; ps != nil && ps.paused {
@@ -720,6 +758,20 @@ func (o *Outlet) forgetLocked(m map[string][]int32) {
 	if len(resume) > 0 {
 		o.m.paused.Sub(float64(len(resume)))
 		o.client.ResumeFetchPartitions(map[string][]int32{o.topic.Topic: resume})
+	}
+}
+
+// dropHeldLocked forgets the data sets held for the datagrams of the partitions in
+// (o.mu held): their partitions are read again from the committed offsets, which decodes them
+// again, so neither their flows nor their count of dropped sets may stay.
+func (o *Outlet) dropHeldLocked(in func(int32) bool) {
+	n := o.deps.NetFlow.DropPending(func(tag uint64) bool { p, _ := splitTag(tag); return in(p) })
+	o.m.held.Sub(float64(n))
+	for tag := range o.held {
+		if p, _ := splitTag(tag); in(p) {
+			delete(o.held, tag)
+			delete(o.later, tag)
+		}
 	}
 }
 

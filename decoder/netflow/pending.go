@@ -168,13 +168,17 @@ func (d *Decoder) PendingAdd(b *PendingBatch, pkt Packet) {
 }
 
 // PendingFits tells whether decoding the datagrams added to b keeps all their data sets, as
-// PendingRoom for one; if not, it names the exporter whose buffer cannot take them. A record
-// with templates gets true: they may be the ones its other datagrams wait for.
-func (d *Decoder) PendingFits(b *PendingBatch) (exporter netip.AddrPort, ok bool) {
+// PendingRoom for one; if not, it names the exporter whose buffer cannot take them. The
+// exporters in skip (those the caller no longer holds back) are not asked. A record with
+// templates gets true: they may be the ones its other datagrams wait for.
+func (d *Decoder) PendingFits(b *PendingBatch, skip map[netip.AddrPort]struct{}) (exporter netip.AddrPort, ok bool) {
 	if b.teaches {
 		return netip.AddrPort{}, true
 	}
 	for _, n := range b.needs {
+		if _, ok := skip[n.pkt.Exporter]; ok {
+			continue
+		}
 		heldSets, heldSize := d.pendingHeld(n.pkt)
 		if n.sets+heldSets > d.cfg.PendingSets || n.size+heldSize > d.cfg.PendingBytes {
 			return n.pkt.Exporter, false
@@ -268,4 +272,35 @@ func (d *Decoder) pendingHeld(pkt Packet) (sets, size int) {
 		size += len(e.pending[i].data)
 	}
 	return sets, size
+}
+
+// DropPending removes, without decoding them, counting them or telling the observer, the
+// pending data sets of the datagrams whose tag drop accepts, and returns how many it removed:
+// the caller decodes those datagrams again (an outlet reading a partition again from its
+// committed offset), which holds their sets again.
+func (d *Decoder) DropPending(drop func(tag uint64) bool) int {
+	d.mu.RLock()
+	sessions := make([]*exporter, 0, len(d.exporters))
+	for _, e := range d.exporters {
+		sessions = append(sessions, e)
+	}
+	d.mu.RUnlock()
+	dropped := 0
+	for _, e := range sessions {
+		e.mu.Lock()
+		n := 0
+		for i := range e.pending {
+			if drop(e.pending[i].tag) {
+				e.pendingBytes -= len(e.pending[i].data)
+				dropped++
+				continue
+			}
+			// Swap rather than copy so that the dropped entry's buffer stays for reuse.
+			e.pending[n], e.pending[i] = e.pending[i], e.pending[n]
+			n++
+		}
+		e.pending = e.pending[:n]
+		e.mu.Unlock()
+	}
+	return dropped
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"flowzero/schema"
 )
 
@@ -92,7 +94,7 @@ func TestPendingBatch(t *testing.T) {
 		for _, p := range pkts {
 			d.PendingAdd(&b, p)
 		}
-		return d.PendingFits(&b)
+		return d.PendingFits(&b, nil)
 	}
 	if !d.PendingRoom(pkt) {
 		t.Fatal("no room for one data set")
@@ -122,5 +124,48 @@ func TestPendingBatch(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(100, func() { fits(pkt, pkt, Packet{Payload: data, Exporter: other, TimeReceived: testTime}) }); allocs != 0 {
 		t.Errorf("a record's check allocates %v times", allocs)
+	}
+	// An exporter in skip is not asked, the others are.
+	b.Reset()
+	for _, p := range []Packet{pkt, pkt, {Payload: data, Exporter: other, TimeReceived: testTime}} {
+		d.PendingAdd(&b, p)
+	}
+	skip := map[netip.AddrPort]struct{}{testExporter: {}}
+	if _, ok := d.PendingFits(&b, skip); !ok {
+		t.Error("the skipped exporter was asked")
+	}
+	d.PendingAdd(&b, Packet{Payload: data, Exporter: other, TimeReceived: testTime})
+	d.PendingAdd(&b, Packet{Payload: data, Exporter: other, TimeReceived: testTime})
+	if exp, ok := d.PendingFits(&b, skip); ok || exp != other {
+		t.Errorf("three data sets of another exporter beside a skipped one: fit %v (exporter %v), want no fit for %v", ok, exp, other)
+	}
+}
+
+// TestDropPending: the sets of the tags dropped are gone without being decoded or counted as
+// lost; the others are decoded when their template comes.
+func TestDropPending(t *testing.T) {
+	s := allColumns(t)
+	d, _ := newTestDecoder(t, DefaultConfiguration(), s)
+	fm := s.NewFlowMessage()
+	flows := 0
+	emit := func(*schema.FlowMessage) { flows++ }
+	data := payloads(t, "data.pcap")[0]
+	for tag := range uint64(3) {
+		if err := d.Decode(Packet{Payload: data, Exporter: testExporter, TimeReceived: testTime, Tag: tag}, fm, emit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := d.DropPending(func(tag uint64) bool { return tag != 1 }); n != 2 {
+		t.Fatalf("dropped %d sets, want 2", n)
+	}
+	if err := d.Decode(Packet{Payload: payloads(t, "template.pcap")[0], Exporter: testExporter, TimeReceived: testTime}, fm, emit); err != nil {
+		t.Fatal(err)
+	}
+	if flows != 4 {
+		t.Errorf("%d flows decoded, want the 4 of the one set kept", flows)
+	}
+	e := d.exporters[testExporter]
+	if n := testutil.ToFloat64(e.m.errors[reasonPendingExpired]); n != 0 || len(e.pending) != 0 || e.pendingBytes != 0 {
+		t.Errorf("%v sets counted as expired, %d still pending (%d bytes)", n, len(e.pending), e.pendingBytes)
 	}
 }

@@ -42,6 +42,10 @@ func (c Configuration) Validate() error {
 	return nil
 }
 
+// loadIdle is how long Start waits for more records of the state topic before it gives up
+// reaching the end offsets it listed.
+const loadIdle = 30 * time.Second
+
 // Topic publishes the state a decoder learns and applies the state every decoder published.
 type Topic struct {
 	cfg    Configuration
@@ -50,13 +54,14 @@ type Topic struct {
 	m      *metrics
 
 	applyErrLog *lograte.Limiter
+	loadIdle    time.Duration
 	cancel      context.CancelFunc
 	done        chan struct{}
 }
 
 type metrics struct {
-	published, publishErrors, applied, applyErrors prometheus.Counter
-	loaded                                         prometheus.Gauge
+	published, publishErrors, applied, applyErrors, loadTimeouts prometheus.Counter
+	loaded                                                       prometheus.Gauge
 }
 
 // New returns the state topic's client; nothing is contacted before Start.
@@ -71,6 +76,7 @@ func New(r prometheus.Registerer, log *slog.Logger, conn kafkaconn.Configuration
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.ConsumeTopics(cfg.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.KeepControlRecords(),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordRetries(1<<30),
 		kgo.UnknownTopicRetries(-1),
@@ -90,11 +96,13 @@ func New(r prometheus.Registerer, log *slog.Logger, conn kafkaconn.Configuration
 			Help: "Records of the state topic applied to the decoder."}),
 		applyErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_state_apply_errors_total",
 			Help: "Records of the state topic that did not parse or apply (logged, rate-limited)."}),
+		loadTimeouts: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowzero_state_load_timeouts_total",
+			Help: "Starts that stopped waiting for the end of the state topic because nothing came (logged)."}),
 		loaded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "flowzero_state_loaded_records",
 			Help: "Records of the state topic applied at start, before the first datagram was consumed."}),
 	}
 	if r != nil {
-		for _, c := range []prometheus.Collector{m.published, m.publishErrors, m.applied, m.applyErrors, m.loaded} {
+		for _, c := range []prometheus.Collector{m.published, m.publishErrors, m.applied, m.applyErrors, m.loadTimeouts, m.loaded} {
 			if err := r.Register(c); err != nil {
 				client.Close()
 				return nil, err
@@ -102,7 +110,7 @@ func New(r prometheus.Registerer, log *slog.Logger, conn kafkaconn.Configuration
 		}
 	}
 	return &Topic{cfg: cfg, log: log.With("component", "state"), client: client, m: m,
-		applyErrLog: lograte.New(3, 30*time.Second)}, nil
+		applyErrLog: lograte.New(3, 30*time.Second), loadIdle: loadIdle}, nil
 }
 
 // Start creates the topic when it is missing, applies every record it holds, in order, then
@@ -118,28 +126,24 @@ func (t *Topic) Start(ctx context.Context, apply func(netflow.StateRecord) error
 	if err != nil {
 		return fmt.Errorf("state topic %s: end offsets: %w", t.cfg.Topic, err)
 	}
+	starts, err := adm.ListStartOffsets(ctx, t.cfg.Topic)
+	if err != nil {
+		return fmt.Errorf("state topic %s: start offsets: %w", t.cfg.Topic, err)
+	}
+	// A partition whose records were all deleted has nothing to read.
 	want := map[int32]int64{}
 	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err == nil && o.Offset > 0 {
-			want[o.Partition] = o.Offset
+		if o.Err != nil || o.Offset <= 0 {
+			return
 		}
+		if s, ok := starts.Lookup(t.cfg.Topic, o.Partition); ok && s.Err == nil && s.Offset >= o.Offset {
+			return
+		}
+		want[o.Partition] = o.Offset
 	})
-	loaded := 0
-	for len(want) > 0 {
-		fetches := t.client.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("state topic %s: reading it to its end: %w", t.cfg.Topic, err)
-		}
-		fetches.EachError(func(topic string, p int32, err error) {
-			t.log.Warn("state topic: fetch error", "topic", topic, "partition", p, "error", err)
-		})
-		fetches.EachRecord(func(rec *kgo.Record) {
-			t.apply(rec, apply)
-			loaded++
-			if end, ok := want[rec.Partition]; ok && rec.Offset+1 >= end {
-				delete(want, rec.Partition)
-			}
-		})
+	loaded, err := t.load(ctx, want, apply)
+	if err != nil {
+		return err
 	}
 	t.m.loaded.Set(float64(loaded))
 	t.log.Info("decoder state loaded", "topic", t.cfg.Topic, "records", loaded)
@@ -152,10 +156,55 @@ func (t *Topic) Start(ctx context.Context, apply func(netflow.StateRecord) error
 			if fctx.Err() != nil || fetches.IsClientClosed() {
 				return
 			}
-			fetches.EachRecord(func(rec *kgo.Record) { t.apply(rec, apply) })
+			fetches.EachRecord(func(rec *kgo.Record) {
+				if !rec.Attrs.IsControl() {
+					t.apply(rec, apply)
+				}
+			})
 		}
 	}()
 	return nil
+}
+
+// load applies the records of the partitions of want up to their end offsets and returns how
+// many it applied. The client keeps control records (a transaction's commit marker may be
+// the last offset) so that the end is seen; should nothing come for loadIdle while an end is
+// not reached (a tail that no fetch returns), it stops waiting, logs and counts it: the
+// records that come later are applied as they come.
+func (t *Topic) load(ctx context.Context, want map[int32]int64, apply func(netflow.StateRecord) error) (int, error) {
+	loaded := 0
+	for len(want) > 0 {
+		pctx, cancel := context.WithTimeout(ctx, t.loadIdle)
+		fetches := t.client.PollFetches(pctx)
+		idle := pctx.Err() != nil
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return loaded, fmt.Errorf("state topic %s: reading it to its end: %w", t.cfg.Topic, err)
+		}
+		got := 0
+		fetches.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.log.Warn("state topic: fetch error", "topic", topic, "partition", p, "error", err)
+			}
+		})
+		fetches.EachRecord(func(rec *kgo.Record) {
+			got++
+			if !rec.Attrs.IsControl() {
+				t.apply(rec, apply)
+				loaded++
+			}
+			if end, ok := want[rec.Partition]; ok && rec.Offset+1 >= end {
+				delete(want, rec.Partition)
+			}
+		})
+		if idle && got == 0 {
+			t.m.loadTimeouts.Inc()
+			t.log.Warn("state topic: nothing came for a while before the end offsets were reached; consuming with the state read so far",
+				"topic", t.cfg.Topic, "waited", t.loadIdle, "ends", want, "records", loaded)
+			break
+		}
+	}
+	return loaded, nil
 }
 
 func (t *Topic) apply(rec *kgo.Record, apply func(netflow.StateRecord) error) {

@@ -7,9 +7,13 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"flowzero/decoder/netflow"
 	"flowzero/internal/kafkaconn"
@@ -178,5 +182,121 @@ func TestSharedState(t *testing.T) {
 				t.Errorf("outlet %s flow %d differs from the single decoder's", name, i)
 			}
 		}
+	}
+}
+
+// produceState writes n sampling-rate records to the topic with client cl.
+func produceState(t *testing.T, cl *kgo.Client, topic string, n int) {
+	t.Helper()
+	for i := range n {
+		r := netflow.StateRecord{Kind: netflow.StateSamplingRate, Exporter: netip.MustParseAddrPort("192.0.2.1:2055"), Version: 9,
+			ID: uint64(i), Received: testutil.Now(), Value: 1000}
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Key: AppendKey(nil, r), Value: AppendValue(nil, r)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// startCounting starts a Topic on topic and returns it with the number of records Start
+// applied; Start must return within the test's wait.
+func startCounting(t *testing.T, brokers []string, topic string) (*Topic, int) {
+	t.Helper()
+	tp, err := New(prometheus.NewRegistry(), nil, kafkaconn.Configuration{Brokers: brokers}, Configuration{Topic: topic, ReplicationFactor: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tp.Stop() })
+	var mu sync.Mutex
+	applied := 0
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
+	defer cancel()
+	if err := tp.Start(ctx, func(netflow.StateRecord) error { mu.Lock(); applied++; mu.Unlock(); return nil }); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return tp, applied
+}
+
+// A state topic written by a transactional producer ends with a commit marker, which no
+// record reaches: Start still returns once it read the topic's records.
+func TestStartTransactionMarkerAtEnd(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.TransactionalID("another-writer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produceState(t, cl, "state", 3)
+	if err := cl.EndTransaction(context.Background(), kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	tp, applied := startCounting(t, cluster.ListenAddrs(), "state")
+	if applied != 3 {
+		t.Errorf("Start applied %d records, want 3", applied)
+	}
+	if n := promtest.ToFloat64(tp.m.loadTimeouts); n != 0 {
+		t.Errorf("%v load timeouts: the marker should end the load", n)
+	}
+}
+
+// A state topic whose records were all deleted (its start offset at its end) has nothing to
+// wait for.
+func TestStartRecordsDeleted(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produceState(t, cl, "state", 4)
+	adm := kadm.NewClient(cl)
+	offsets := kadm.Offsets{}
+	offsets.Add(kadm.Offset{Topic: "state", Partition: 0, At: 4})
+	if resp, err := adm.DeleteRecords(context.Background(), offsets); err != nil || resp.Error() != nil {
+		t.Fatalf("deleting the records: %v %v", err, resp.Error())
+	}
+	tp, applied := startCounting(t, cluster.ListenAddrs(), "state")
+	if applied != 0 || promtest.ToFloat64(tp.m.loadTimeouts) != 0 {
+		t.Errorf("Start applied %d records with %v load timeouts, want 0 and 0", applied, promtest.ToFloat64(tp.m.loadTimeouts))
+	}
+}
+
+// An end offset that no record reaches (a tail removed by compaction) stops the load after
+// loadIdle without records, counted; the records read are applied.
+func TestLoadGivesUpWhenNothingComes(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produceState(t, cl, "state", 2)
+	tp, err := New(prometheus.NewRegistry(), nil, kafkaconn.Configuration{Brokers: cluster.ListenAddrs()}, Configuration{Topic: "state", ReplicationFactor: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Stop()
+	tp.loadIdle = 300 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
+	defer cancel()
+	loaded, err := tp.load(ctx, map[int32]int64{0: 10}, func(netflow.StateRecord) error { return nil })
+	if err != nil || loaded != 2 || promtest.ToFloat64(tp.m.loadTimeouts) != 1 {
+		t.Errorf("load: %d records, error %v, %v load timeouts; want 2, none, 1", loaded, err, promtest.ToFloat64(tp.m.loadTimeouts))
 	}
 }
