@@ -307,6 +307,10 @@ func (a *App) Start() error {
 		},
 		Clock: a.clock,
 	}
+	if a.networks != nil && a.cfg.Mode != ModeInlet {
+		// Degraded while a network source fails or the GeoIP files do not read.
+		cdeps.Health = append(cdeps.Health, a.networks)
+	}
 	a.splitCollector(&ccfg, &cdeps)
 	c, err := collector.New(ccfg, cdeps)
 	if err != nil {

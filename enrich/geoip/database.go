@@ -35,6 +35,18 @@ type Info struct {
 	ASN uint32
 }
 
+// MaxValueLen bounds a string attribute, in bytes, here and in enrich/networks: the
+// attributes of an address, encoded together, must fit a flow fragment (4 KiB).
+const MaxValueLen = 256
+
+// IsCountryCode tells whether s looks like an ISO 3166-1 alpha-2 code: two ASCII capital
+// letters, what the FixedString(2) country columns hold.
+func IsCountryCode(s string) bool {
+	return len(s) == 2 && isUpperLetter(s[0]) && isUpperLetter(s[1])
+}
+
+func isUpperLetter(b byte) bool { return b >= 'A' && b <= 'Z' }
+
 // IsZero tells if the record has no attribute.
 func (i Info) IsZero() bool { return i == Info{} }
 
@@ -94,7 +106,10 @@ type Database struct {
 	Type string
 	// Layout is the shape of its records.
 	Layout Layout
-	reader *maxminddb.Reader
+	// Invalid counts the values the last Each left out: a country that is not two letters,
+	// a state or city longer than MaxValueLen.
+	Invalid int
+	reader  *maxminddb.Reader
 }
 
 // Open reads a MaxMind DB file. A file that is not one, or is truncated, is an error naming it.
@@ -145,14 +160,14 @@ type ipinfoRecord struct {
 	ASN         string `maxminddb:"asn"`
 }
 
-// decode reads the record of a lookup or network.
-func (d *Database) decode(r maxminddb.Result) (Info, error) {
-	var info Info
+// decode reads the record of a lookup or network. Values a column cannot hold are left out
+// and counted in invalid.
+func (d *Database) decode(r maxminddb.Result) (info Info, invalid int, err error) {
 	switch d.Layout {
 	case LayoutIPinfo:
 		var rec ipinfoRecord
 		if err := r.Decode(&rec); err != nil {
-			return info, err
+			return info, 0, err
 		}
 		info.Country = rec.CountryCode
 		if info.Country == "" && len(rec.Country) == 2 {
@@ -162,14 +177,14 @@ func (d *Database) decode(r maxminddb.Result) (Info, error) {
 		if rec.ASN != "" {
 			as, err := parseASN(rec.ASN)
 			if err != nil {
-				return info, err
+				return info, 0, err
 			}
 			info.ASN = as
 		}
 	default:
 		var rec maxmindRecord
 		if err := r.Decode(&rec); err != nil {
-			return info, err
+			return info, 0, err
 		}
 		info.Country, info.City, info.ASN = rec.Country.ISOCode, rec.City.Names.EN, rec.ASN
 		if len(rec.Subdivisions) > 0 {
@@ -180,10 +195,17 @@ func (d *Database) decode(r maxminddb.Result) (Info, error) {
 		}
 	}
 	info.Country = strings.ToUpper(info.Country)
-	if len(info.Country) != 2 {
-		info.Country = "" // not an ISO 3166-1 alpha-2 code: the column holds two letters
+	if info.Country != "" && !IsCountryCode(info.Country) {
+		info.Country = "" // the column holds two letters
+		invalid++
 	}
-	return info, nil
+	for _, v := range []*string{&info.State, &info.City} {
+		if len(*v) > MaxValueLen {
+			*v = "" // it would not fit a flow fragment with the other attributes
+			invalid++
+		}
+	}
+	return info, invalid, nil
 }
 
 // parseASN reads IPinfo's "AS15169".
@@ -209,7 +231,7 @@ func (d *Database) Lookup(a netip.Addr) (Info, error) {
 	if !r.Found() {
 		return Info{}, nil
 	}
-	info, err := d.decode(r)
+	info, _, err := d.decode(r)
 	if err != nil {
 		return Info{}, fmt.Errorf("%s: %s: %w", d.Path, a, err)
 	}
@@ -219,19 +241,22 @@ func (d *Database) Lookup(a netip.Addr) (Info, error) {
 // Each calls fn for every network of the database that has an attribute, in address order,
 // IPv4 networks as IPv4 prefixes. Records shared by several networks are decoded once and
 // given as the same *Info, whose strings no longer refer to the file. A record that cannot
-// be decoded stops the walk with an error naming the network.
+// be decoded stops the walk with an error naming the network. Values left out are counted
+// in Invalid, once per record.
 func (d *Database) Each(fn func(netip.Prefix, *Info)) error {
 	seen := map[uintptr]*Info{}
+	d.Invalid = 0
 	for r := range d.reader.Networks() {
 		if err := r.Err(); err != nil {
 			return fmt.Errorf("%s: %w", d.Path, err)
 		}
 		info, ok := seen[r.Offset()]
 		if !ok {
-			v, err := d.decode(r)
+			v, invalid, err := d.decode(r)
 			if err != nil {
 				return fmt.Errorf("%s: network %s: %w", d.Path, r.Prefix(), err)
 			}
+			d.Invalid += invalid
 			if !v.IsZero() {
 				v.State, v.City = strings.Clone(v.State), strings.Clone(v.City)
 				v.Country = strings.Clone(v.Country)

@@ -25,6 +25,7 @@ type Databases struct {
 	layer    atomic.Pointer[Layer]
 	stamps   []stamp // what each file looked like at the last load attempt
 	onChange func(*Layer)
+	failed   atomic.Pointer[error] // the last load's error; nil once a load succeeds
 	stop     chan struct{}
 	done     chan struct{}
 }
@@ -88,6 +89,15 @@ func (d *Databases) Stop() {
 	}
 }
 
+// Err returns the error of the last load, or nil when it succeeded: the previous layer, if
+// any, still serves until the files read again.
+func (d *Databases) Err() error {
+	if p := d.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // Layer returns the current layer (nil before the first load).
 func (d *Databases) Layer() *Layer { return d.layer.Load() }
 
@@ -127,6 +137,7 @@ func (d *Databases) Check() (bool, error) {
 			if old != nil {
 				d.log.Warn("cannot read a changed database; the previous data stays", "error", err)
 			}
+			d.failed.Store(&err)
 			return false, err
 		}
 		dbs = append(dbs, db)
@@ -138,10 +149,18 @@ func (d *Databases) Check() (bool, error) {
 		if old != nil {
 			d.log.Warn("cannot read a changed database; the previous data stays", "error", err)
 		}
+		d.failed.Store(&err)
 		return false, err
 	}
 	d.layer.Store(layer)
+	d.failed.Store(nil)
 	d.metrics.reloads.Inc()
+	if layer.Invalid > 0 {
+		// Once per load, not per record.
+		d.metrics.invalid.Add(float64(layer.Invalid))
+		d.log.Warn("GeoIP values left out: a country that is not two letters, or a state or city too long",
+			"values", layer.Invalid, "max-length", MaxValueLen)
+	}
 	attrs := []any{"databases", len(dbs), "networks", layer.Size(), "records", layer.Records,
 		"duration", time.Since(start).Round(time.Millisecond)}
 	for _, db := range dbs {

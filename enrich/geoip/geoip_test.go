@@ -3,6 +3,7 @@ package geoip
 import (
 	"bytes"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maxmind/mmdbwriter"
+	"github.com/maxmind/mmdbwriter/mmdbtype"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -195,6 +198,9 @@ func TestDatabasesReload(t *testing.T) {
 	if got := d.Layer().Lookup(london).City; got != "London" {
 		t.Errorf("after a failed reload, city %q: the previous layer should stay", got)
 	}
+	if err := d.Err(); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("Err() = %v after a failed reload, want an error naming the file", err)
+	}
 	if got := testutil.ToFloat64(d.metrics.errors); got != 1 {
 		t.Errorf("errors = %v, want 1", got)
 	}
@@ -203,6 +209,60 @@ func TestDatabasesReload(t *testing.T) {
 	}
 	if len(layers) != 2 {
 		t.Errorf("%d layers handed over, want 2", len(layers))
+	}
+	write(city, 5*time.Minute)
+	if changed, err := d.Check(); !changed || err != nil || d.Err() != nil {
+		t.Errorf("fixed file: Check() = %v, %v; Err() = %v", changed, err, d.Err())
+	}
+}
+
+// buildDB writes a GeoIP2-layout database of recs by network.
+func buildDB(t *testing.T, typ string, recs map[string]mmdbtype.Map) []byte {
+	t.Helper()
+	w, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: typ, RecordSize: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, rec := range recs {
+		_, n, err := net.ParseCIDR(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Insert(n, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b bytes.Buffer
+	if _, err := w.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestInvalidValues checks that a country that is not two ASCII letters and a city past
+// MaxValueLen are left out and counted, the record's other values kept.
+func TestInvalidValues(t *testing.T) {
+	long := strings.Repeat("x", MaxValueLen+1)
+	b := buildDB(t, "GeoLite2-City", map[string]mmdbtype.Map{
+		"81.2.69.0/24":   {"country": mmdbtype.Map{"iso_code": mmdbtype.String("1!")}, "city": mmdbtype.Map{"names": mmdbtype.Map{"en": mmdbtype.String("London")}}},
+		"89.160.20.0/24": {"country": mmdbtype.Map{"iso_code": mmdbtype.String("é")}},
+		"89.160.21.0/24": {"country": mmdbtype.Map{"iso_code": mmdbtype.String("se")}, "city": mmdbtype.Map{"names": mmdbtype.Map{"en": mmdbtype.String(long)}}},
+	})
+	db, err := OpenBytes("x", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for a, want := range map[string]Info{"81.2.69.1": {City: "London"}, "89.160.20.1": {}, "89.160.21.1": {Country: "SE"}} {
+		if got, err := db.Lookup(netip.MustParseAddr(a)); err != nil || got != want {
+			t.Errorf("%s: %+v, %v; want %+v", a, got, err, want)
+		}
+	}
+	l, err := NewLayer([]*Database{db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Invalid != 3 || l.Size() != 2 {
+		t.Errorf("%d values left out, %d networks; want 3 and 2", l.Invalid, l.Size())
 	}
 }
 
@@ -286,7 +346,7 @@ func TestParseASN(t *testing.T) {
 
 // FuzzOpen reads arbitrary bytes as a database: an error or networks, never a panic.
 func FuzzOpen(f *testing.F) {
-	for _, name := range []string{"GeoLite2-ASN-Test.mmdb", "ip_geolocation_sample.mmdb"} {
+	for _, name := range []string{"GeoLite2-ASN-Test.mmdb", "GeoLite2-City-Test.mmdb", "ip_geolocation_sample.mmdb"} {
 		if root := testdata.Root(); root != "" {
 			if b, err := os.ReadFile(filepath.Join(root, "geoip", name)); err == nil {
 				f.Add(b)
@@ -300,7 +360,8 @@ func FuzzOpen(f *testing.F) {
 		}
 		_, _ = db.Lookup(netip.MustParseAddr("1.0.0.1"))
 		_ = db.Each(func(p netip.Prefix, info *Info) {
-			if !p.IsValid() || info == nil || (info.Country != "" && len(info.Country) != 2) {
+			if !p.IsValid() || info == nil || (info.Country != "" && !IsCountryCode(info.Country)) ||
+				len(info.State) > MaxValueLen || len(info.City) > MaxValueLen {
 				t.Fatalf("bad network %s %+v", p, info)
 			}
 		})

@@ -13,6 +13,9 @@ type Layer struct {
 	table *bart.Table[*Info]
 	// Records is the number of distinct records.
 	Records int
+	// Invalid is the number of values the databases' records had that were left out (see
+	// Database.Invalid).
+	Invalid int
 }
 
 // NewLayer merges databases, the first winning per attribute. Each database is walked once;
@@ -20,14 +23,16 @@ type Layer struct {
 // contain it.
 func NewLayer(dbs []*Database) (*Layer, error) {
 	tables := make([]*bart.Table[*Info], len(dbs))
+	invalid := 0
 	for i, d := range dbs {
 		t := new(bart.Table[*Info])
 		if err := d.Each(func(p netip.Prefix, info *Info) { t.Insert(p, info) }); err != nil {
 			return nil, err
 		}
 		tables[i] = t
+		invalid += d.Invalid
 	}
-	l := &Layer{table: new(bart.Table[*Info])}
+	l := &Layer{table: new(bart.Table[*Info]), Invalid: invalid}
 	intern := map[Info]*Info{}
 	for _, t := range tables {
 		for p := range t.All() {

@@ -5,6 +5,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type metrics struct {
 	reloads prometheus.Counter
 	errors  prometheus.Counter
+	invalid prometheus.Counter
 }
 
 func newMetrics(r prometheus.Registerer, d *Databases) *metrics {
@@ -13,6 +14,8 @@ func newMetrics(r prometheus.Registerer, d *Databases) *metrics {
 			Name: "flowzero_geoip_reloads_total", Help: "GeoIP databases read (at start and when a file changed)."}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "flowzero_geoip_errors_total", Help: "GeoIP database files that could not be read (missing, truncated, corrupt)."}),
+		invalid: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flowzero_geoip_invalid_values_total", Help: "GeoIP values left out at load, once per record and load: a country that is not two letters, a state or city longer than 256 bytes."}),
 	}
 	networks := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "flowzero_geoip_networks", Help: "Networks of the loaded GeoIP databases, merged."},
@@ -26,7 +29,7 @@ func newMetrics(r prometheus.Registerer, d *Databases) *metrics {
 			return 0
 		})
 	if r != nil {
-		r.MustRegister(m.reloads, m.errors, networks, records)
+		r.MustRegister(m.reloads, m.errors, m.invalid, networks, records)
 	}
 	return m
 }

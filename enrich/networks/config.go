@@ -1,10 +1,10 @@
 package networks
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -28,12 +28,15 @@ type Configuration struct {
 	// ID, and wins over entries without VRF: a flow's source address is in its IngressVRFID,
 	// its destination in its EgressVRFID, each taking the other when the exporter sent only
 	// one (these two columns must then be enabled). A plain string value is a name:
-	// `192.0.2.0/24: customers`.
+	// `192.0.2.0/24: customers`. A prefix with host bits set is an error (10.1.2.0/8 is not
+	// read as 10.0.0.0/8), and so is a value longer than 256 bytes.
 	Networks map[string]Attributes `yaml:"networks"`
 	// NetworkSources are lists of networks with attributes fetched over HTTP (JSON or CSV)
-	// and refreshed on an interval, by source name. The last good copy is kept on disk, so a
-	// restart while a source is down still enriches. For the same prefix, the first source
-	// in name order wins per attribute.
+	// and refreshed on an interval, by source name (which cannot hold "/", "\" or "..": it
+	// names the cache file). The last good copy is kept on disk, so a restart while a source
+	// is down still enriches. An answer without any entry is refused while the source has
+	// some (a glitch of the server must not erase them; remove the source to drop them). For
+	// the same prefix, the first source in name order wins per attribute.
 	NetworkSources map[string]SourceConfiguration `yaml:"network-sources"`
 	// GeoIP gives country, state, city and AS number from MaxMind DB files.
 	GeoIP geoip.Configuration `yaml:"geoip"`
@@ -78,21 +81,52 @@ func (c *Configuration) VRFKey() string {
 	return ""
 }
 
+// defaultCacheDir holds the network sources' cached copies when Options.CacheDir is unset.
+var defaultCacheDir = filepath.Join("var", "network-sources")
+
 // Validate checks the configuration and names the bad key.
 func (c *Configuration) Validate() error {
 	if _, err := staticEntries(c.Networks); err != nil {
 		return err
 	}
 	for _, name := range slices.Sorted(mapsKeys(c.NetworkSources)) {
+		if name == "" || name == "." || strings.ContainsAny(name, `/\`) || strings.Contains(name, "..") {
+			return config.Errorf("network-sources."+name, `a source name cannot be empty or hold "/", "\" or "..": it names the cache file`)
+		}
 		s := c.NetworkSources[name]
 		if err := s.Validate(); err != nil {
 			return config.Prefix("network-sources."+name, err)
 		}
 	}
+	if _, err := c.cacheFiles(defaultCacheDir); err != nil {
+		return err
+	}
 	if err := c.GeoIP.Validate(); err != nil {
 		return config.Prefix("geoip", err)
 	}
 	return nil
+}
+
+// cacheFiles returns each source's cache file, cache-file or dir/<name>, refusing two
+// sources that would share one: each would read the other's copy after a restart.
+func (c *Configuration) cacheFiles(dir string) (map[string]string, error) {
+	files := map[string]string{}
+	owner := map[string]string{}
+	for _, name := range slices.Sorted(mapsKeys(c.NetworkSources)) {
+		f := c.NetworkSources[name].CacheFile
+		if f == "" {
+			f = filepath.Join(dir, name)
+		}
+		f = filepath.Clean(f)
+		if abs, err := filepath.Abs(f); err == nil {
+			f = abs
+		}
+		if other, dup := owner[f]; dup {
+			return nil, config.Errorf("network-sources."+name+".cache-file", "%s is also the cache file of network-sources.%s", f, other)
+		}
+		owner[f], files[name] = name, f
+	}
+	return files, nil
 }
 
 func mapsKeys[V any](m map[string]V) func(func(string) bool) {
@@ -142,19 +176,22 @@ func (a *Attributes) UnmarshalYAML(n *yaml.Node) error {
 	return decodeStrict(n, (*plain)(a))
 }
 
-// validate checks the values a column would refuse.
+// validate checks the values a column would refuse, and the length of each: all of them
+// together must fit a flow fragment.
 func (a *Attributes) validate() error {
-	if a.Country != "" && !isCountryCode(a.Country) {
+	if a.Country != "" && !geoip.IsCountryCode(a.Country) {
 		return config.Errorf("country", "%q is not an ISO 3166-1 alpha-2 code (two letters)", a.Country)
+	}
+	for _, v := range []struct{ key, value string }{
+		{"name", a.Name}, {"role", a.Role}, {"site", a.Site}, {"region", a.Region},
+		{"tenant", a.Tenant}, {"state", a.State}, {"city", a.City},
+	} {
+		if len(v.value) > geoip.MaxValueLen {
+			return config.Errorf(v.key, "%d bytes, more than %d", len(v.value), geoip.MaxValueLen)
+		}
 	}
 	return nil
 }
-
-func isCountryCode(s string) bool {
-	return len(s) == 2 && isUpperLetter(s[0]) && isUpperLetter(s[1])
-}
-
-func isUpperLetter(b byte) bool { return b >= 'A' && b <= 'Z' }
 
 // fill sets the empty fields of a from o.
 func (a *Attributes) fill(o *Attributes) {
@@ -202,7 +239,7 @@ type Entry struct {
 }
 
 // parseKey reads "PREFIX", "ADDRESS" or either followed by "@VRF". IPv4 stays IPv4 (flows
-// are looked up unmapped); the prefix is masked.
+// are looked up unmapped); a prefix with host bits set is refused.
 func parseKey(s string) (netip.Prefix, uint32, error) {
 	var vrf uint32
 	if p, v, ok := strings.Cut(s, "@"); ok {
@@ -216,17 +253,21 @@ func parseKey(s string) (netip.Prefix, uint32, error) {
 	return p, vrf, err
 }
 
-// parsePrefix reads a prefix or an address (a host prefix), IPv4-mapped IPv6 as IPv4, masked.
+// parsePrefix reads a prefix or an address (a host prefix), IPv4-mapped IPv6 as IPv4. A
+// prefix with host bits set is refused rather than widened: "10.1.2.0/8" is likely a typo.
 func parsePrefix(s string) (netip.Prefix, error) {
 	s = strings.TrimSpace(s)
 	if p, err := netip.ParsePrefix(s); err == nil {
+		if err := config.CheckHostBits(p); err != nil {
+			return netip.Prefix{}, err
+		}
 		if p.Addr().Is4In6() {
 			if p.Bits() < 96 {
 				return netip.Prefix{}, fmt.Errorf("%q spans IPv4-mapped and other IPv6 addresses", s)
 			}
 			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 		}
-		return p.Masked(), nil
+		return p, nil
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil || a.Zone() != "" {
@@ -270,7 +311,9 @@ const (
 
 // SourceConfiguration is one list of networks fetched over HTTP.
 type SourceConfiguration struct {
-	// URL is fetched with GET (http or https).
+	// URL is fetched with GET (http or https). Logs show it without its password and
+	// with its query values replaced. Up to 5 redirects are followed, to the same scheme and
+	// host only (or from http to https), so that the headers never reach another host.
 	URL string `yaml:"url"`
 	// Headers are sent with the request (for example an Authorization header). They are
 	// never logged.
@@ -281,15 +324,21 @@ type SourceConfiguration struct {
 	Interval time.Duration `yaml:"interval"`
 	// Timeout bounds a fetch, from the request to the end of the body (default 30s).
 	Timeout time.Duration `yaml:"timeout"`
-	// MaxSize bounds the body, in bytes (default 64 MiB): a larger answer is an error and
-	// the previous copy stays.
+	// MaxSize bounds the body, in bytes (default 64 MiB, at most 1 GiB): a larger answer is
+	// an error and the previous copy stays.
 	MaxSize int64 `yaml:"max-size"`
-	// CacheFile keeps the last good answer, read at start before the first fetch. Empty:
-	// var/network-sources/<name>.
+	// MaxEntries bounds the entries of an answer, valid or not (default 1,000,000, at most
+	// 10,000,000): an answer with more is an error and the previous copy stays.
+	MaxEntries int `yaml:"max-entries"`
+	// CacheFile keeps the last good answer, read at start before the first fetch, and
+	// written (synced, then renamed) when an answer changes the entries. Empty:
+	// var/network-sources/<name>. Two sources cannot share one.
 	CacheFile string `yaml:"cache-file"`
 	// Entries are where the entries are in a JSON answer: dotted paths to arrays of objects
 	// (for example "prefixes" and "ipv6_prefixes" in AWS's ip-ranges.json). Empty: the
-	// answer is the array. Unused for CSV, whose first line names the columns.
+	// answer is the array. An answer holding none of them (an error message served with
+	// status 200) is an error and the previous copy stays. Unused for CSV, whose first line
+	// names the columns.
 	Entries []string `yaml:"entries"`
 	// Fields maps each attribute (prefix, vrf, name, role, site, region, tenant, country,
 	// state, city, asn) to the field or CSV column holding it: a name, a dotted path into
@@ -303,7 +352,9 @@ type SourceConfiguration struct {
 
 // FieldMapping names the fields of a source that hold each attribute.
 type FieldMapping struct {
-	// Prefix holds the entry's prefix or address (required).
+	// Prefix holds the entry's prefix or address (required). Entries whose prefix has host
+	// bits set (10.1.2.0/8), or with a value longer than 256 bytes, or larger than 64 KiB in
+	// JSON, are skipped and counted.
 	Prefix FieldNames `yaml:"prefix"`
 	// VRF holds the VRF ID the entry applies to (empty or absent: every VRF).
 	VRF FieldNames `yaml:"vrf"`
@@ -351,7 +402,8 @@ func (f *FieldNames) UnmarshalYAML(n *yaml.Node) error {
 
 // DefaultSourceConfiguration is what a source's unset keys take.
 func DefaultSourceConfiguration() SourceConfiguration {
-	return SourceConfiguration{Format: FormatJSON, Interval: 10 * time.Minute, Timeout: 30 * time.Second, MaxSize: 64 << 20}
+	return SourceConfiguration{Format: FormatJSON, Interval: 10 * time.Minute, Timeout: 30 * time.Second,
+		MaxSize: 64 << 20, MaxEntries: 1_000_000}
 }
 
 // UnmarshalYAML starts a source from its defaults.
@@ -390,6 +442,12 @@ func decodeStrict(n *yaml.Node, out any) error {
 	return n.Decode(out)
 }
 
+// Bounds of the sources' max-size and max-entries.
+const (
+	maxMaxSize    = 1 << 30
+	maxMaxEntries = 10_000_000
+)
+
 // Validate checks a source and names the bad key.
 func (s *SourceConfiguration) Validate() error {
 	u, err := url.Parse(s.URL)
@@ -397,9 +455,19 @@ func (s *SourceConfiguration) Validate() error {
 	case s.URL == "":
 		return config.Errorf("url", "required")
 	case err != nil:
-		return config.Errorf("url", "%v", errors.Unwrap(err))
+		// url.Parse's error quotes part of the URL, which may be a password.
+		return config.Errorf("url", "not a valid URL (characters such as # / ? @ in a user name or password must be percent-encoded)")
 	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
-		return config.Errorf("url", "must be an http or https URL, not %q", u.Redacted())
+		return config.Errorf("url", "must be an http or https URL, not %q", redactURL(u))
+	}
+	for _, k := range slices.Sorted(mapsKeys(s.Headers)) {
+		if !validHeaderName(k) {
+			return config.Errorf("headers."+k, "not a valid HTTP header name")
+		}
+		if !validHeaderValue(s.Headers[k]) {
+			// The value may be a secret: do not quote it.
+			return config.Errorf("headers."+k, "the value holds characters an HTTP header cannot (a line break or another control character)")
+		}
 	}
 	switch s.Format {
 	case FormatJSON, FormatCSV:
@@ -412,8 +480,11 @@ func (s *SourceConfiguration) Validate() error {
 	if s.Timeout <= 0 {
 		return config.Errorf("timeout", "must be positive")
 	}
-	if s.MaxSize <= 0 {
-		return config.Errorf("max-size", "must be positive")
+	if s.MaxSize <= 0 || s.MaxSize > maxMaxSize {
+		return config.Errorf("max-size", "must be from 1 to %d (1 GiB), not %d", maxMaxSize, s.MaxSize)
+	}
+	if s.MaxEntries <= 0 || s.MaxEntries > maxMaxEntries {
+		return config.Errorf("max-entries", "must be from 1 to %d, not %d", maxMaxEntries, s.MaxEntries)
 	}
 	if len(s.Fields.Prefix) == 0 {
 		return config.Errorf("fields.prefix", "required: the field holding each entry's prefix")
@@ -432,6 +503,32 @@ func (s *SourceConfiguration) Validate() error {
 		return config.Prefix("values", err)
 	}
 	return nil
+}
+
+// validHeaderName tells whether s is an HTTP header name: a token (RFC 9110 section 5.6.2).
+// golang.org/x/net/http/httpguts has the same check but would bring in golang.org/x/text.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue tells whether s can be sent as a header value: no control character but
+// tab (RFC 9110 section 5.5), so no line break that would start another header.
+func validHeaderValue(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // fieldKeys are the YAML keys of FieldMapping, in the order of all.

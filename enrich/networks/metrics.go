@@ -19,10 +19,10 @@ type metrics struct {
 	counts [counterStripes]struct {
 		c [64]atomic.Uint64
 	}
-	builds       prometheus.Counter
-	lastBuildErr error
-	lookups      *prometheus.Desc
-	sourceVecs   struct {
+	builds     prometheus.Counter
+	dropped    prometheus.Counter
+	lookups    *prometheus.Desc
+	sourceVecs struct {
 		errors, updates, invalid *prometheus.CounterVec
 		entries                  *prometheus.GaugeVec
 	}
@@ -38,6 +38,8 @@ func newMetrics(reg prometheus.Registerer, e *Enricher) *metrics {
 	m := &metrics{e: e}
 	m.builds = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "flowzero_networks_builds_total", Help: "Network attribute tables built (at start and when a source or GeoIP database changed)."})
+	m.dropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "flowzero_networks_dropped_values_total", Help: "Attribute values left out of the flows' columns at a table build, all the values of an address being too long together (counted at each build)."})
 	m.lookups = prometheus.NewDesc("flowzero_networks_lookups_total",
 		"Flow addresses looked up, by source of network attributes (networks, network-sources, geoip): hit when that source gave the address an attribute.",
 		[]string{"source", "result"}, nil)
@@ -56,7 +58,7 @@ func newMetrics(reg prometheus.Registerer, e *Enricher) *metrics {
 		Name: "flowzero_networks_records", Help: "Distinct resolved attribute records of the merged table."},
 		func() float64 { return float64(e.table.Load().leaves) })
 	if reg != nil {
-		reg.MustRegister(m.builds, prefixes, records, (*lookupCollector)(m), m.sourceVecs.errors,
+		reg.MustRegister(m.builds, m.dropped, prefixes, records, (*lookupCollector)(m), m.sourceVecs.errors,
 			m.sourceVecs.updates, m.sourceVecs.invalid, m.sourceVecs.entries)
 	}
 	return m

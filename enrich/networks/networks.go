@@ -31,7 +31,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -40,6 +39,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flowzero/enrich/geoip"
+	"flowzero/internal/health"
+	"flowzero/internal/lograte"
 	"flowzero/schema"
 )
 
@@ -53,7 +54,8 @@ type Options struct {
 	// CacheDir holds the network sources' last good copies when their cache-file is unset
 	// (default var/network-sources).
 	CacheDir string
-	// HTTPClient fetches the network sources (default: a client of its own).
+	// HTTPClient fetches the network sources (default: a client of its own). Each source
+	// uses a copy with its own redirect policy.
 	HTTPClient *http.Client
 }
 
@@ -68,6 +70,7 @@ type Enricher struct {
 	geo     *geoip.Databases // nil without databases
 	sources []*source        // in name order
 	metrics *metrics
+	health  *health.State
 
 	mu            sync.Mutex // the inputs of the next table
 	static        []Entry
@@ -86,13 +89,17 @@ func New(reg prometheus.Registerer, cfg Configuration, s *schema.Schema, opts Op
 		opts.Logger = slog.Default()
 	}
 	if opts.CacheDir == "" {
-		opts.CacheDir = filepath.Join("var", "network-sources")
+		opts.CacheDir = defaultCacheDir
+	}
+	cacheFiles, err := cfg.cacheFiles(opts.CacheDir)
+	if err != nil {
+		return nil, err
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
 	}
 	e := &Enricher{cfg: cfg, schema: s, asn: opts.ASN, log: opts.Logger.With("component", "networks"),
-		static: static, sourceEntries: map[string][]Entry{}}
+		health: health.NewState(nil), static: static, sourceEntries: map[string][]Entry{}}
 	e.metrics = newMetrics(reg, e)
 	if len(cfg.GeoIP.Databases) > 0 {
 		g, err := geoip.New(reg, cfg.GeoIP, opts.Logger)
@@ -103,27 +110,44 @@ func New(reg prometheus.Registerer, cfg Configuration, s *schema.Schema, opts Op
 	}
 	for _, name := range slices.Sorted(mapsKeys(cfg.NetworkSources)) {
 		sc := cfg.NetworkSources[name]
-		if sc.CacheFile == "" {
-			sc.CacheFile = filepath.Join(opts.CacheDir, name)
-		}
-		e.sources = append(e.sources, &source{
-			name: name, cfg: sc, client: opts.HTTPClient,
-			log:     e.log.With("source", name),
-			metrics: e.metrics.source(name),
+		sc.CacheFile = cacheFiles[name]
+		client := *opts.HTTPClient
+		src := &source{
+			name: name, cfg: sc, client: &client,
+			log:      e.log.With("source", name),
+			metrics:  e.metrics.source(name),
+			health:   e.health,
+			logLimit: lograte.New(3, time.Minute),
 			onChange: func(name string, entries []Entry) {
 				e.mu.Lock()
 				e.sourceEntries[name] = entries
 				e.mu.Unlock()
 				e.rebuild("network source " + name)
 			},
-		})
+		}
+		client.CheckRedirect = src.checkRedirect
+		e.sources = append(e.sources, src)
 	}
 	e.rebuild("")
-	return e, e.buildErr()
+	return e, nil
 }
 
-// buildErr is the error of the first build (a value too long for a fragment).
-func (e *Enricher) buildErr() error { return e.metrics.lastBuildErr }
+// Name identifies the network attributes in /healthz.
+func (e *Enricher) Name() string { return "networks" }
+
+// Health implements health.Reporter: degraded while a network source has failed its last
+// fetches or cannot write its cached copy, and while the GeoIP databases failed to read
+// (the previous data serving meanwhile).
+func (e *Enricher) Health() health.Report {
+	if e.geo != nil {
+		if err := e.geo.Err(); err != nil {
+			e.health.Set("geoip", fmt.Sprintf("%v (the previous data stays until the files read)", err))
+		} else {
+			e.health.Clear("geoip")
+		}
+	}
+	return e.health.Report()
+}
 
 // Start reads the GeoIP databases and the network sources' cached copies, fetches the
 // sources that have none (within their timeout), then refreshes everything in the
@@ -147,7 +171,7 @@ func (e *Enricher) Start() error {
 		if !s.loadCache() {
 			wg.Go(func() {
 				if err := s.refresh(context.Background()); err != nil {
-					e.log.Warn("network source not fetched; retried at its interval", "error", err)
+					s.warn("network source not fetched; retried at its interval", "error", err)
 				}
 			})
 		}
@@ -190,9 +214,9 @@ func (e *Enricher) rebuild(why string) {
 	t := b.build()
 	e.table.Store(t)
 	e.metrics.builds.Inc()
-	if b.err != nil {
-		e.metrics.lastBuildErr = fmt.Errorf("networks: %w", b.err)
-		e.log.Warn("network attributes left out of flows", "error", b.err)
+	if b.dropped > 0 {
+		e.metrics.dropped.Add(float64(b.dropped))
+		e.log.Warn("network attribute values left out of flows", "values", b.dropped, "first", b.first)
 	}
 	if why != "" {
 		e.log.Info("network attributes updated", "after", why, "prefixes", t.prefixes, "records", t.leaves,

@@ -19,6 +19,7 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"flowzero/internal/config"
+	"flowzero/internal/health"
 	"flowzero/internal/testdata"
 	"flowzero/pbwire"
 	"flowzero/schema"
@@ -423,7 +424,11 @@ func TestConfigurationErrors(t *testing.T) {
 		{"networks: {10.0.0.0/8@x: x}", `networks.10.0.0.0/8@x: VRF "x" is not a VRF ID`},
 		{"networks: {10.0.0.0/8@0: x}", `networks.10.0.0.0/8@0: VRF "0" is not a VRF ID`},
 		{"networks: {10.0.0.0/8: {country: France}}", `networks.10.0.0.0/8.country: "France" is not an ISO 3166-1 alpha-2 code`},
-		{"networks: {10.0.0.0/8: x, 10.1.0.0/8: y}", `networks.10.1.0.0/8: same network as "10.0.0.0/8"`},
+		{"networks: {192.0.2.1: x, 192.0.2.1/32: y}", `networks.192.0.2.1/32: same network as "192.0.2.1"`},
+		{"networks: {10.1.2.0/8: lab}", `networks.10.1.2.0/8: 10.1.2.0/8 has host bits set (10.0.0.0/8 or 10.1.2.0/32?)`},
+		{"networks: {'::ffff:10.1.2.0/104': lab}", `networks.::ffff:10.1.2.0/104: ::ffff:10.1.2.0/104 has host bits set`},
+		{"networks: {10.0.0.0/8: {city: " + strings.Repeat("x", 257) + "}}", "networks.10.0.0.0/8.city: 257 bytes, more than 256"},
+		{"networks: {10.0.0.0/8: {name: " + strings.Repeat("x", 5000) + "}}", "networks.10.0.0.0/8.name: 5000 bytes, more than 256"},
 		{"networks: {10.0.0.0/8: {nmae: x}}", `unknown key "nmae"`},
 		{"network-sources: {a: {fields: {prefix: p}}}", "network-sources.a.url: required"},
 		{"network-sources: {a: {url: 'ftp://x/y', fields: {prefix: p}}}", `network-sources.a.url: must be an http or https URL`},
@@ -432,7 +437,20 @@ func TestConfigurationErrors(t *testing.T) {
 		{"network-sources: {a: {url: 'http://x/', fields: {prefix: p, nmae: x}}}", `unknown key "nmae"`},
 		{"network-sources: {a: {url: 'http://x/', fields: {prefix: p}, intervall: 1s}}", `unknown key "intervall"`},
 		{"network-sources: {a: {url: 'http://x/', fields: {prefix: p}, interval: 10ms}}", "network-sources.a.interval: must be at least 1s"},
-		{"network-sources: {a: {url: 'http://x/', fields: {prefix: p}, max-size: 0}}", "network-sources.a.max-size: must be positive"},
+		{"network-sources: {a: {url: 'http://x/', fields: {prefix: p}, max-size: 0}}", "network-sources.a.max-size: must be from 1 to 1073741824 (1 GiB), not 0"},
+		{"network-sources: {a: {url: 'http://x/', fields: {prefix: p}, max-size: 9223372036854775807}}", "network-sources.a.max-size: must be from 1 to 1073741824"},
+		{"network-sources: {a: {url: 'http://x/', fields: {prefix: p}, max-entries: 0}}", "network-sources.a.max-entries: must be from 1 to 10000000, not 0"},
+		{"network-sources: {a: {url: 'http://x/', fields: {prefix: p}, max-entries: 10000001}}", "network-sources.a.max-entries: must be from 1 to 10000000"},
+		{"network-sources: {a: {url: 'http://x/', fields: {prefix: p}, headers: {'Bad Name': x}}}", "network-sources.a.headers.Bad Name: not a valid HTTP header name"},
+		{`network-sources: {a: {url: 'http://x/', fields: {prefix: p}, headers: {Authorization: "Bearer a\nb"}}}`, "network-sources.a.headers.Authorization: the value holds characters an HTTP header cannot"},
+		{"network-sources: {a: {url: 'http://x/', fields: {prefix: p}, values: {site: " + strings.Repeat("x", 300) + "}}}", "network-sources.a.values.site: 300 bytes, more than 256"},
+		{"network-sources: {'x/../a': {url: 'http://x/', fields: {prefix: p}}}", `network-sources.x/../a: a source name cannot be empty or hold "/", "\" or ".."`},
+		{`network-sources: {'a\b': {url: 'http://x/', fields: {prefix: p}}}`, `network-sources.a\b: a source name cannot`},
+		{"network-sources: {'..': {url: 'http://x/', fields: {prefix: p}}}", `network-sources...: a source name cannot`},
+		{"network-sources: {a: {url: 'http://x/', fields: {prefix: p}, cache-file: /tmp/c}, b: {url: 'http://y/', fields: {prefix: p}, cache-file: /tmp/x/../c}}",
+			"network-sources.b.cache-file: /tmp/c is also the cache file of network-sources.a"},
+		{"network-sources: {a: {url: 'http://x/', fields: {prefix: p}}, b: {url: 'http://y/', fields: {prefix: p}, cache-file: var/network-sources/a}}",
+			"network-sources.b.cache-file: "},
 		{"network-sources: {a: {url: 'http://x/', fields: {prefix: p}, values: {country: fr}}}", "network-sources.a.values.country"},
 		{"network-sources: {a: {url: 'http://u:pw@x/', format: csv, entries: [a], fields: {prefix: p}}}", "network-sources.a.entries: only for json"},
 		{"geoip: {databases: [a, a]}", "geoip.databases[1]: a listed twice"},
@@ -577,5 +595,360 @@ func TestGeoIPReload(t *testing.T) {
 	}
 	if got, want := lookup(t, e, "81.2.69.142", 0), (Attributes{Name: "office", Country: "GB", State: "England", City: "London"}); got != want {
 		t.Errorf("after: %+v, want %+v", got, want)
+	}
+
+	// A file that does not read keeps the data and degrades /healthz until one reads.
+	if err := os.WriteFile(path, []byte("not a database"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.GeoIP().Check(); err == nil {
+		t.Fatal("Check() read a broken file")
+	}
+	if h := e.Health(); h.Status != health.Degraded || !strings.HasPrefix(h.Reason, "geoip: "+path) {
+		t.Errorf("health after a failed reload: %+v", h)
+	}
+	if got := lookup(t, e, "81.2.69.142", 0).City; got != "London" {
+		t.Errorf("city %q after a failed reload", got)
+	}
+	copyFile("GeoLite2-City-Test.mmdb", 0)
+	if _, err := e.GeoIP().Check(); err != nil {
+		t.Fatal(err)
+	}
+	if h := e.Health(); h.Status != health.OK {
+		t.Errorf("health after a reload: %+v", h)
+	}
+}
+
+// sourceServer serves the answer body holds, with status 200.
+func sourceServer(t *testing.T, body *atomic.Value) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, body.Load().(string))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestSourceRefusesEmptyAnswer checks that an answer without the entries paths (an error
+// message served with status 200, null) or without any entry while the source has some is
+// an error that keeps the entries and the cached copy.
+func TestSourceRefusesEmptyAnswer(t *testing.T) {
+	for _, c := range []struct{ format, good, bad, err string }{
+		{"json", `{"prefixes": [{"ip_prefix": "10.0.0.0/8", "name": "corp"}]}`, `{"message": "rate limited"}`, "JSON: no entries path (prefixes) in the answer"},
+		{"json", `{"prefixes": [{"ip_prefix": "10.0.0.0/8", "name": "corp"}]}`, `null`, "JSON: no entries path (prefixes) in the answer"},
+		{"json", `{"prefixes": [{"ip_prefix": "10.0.0.0/8", "name": "corp"}]}`, `{"prefixes": []}`, "the answer has no entry, the source has 1: refused"},
+		{"csv", "ip_prefix,name\n10.0.0.0/8,corp\n", "ip_prefix,name\n", "the answer has no entry, the source has 1: refused"},
+	} {
+		t.Run(c.format+"/"+c.bad, func(t *testing.T) {
+			var body atomic.Value
+			body.Store(c.good)
+			srv := sourceServer(t, &body)
+			entries := "entries: [prefixes],"
+			if c.format == "csv" {
+				entries = ""
+			}
+			dir := t.TempDir()
+			cfg := decodeConfig(t, fmt.Sprintf("network-sources: {s: {url: %s, format: %s, %s fields: {prefix: ip_prefix, name: name}}}",
+				srv.URL, c.format, entries))
+			e := newEnricher(t, cfg, mustSchema(t, schema.DefaultConfiguration()), Options{CacheDir: dir})
+			if got := lookup(t, e, "10.1.1.1", 0); got.Name != "corp" {
+				t.Fatalf("first fetch: %+v", got)
+			}
+			body.Store(c.bad)
+			if err := e.Refresh(context.Background()); err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("Refresh() = %v, want %q", err, c.err)
+			}
+			if got := lookup(t, e, "10.1.1.1", 0); got.Name != "corp" {
+				t.Errorf("entries erased: %+v", got)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, "s")); string(b) != c.good {
+				t.Errorf("cached copy %q, want the good answer", b)
+			}
+			if got := promtest.ToFloat64(e.sources[0].metrics.errors); got != 1 {
+				t.Errorf("errors = %v, want 1", got)
+			}
+		})
+	}
+	// A source that has no entry yet takes an empty list: there is nothing to erase.
+	cfg := DefaultSourceConfiguration()
+	cfg.Entries, cfg.Fields.Prefix = []string{"prefixes"}, FieldNames{"p"}
+	if entries, _, err := parseSource(&cfg, []byte(`{"prefixes": []}`)); err != nil || len(entries) != 0 {
+		t.Errorf("empty list: %v, %v", entries, err)
+	}
+}
+
+// TestOverlongValues checks that a source entry with a value past 256 bytes is skipped and
+// counted, the other entries enriching flows, and that values too long together for a
+// fragment lose the longest one only.
+func TestOverlongValues(t *testing.T) {
+	long := strings.Repeat("x", 5000)
+	var body atomic.Value
+	body.Store(fmt.Sprintf(`[{"p": "0.0.0.0/0", "site": %q}, {"p": "10.0.0.0/8", "name": "corp"}]`, long))
+	srv := sourceServer(t, &body)
+	cfg := decodeConfig(t, fmt.Sprintf(`
+networks: {10.1.0.0/16: {tenant: static-tenant}}
+network-sources: {s: {url: %s, fields: {prefix: p, name: name, site: site}}}`, srv.URL))
+	s := mustSchema(t, schema.DefaultConfiguration())
+	e := newEnricher(t, cfg, s, Options{})
+	fm := s.NewFlowMessage()
+	fm.SrcAddr = netip.MustParseAddr("10.1.2.3")
+	e.Enrich(fm)
+	if got := columns(t, s, fm); got["SrcNetName"] != "corp" || got["SrcNetTenant"] != "static-tenant" {
+		t.Errorf("flow columns %v", got)
+	}
+	if n := promtest.ToFloat64(e.sources[0].metrics.invalid); n != 1 {
+		t.Errorf("invalid entries = %v, want 1", n)
+	}
+
+	b := newBuilder(s, false)
+	frags := b.encode(&Attributes{Name: "corp", Site: strings.Repeat("s", 3000), City: strings.Repeat("c", 2000)})
+	if b.dropped != 1 || b.first == nil || !strings.Contains(b.first.Error(), "a site of 3000 bytes left out") {
+		t.Errorf("dropped %d, first %v", b.dropped, b.first)
+	}
+	fm.Reset()
+	fm.AppendFragment(frags[0])
+	if got := columns(t, s, fm); got["SrcNetName"] != "corp" || got["SrcNetSite"] != nil || got["SrcGeoCity"] != strings.Repeat("c", 2000) {
+		t.Errorf("fragment columns %v", got)
+	}
+}
+
+// TestSourceCacheFileDefaultDir checks that a cache-file naming another source's file in
+// the cache directory is refused by New, which knows the directory.
+func TestSourceCacheFileDefaultDir(t *testing.T) {
+	dir := t.TempDir()
+	cfg := decodeConfig(t, fmt.Sprintf("network-sources: {a: {url: 'http://x/', fields: {prefix: p}}, b: {url: 'http://y/', fields: {prefix: p}, cache-file: %s/a}}", dir))
+	_, err := New(nil, cfg, mustSchema(t, schema.DefaultConfiguration()), Options{Logger: quiet(), CacheDir: dir})
+	if want := "network-sources.b.cache-file: " + filepath.Join(dir, "a") + " is also the cache file of network-sources.a"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("New() = %v, want %q", err, want)
+	}
+}
+
+// TestURLRedacted checks that neither a configuration error nor a log line shows a password
+// or a query value of a source's URL.
+func TestURLRedacted(t *testing.T) {
+	for _, u := range []string{"https://user:Secr3t#tail@ipam.example/x", "https://user:Secr3t/tail@ipam.example/x", "ftp://user:Secr3t@ipam.example/"} {
+		cfg := DefaultConfiguration()
+		err := config.Decode(fmt.Appendf(nil, "network-sources: {a: {url: '%s', fields: {prefix: p}}}", u), &cfg)
+		if err == nil || !strings.Contains(err.Error(), "network-sources.a.url: ") || strings.Contains(err.Error(), "Secr3t") {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	for raw, want := range map[string]string{
+		"https://u:Secr3t@ipam.example/list?token=Secr3t&format=json#Secr3t": "https://u:xxxxx@ipam.example/list?format=xxxxx&token=xxxxx",
+		"http://ipam.example/list": "http://ipam.example/list",
+	} {
+		if got := redacted(raw); got != want {
+			t.Errorf("redacted(%s) = %s, want %s", raw, got, want)
+		}
+	}
+}
+
+// TestSourceJSONTrailingData checks that data after the JSON document fails the answer,
+// naming where it starts.
+func TestSourceJSONTrailingData(t *testing.T) {
+	cfg := DefaultSourceConfiguration()
+	cfg.Fields.Prefix = FieldNames{"p"}
+	_, _, err := parseSource(&cfg, []byte(`[{"p": "10.0.0.0/8"}]  <html>oops</html>`))
+	if want := "JSON: data after the document, at byte 23"; err == nil || err.Error() != want {
+		t.Errorf("parseSource() = %v, want %q", err, want)
+	}
+	if _, _, err := parseSource(&cfg, []byte("[{\"p\": \"10.0.0.0/8\"}] \r\n\t")); err != nil {
+		t.Errorf("trailing white space: %v", err)
+	}
+}
+
+// TestSourceRedirect checks that a redirect on the source's host is followed with the
+// headers, and that one to another host, from https to http, or one too many is refused
+// before the headers are sent.
+func TestSourceRedirect(t *testing.T) {
+	var leaked atomic.Value
+	leaked.Store("")
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Store(r.Header.Get("X-Api-Key"))
+		fmt.Fprint(w, `[{"p": "10.0.0.0/8"}]`)
+	}))
+	defer other.Close()
+	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, otherURL+"/list", http.StatusFound)
+		case "/moved":
+			http.Redirect(w, r, "/list", http.StatusMovedPermanently)
+		case "/loop":
+			http.Redirect(w, r, "/loop", http.StatusFound)
+		default:
+			fmt.Fprintf(w, `[{"p": "192.0.2.0/24", "k": %q}]`, r.Header.Get("X-Api-Key"))
+		}
+	}))
+	defer srv.Close()
+	for path, want := range map[string]string{
+		"/moved": "",
+		"/away":  "network source s: redirect to another host (" + strings.TrimPrefix(otherURL, "http://") + ") refused",
+		"/loop":  "network source s: more than 5 redirects",
+	} {
+		cfg := decodeConfig(t, fmt.Sprintf("network-sources: {s: {url: %s%s, headers: {X-Api-Key: s3cret}, fields: {prefix: p, name: k}}}", srv.URL, path))
+		e, err := New(nil, cfg, mustSchema(t, schema.DefaultConfiguration()), Options{Logger: quiet(), CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = e.Refresh(context.Background())
+		if want == "" {
+			if err != nil || lookup(t, e, "192.0.2.1", 0).Name != "s3cret" {
+				t.Errorf("%s: %v, %+v", path, err, lookup(t, e, "192.0.2.1", 0))
+			}
+		} else if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: Refresh() = %v, want %q", path, err, want)
+		}
+	}
+	if got := leaked.Load().(string); got != "" {
+		t.Errorf("header sent to another host: %q", got)
+	}
+	s := &source{name: "s"}
+	first, _ := http.NewRequest(http.MethodGet, "https://ipam.example/a", nil)
+	down, _ := http.NewRequest(http.MethodGet, "http://ipam.example/b", nil)
+	if err := s.checkRedirect(down, []*http.Request{first}); err == nil || err.Error() != "network source s: redirect from https to http refused" {
+		t.Errorf("https to http: %v", err)
+	}
+	if err := s.checkRedirect(first, []*http.Request{down}); err != nil {
+		t.Errorf("http to https: %v", err)
+	}
+}
+
+// TestSourceMaxEntries checks that an answer past max-entries is refused and that a JSON
+// entry past 64 KiB is skipped: the memory a JSON answer takes is bounded by these and
+// max-size, its entries being decoded one at a time.
+func TestSourceMaxEntries(t *testing.T) {
+	cfg := DefaultSourceConfiguration()
+	cfg.Fields.Prefix = FieldNames{"p"}
+	cfg.MaxEntries = 3
+	if _, _, err := parseSource(&cfg, []byte(`[{"p": "10.0.0.0/8"}, {}, {}]`)); err != nil {
+		t.Errorf("3 entries: %v", err)
+	}
+	if _, _, err := parseSource(&cfg, []byte(`[{"p": "10.0.0.0/8"}, {}, {}, {}]`)); err == nil || err.Error() != "JSON: more than max-entries (3) entries" {
+		t.Errorf("4 entries: %v", err)
+	}
+	csvCfg := cfg
+	csvCfg.Format = FormatCSV
+	if _, _, err := parseSource(&csvCfg, []byte("p\n10.0.0.0/8\n10.0.0.0/9\n10.0.0.0/10\n10.0.0.0/11\n")); err == nil || err.Error() != "CSV: more than max-entries (3) entries" {
+		t.Errorf("4 CSV entries: %v", err)
+	}
+	big := fmt.Sprintf(`[{"p": "10.0.0.0/8", "pad": %q}, {"p": "192.0.2.0/24"}]`, strings.Repeat("x", maxEntryBytes))
+	entries, skip, err := parseSource(&cfg, []byte(big))
+	if err != nil || len(entries) != 1 || skip.n != 1 || !strings.HasPrefix(skip.first, "the answer[0]: 65566 bytes, more than 65536") {
+		t.Errorf("entry past 64 KiB: %v, %d skipped (%s), %v", entries, skip.n, skip.first, err)
+	}
+	deep := `{"x": ` + strings.Repeat("[", maxSkipDepth+1) + `], "prefixes": []}`
+	cfg.Entries = []string{"prefixes"}
+	if _, _, err := parseSource(&cfg, []byte(deep)); err == nil || !strings.Contains(err.Error(), "nested deeper than 1000 levels") {
+		t.Errorf("deep nesting: %v", err)
+	}
+}
+
+// TestSourceCSVBadQuote checks that a quote left open, which makes the reader take the
+// following lines as one field, fails the whole answer with the line it starts on.
+func TestSourceCSVBadQuote(t *testing.T) {
+	cfg := DefaultSourceConfiguration()
+	cfg.Format = FormatCSV
+	cfg.Fields = FieldMapping{Prefix: FieldNames{"net"}, Name: FieldNames{"name"}}
+	for body, want := range map[string]string{
+		"net,name\n10.0.0.0/8,corp\n\"192.0.2.0/24,oops\n172.16.0.0/24,n\n": "CSV: record starting at line 3: extraneous or missing \" in quoted-field",
+		"net,name\n10.0.0.0/8,corp\n192.0.2.0/24,\"two\nlines\"\n":          "CSV: record starting at line 3: a field holds a line break",
+		"net,name\n10.0.0.0/8,co\"rp\n":                                     "CSV: record starting at line 2: bare \" in non-quoted-field",
+	} {
+		if _, _, err := parseSource(&cfg, []byte(body)); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %q", body, err, want)
+		}
+	}
+}
+
+// TestSourceHostBits checks that a source entry whose prefix has host bits set is skipped
+// and counted, not widened.
+func TestSourceHostBits(t *testing.T) {
+	cfg := DefaultSourceConfiguration()
+	cfg.Fields.Prefix = FieldNames{"p"}
+	entries, skip, err := parseSource(&cfg, []byte(`[{"p": "10.1.2.0/8"}, {"p": "192.0.2.0/24"}]`))
+	if err != nil || len(entries) != 1 || entries[0].Prefix != netip.MustParsePrefix("192.0.2.0/24") ||
+		skip.n != 1 || skip.first != "the answer[0]: prefix: 10.1.2.0/8 has host bits set (10.0.0.0/8 or 10.1.2.0/32?)" {
+		t.Errorf("entries %v, %d skipped (%s), %v", entries, skip.n, skip.first, err)
+	}
+}
+
+// TestSourceCacheWrite checks that the cached copy is replaced whole, and that a copy that
+// could not be written is written at the next fetch although the answer did not change, the
+// source being degraded in /healthz meanwhile.
+func TestSourceCacheWrite(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cache")
+	for _, b := range []string{"first", "second"} {
+		if err := writeFileAtomic(p, []byte(b)); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(p); string(got) != b {
+			t.Errorf("cached copy %q, want %q", got, b)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*.tmp")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+
+	var body atomic.Value
+	body.Store(`[{"p": "10.0.0.0/8"}]`)
+	srv := sourceServer(t, &body)
+	blocked := filepath.Join(dir, "blocked")
+	if err := os.WriteFile(blocked, nil, 0o644); err != nil { // a file where the directory should be
+		t.Fatal(err)
+	}
+	cache := filepath.Join(blocked, "s")
+	cfg := decodeConfig(t, fmt.Sprintf("network-sources: {s: {url: %s, cache-file: %s, fields: {prefix: p}}}", srv.URL, cache))
+	e := newEnricher(t, cfg, mustSchema(t, schema.DefaultConfiguration()), Options{})
+	if h := e.Health(); h.Status != health.Degraded || !strings.Contains(h.Reason, "network source s: cannot write its cached copy") {
+		t.Errorf("health %+v", h)
+	}
+	// The cached copy could neither be read at start nor written.
+	if got := promtest.ToFloat64(e.sources[0].metrics.errors); got != 2 {
+		t.Errorf("errors = %v, want 2", got)
+	}
+	if err := os.Remove(blocked); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(cache); string(got) != body.Load().(string) {
+		t.Errorf("cached copy %q after the retry", got)
+	}
+	if h := e.Health(); h.Status != health.OK {
+		t.Errorf("health %+v after the retry", h)
+	}
+}
+
+// TestSourceHealth checks that a source is degraded in /healthz after its third failed
+// fetch in a row, naming it, and ok again after a fetch succeeds.
+func TestSourceHealth(t *testing.T) {
+	var status atomic.Int32
+	status.Store(200)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(int(status.Load()))
+		fmt.Fprint(w, `[{"p": "10.0.0.0/8"}]`)
+	}))
+	defer srv.Close()
+	cfg := decodeConfig(t, fmt.Sprintf("network-sources: {ipam: {url: %s, fields: {prefix: p}}}", srv.URL))
+	e := newEnricher(t, cfg, mustSchema(t, schema.DefaultConfiguration()), Options{})
+	status.Store(503)
+	for i := range 3 {
+		if h := e.Health(); h.Status != health.OK {
+			t.Errorf("after %d failures: %+v", i, h)
+		}
+		_ = e.Refresh(context.Background())
+	}
+	if h := e.Health(); h.Status != health.Degraded || !strings.HasPrefix(h.Reason, "network source ipam: GET ") ||
+		!strings.Contains(h.Reason, "(3 fetches failed in a row; the previous entries stay)") {
+		t.Errorf("after 3 failures: %+v", h)
+	}
+	status.Store(200)
+	_ = e.Refresh(context.Background())
+	if h := e.Health(); h.Status != health.OK {
+		t.Errorf("after a success: %+v", h)
 	}
 }

@@ -17,7 +17,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"flowzero/internal/health"
+	"flowzero/internal/lograte"
 )
 
 // source fetches one network source, keeps its last good answer on disk and hands its
@@ -28,16 +32,62 @@ type source struct {
 	client   *http.Client
 	log      *slog.Logger
 	metrics  *sourceMetrics
+	health   *health.State
+	logLimit *lograte.Limiter // failed fetches and skipped entries
 	onChange func(name string, entries []Entry)
 
-	mu   sync.Mutex // one fetch at a time
-	last [sha256.Size]byte
-	stop chan struct{}
-	done chan struct{}
+	mu       sync.Mutex // one fetch at a time
+	last     [sha256.Size]byte
+	entries  int  // in use
+	unsaved  bool // the last answer applied is not on disk yet
+	failures int  // fetches failed in a row
+	stop     chan struct{}
+	done     chan struct{}
 }
+
+const (
+	// failuresDegraded is how many fetches in a row must fail for /healthz to report the
+	// source degraded: one may fail on a blip.
+	failuresDegraded = 3
+	// maxRedirects bounds the redirects a fetch follows.
+	maxRedirects = 5
+	// maxEntryBytes bounds one entry of a JSON answer: a larger one is skipped, so that
+	// decoding an entry takes little memory whatever the answer.
+	maxEntryBytes = 64 << 10
+	// maxSkipDepth bounds the nesting of the JSON values skipped around the entries.
+	maxSkipDepth = 1000
+)
 
 // errBodyTooLarge is an answer past max-size.
 var errBodyTooLarge = errors.New("answer larger than max-size")
+
+// warn logs a problem of the source, at most a few times a minute.
+func (s *source) warn(msg string, args ...any) {
+	ok, suppressed := s.logLimit.Allow(time.Now())
+	if !ok {
+		return
+	}
+	if suppressed > 0 {
+		args = append(args, "suppressed", suppressed)
+	}
+	s.log.Warn(msg, args...)
+}
+
+// checkRedirect follows a redirect to the source's own host only, with the same scheme or
+// from http to https: Go's client copies the configured headers, tokens included, onto each
+// redirect.
+func (s *source) checkRedirect(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	switch {
+	case len(via) > maxRedirects:
+		return fmt.Errorf("network source %s: more than %d redirects", s.name, maxRedirects)
+	case req.URL.Host != first.Host:
+		return fmt.Errorf("network source %s: redirect to another host (%s) refused: the source's headers would follow it", s.name, req.URL.Host)
+	case req.URL.Scheme != first.Scheme && !(first.Scheme == "http" && req.URL.Scheme == "https"):
+		return fmt.Errorf("network source %s: redirect from %s to %s refused", s.name, first.Scheme, req.URL.Scheme)
+	}
+	return nil
+}
 
 // loadCache reads the last good answer kept on disk; it tells whether there was one.
 func (s *source) loadCache() bool {
@@ -58,16 +108,25 @@ func (s *source) loadCache() bool {
 }
 
 // refresh fetches the source and applies a changed answer. On error the previous entries
-// stay.
+// stay; after failuresDegraded errors in a row, the source is degraded in /healthz until a
+// fetch succeeds.
 func (s *source) refresh(ctx context.Context) error {
 	b, err := s.fetch(ctx)
 	if err == nil {
 		err = s.apply(b, true)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err != nil {
 		s.metrics.errors.Inc()
-		return fmt.Errorf("network source %s: %w", s.name, err)
+		err = fmt.Errorf("network source %s: %w", s.name, err)
+		if s.failures++; s.failures >= failuresDegraded {
+			s.health.Set("source "+s.name, fmt.Sprintf("%v (%d fetches failed in a row; the previous entries stay)", err, s.failures))
+		}
+		return err
 	}
+	s.failures = 0
+	s.health.Clear("source " + s.name)
 	return nil
 }
 
@@ -110,34 +169,53 @@ func (s *source) fetch(ctx context.Context) ([]byte, error) {
 }
 
 // apply parses an answer and, when it differs from the last one, hands its entries over
-// (and keeps it on disk when save is set).
+// (and keeps it on disk when save is set; a copy that could not be written is written again
+// at the next answer, even an unchanged one). An answer without entries is refused while
+// the source has some: a glitch of the server must not erase them.
 func (s *source) apply(b []byte, save bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sum := sha256.Sum256(b)
 	if sum == s.last {
+		if save && s.unsaved {
+			s.save(b)
+		}
 		return nil
 	}
 	entries, skipped, err := parseSource(&s.cfg, b)
 	if err != nil {
 		return err
 	}
+	if len(entries) == 0 && s.entries > 0 {
+		return fmt.Errorf("the answer has no entry, the source has %d: refused (remove the source from the configuration to drop its entries)", s.entries)
+	}
 	if skipped.n > 0 {
 		s.metrics.invalid.Add(float64(skipped.n))
-		s.log.Warn("network source entries skipped", "skipped", skipped.n, "first", skipped.first)
+		s.warn("network source entries skipped", "skipped", skipped.n, "first", skipped.first)
 	}
 	if save {
-		if err := writeFileAtomic(s.cfg.CacheFile, b); err != nil {
-			// Enrichment goes on with the new data; a restart would use the older copy.
-			s.metrics.errors.Inc()
-			s.log.Warn("cannot keep a copy of a network source", "file", s.cfg.CacheFile, "error", err)
-		}
+		s.save(b)
 	}
 	s.last = sum
+	s.entries = len(entries)
 	s.metrics.updates.Inc()
 	s.metrics.entries.Set(float64(len(entries)))
 	s.onChange(s.name, entries)
 	return nil
+}
+
+// save writes the cached copy; while it cannot, the source is degraded in /healthz.
+// Enrichment goes on with the new data either way; a restart would use the older copy.
+func (s *source) save(b []byte) {
+	if err := writeFileAtomic(s.cfg.CacheFile, b); err != nil {
+		s.unsaved = true
+		s.metrics.errors.Inc()
+		s.health.Set("cache "+s.name, fmt.Sprintf("network source %s: cannot write its cached copy: %v", s.name, err))
+		s.warn("cannot keep a copy of a network source", "file", s.cfg.CacheFile, "error", err)
+		return
+	}
+	s.unsaved = false
+	s.health.Clear("cache " + s.name)
 }
 
 // run refreshes the source every interval until stopped.
@@ -157,21 +235,28 @@ func (s *source) run(stop <-chan struct{}, done chan<- struct{}) {
 			return
 		case <-t.C:
 			if err := s.refresh(ctx); err != nil && ctx.Err() == nil {
-				s.log.Warn("network source not refreshed; the previous entries stay", "error", err)
+				s.warn("network source not refreshed; the previous entries stay", "error", err)
 			}
 		}
 	}
 }
 
+// writeFileAtomic replaces path with b: the data is synced before the rename and the
+// directory after it, so that a crash leaves the old copy or the new one, never an empty or
+// partial file.
 func writeFileAtomic(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
 	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Sync()
+	}
 	if e := tmp.Close(); err == nil {
 		err = e
 	}
@@ -180,16 +265,51 @@ func writeFileAtomic(path string, b []byte) error {
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
+		return err
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes a rename in dir durable; a filesystem that cannot sync a directory
+// (EINVAL) is taken as having nothing to sync.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if e := d.Close(); err == nil {
+		err = e
+	}
+	if errors.Is(err, syscall.EINVAL) {
+		return nil
 	}
 	return err
 }
 
-// redacted is a URL without its password, for logs and errors.
+// redacted is a URL for logs and errors (see redactURL).
 func redacted(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
+		return redactURL(u)
 	}
 	return "(unparsable URL)"
+}
+
+// redactURL is u without its password and fragment, and with its query values replaced:
+// tokens often ride in the query ("?token=...").
+func redactURL(u *url.URL) string {
+	r := *u
+	if r.RawQuery != "" {
+		q := r.Query()
+		for _, vs := range q {
+			for i := range vs {
+				vs[i] = "xxxxx"
+			}
+		}
+		r.RawQuery = q.Encode()
+	}
+	r.Fragment, r.RawFragment = "", ""
+	return r.Redacted()
 }
 
 // skipped counts the entries of an answer left out, with the first reason.
@@ -279,54 +399,182 @@ func entryOf(cfg *SourceConfiguration, get record) (Entry, error) {
 	return e, nil
 }
 
+// jsonParser reads the entries of a JSON answer while decoding it, one entry at a time, so
+// that the memory it takes stays near the answer's size whatever the answer holds.
+type jsonParser struct {
+	cfg     *SourceConfiguration
+	dec     *json.Decoder
+	item    *json.Decoder // decodes each entry from itemSrc
+	itemSrc *bytes.Reader
+	paths   map[string]bool // the entries paths
+	found   int             // entries paths present in the answer
+	entries *[]Entry
+	skip    *skipped
+	total   int
+}
+
 func parseJSON(cfg *SourceConfiguration, b []byte, entries *[]Entry, skip *skipped) (int, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		return 0, fmt.Errorf("JSON: %w", err)
-	}
+	p := &jsonParser{cfg: cfg, dec: json.NewDecoder(bytes.NewReader(b)), paths: map[string]bool{},
+		entries: entries, skip: skip}
+	p.dec.UseNumber()
+	p.itemSrc = bytes.NewReader(nil)
+	p.item = json.NewDecoder(p.itemSrc)
+	p.item.UseNumber()
 	paths := cfg.Entries
 	if len(paths) == 0 {
 		paths = []string{""}
 	}
-	total := 0
 	for _, path := range paths {
-		v, ok := walk(doc, path)
-		if !ok {
-			// AWS's answer has both lists, others may have one: a missing list is empty.
-			continue
+		p.paths[path] = true
+	}
+	if err := p.value(""); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
 		}
-		list, ok := v.([]any)
-		if !ok {
-			return total, fmt.Errorf("%s is not an array", describePath(path))
+		return p.total, fmt.Errorf("JSON: %w", err)
+	}
+	if rest := bytes.TrimLeft(b[p.dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return p.total, fmt.Errorf("JSON: data after the document, at byte %d", len(b)-len(rest))
+	}
+	if p.found == 0 {
+		// An error message served with status 200, say: not an empty list.
+		return p.total, fmt.Errorf("JSON: no entries path (%s) in the answer", strings.Join(paths, ", "))
+	}
+	return p.total, nil
+}
+
+// value reads the value at path: the entries when path is an entries path, the keys leading
+// to one when it is an object on the way, and skips it otherwise.
+func (p *jsonParser) value(path string) error {
+	if p.paths[path] {
+		return p.array(path)
+	}
+	if !p.onTheWay(path) {
+		return p.skipValue()
+	}
+	tok, err := p.dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+	case json.Delim('['):
+		return p.skipRest()
+	default:
+		return nil
+	}
+	for p.dec.More() {
+		tok, err := p.dec.Token()
+		if err != nil {
+			return err
 		}
-		for i, item := range list {
-			total++
-			where := fmt.Sprintf("%s[%d]", describePath(path), i)
-			obj, ok := item.(map[string]any)
-			if !ok {
-				skip.add(where, errors.New("not an object"))
-				continue
-			}
-			e, err := entryOf(cfg, func(names FieldNames) (string, bool) {
-				for _, n := range names {
-					if v, ok := walk(obj, n); ok {
-						if s, ok := scalar(v); ok {
-							return s, true
-						}
-					}
-				}
-				return "", false
-			})
-			if err != nil {
-				skip.add(where, err)
-				continue
-			}
-			*entries = append(*entries, e)
+		key, _ := tok.(string)
+		if path != "" {
+			key = path + "." + key
+		}
+		if err := p.value(key); err != nil {
+			return err
 		}
 	}
-	return total, nil
+	_, err = p.dec.Token()
+	return err
+}
+
+// onTheWay tells whether path leads to an entries path.
+func (p *jsonParser) onTheWay(path string) bool {
+	for want := range p.paths {
+		if path == "" || strings.HasPrefix(want, path+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// skipValue skips the next value.
+func (p *jsonParser) skipValue() error {
+	tok, err := p.dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok == json.Delim('{') || tok == json.Delim('[') {
+		return p.skipRest()
+	}
+	return nil
+}
+
+// skipRest skips the rest of an object or array whose opening token was read. Its nesting
+// is bounded: the decoder keeps a word per level.
+func (p *jsonParser) skipRest() error {
+	depth := 1
+	for depth > 0 {
+		tok, err := p.dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			if depth++; depth > maxSkipDepth {
+				return fmt.Errorf("nested deeper than %d levels at byte %d", maxSkipDepth, p.dec.InputOffset())
+			}
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
+	return nil
+}
+
+// array reads the entries of an entries path.
+func (p *jsonParser) array(path string) error {
+	tok, err := p.dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != json.Delim('[') {
+		return fmt.Errorf("%s is not an array", describePath(path))
+	}
+	p.found++
+	for i := 0; p.dec.More(); i++ {
+		if p.total++; p.total > p.cfg.MaxEntries {
+			return fmt.Errorf("more than max-entries (%d) entries", p.cfg.MaxEntries)
+		}
+		where := func() string { return fmt.Sprintf("%s[%d]", describePath(path), i) }
+		var raw json.RawMessage
+		if err := p.dec.Decode(&raw); err != nil {
+			return err
+		}
+		if len(raw) > maxEntryBytes {
+			p.skip.add(where(), fmt.Errorf("%d bytes, more than %d", len(raw), maxEntryBytes))
+			continue
+		}
+		// raw is one whole value: the decoder ends each Decode at its end, ready for the next.
+		var item any
+		p.itemSrc.Reset(raw)
+		if err := p.item.Decode(&item); err != nil {
+			return err
+		}
+		obj, ok := item.(map[string]any)
+		if !ok {
+			p.skip.add(where(), errors.New("not an object"))
+			continue
+		}
+		e, err := entryOf(p.cfg, func(names FieldNames) (string, bool) {
+			for _, n := range names {
+				if v, ok := walk(obj, n); ok {
+					if s, ok := scalar(v); ok {
+						return s, true
+					}
+				}
+			}
+			return "", false
+		})
+		if err != nil {
+			p.skip.add(where(), err)
+			continue
+		}
+		*p.entries = append(*p.entries, e)
+	}
+	_, err = p.dec.Token()
+	return err
 }
 
 func describePath(path string) string {
@@ -394,16 +642,24 @@ found:
 			break
 		}
 		if err != nil {
+			// A stray quote makes the reader take the following lines as one field: the
+			// lines after it cannot be trusted.
 			var pe *csv.ParseError
-			if !errors.As(err, &pe) {
-				return total, fmt.Errorf("CSV: %w", err)
+			if errors.As(err, &pe) {
+				return total, fmt.Errorf("CSV: record starting at line %d: %w", pe.StartLine, pe.Err)
 			}
-			total++
-			skip.add(fmt.Sprintf("line %d", pe.Line), pe.Err)
-			continue
+			return total, fmt.Errorf("CSV: %w", err)
 		}
-		total++
+		if total++; total > cfg.MaxEntries {
+			return total, fmt.Errorf("CSV: more than max-entries (%d) entries", cfg.MaxEntries)
+		}
 		line, _ := r.FieldPos(0)
+		for _, f := range rec {
+			if strings.ContainsAny(f, "\r\n") {
+				// A quoted field over several lines: most likely a quote left open.
+				return total, fmt.Errorf("CSV: record starting at line %d: a field holds a line break", line)
+			}
+		}
 		e, err := entryOf(cfg, func(names FieldNames) (string, bool) {
 			for _, n := range names {
 				if i, ok := columns[n]; ok && i < len(rec) {

@@ -1,6 +1,8 @@
 package networks
 
 import (
+	"errors"
+	"fmt"
 	"net/netip"
 
 	"github.com/gaissmai/bart"
@@ -82,7 +84,9 @@ type builder struct {
 
 	leaves    map[leafKey]leaf
 	fragments map[Attributes][2]*schema.Fragment
-	err       error
+	// dropped counts the values left out of fragments, first says which
+	dropped int
+	first   error
 }
 
 type leafKey struct {
@@ -221,10 +225,35 @@ var netColumns = [2]struct{ name, role, site, region, tenant, country, state, ci
 		schema.ColumnDstNetTenant, schema.ColumnDstCountry, schema.ColumnDstGeoState, schema.ColumnDstGeoCity},
 }
 
+// encode makes the fragments of a's columns. Attributes too long to fit a fragment together
+// (values are bounded where they are read, so this is a safeguard) lose their longest
+// value, counted, rather than every column.
 func (b *builder) encode(a *Attributes) [2]*schema.Fragment {
+	v := *a
+	for {
+		fs, err := b.encodeAs(&v)
+		if err == nil {
+			return fs
+		}
+		name, n, ok := dropLongest(&v)
+		if !ok || !errors.Is(err, schema.ErrFragmentSize) {
+			b.dropped++
+			if b.first == nil {
+				b.first = err
+			}
+			return [2]*schema.Fragment{}
+		}
+		b.dropped++
+		if b.first == nil {
+			b.first = fmt.Errorf("a %s of %d bytes left out: %w", name, n, err)
+		}
+	}
+}
+
+func (b *builder) encodeAs(a *Attributes) ([2]*schema.Fragment, error) {
 	var fs [2]*schema.Fragment
 	if *a == (Attributes{}) {
-		return fs
+		return fs, nil
 	}
 	for dir, c := range netColumns {
 		f, err := b.schema.NewFragment(func(fm *schema.FlowMessage) {
@@ -238,17 +267,35 @@ func (b *builder) encode(a *Attributes) [2]*schema.Fragment {
 			fm.AppendString(c.city, a.City)
 		})
 		if err != nil {
-			// Strings past the fragment's 4 KiB: keep the first error, leave this one out.
-			if b.err == nil {
-				b.err = err
-			}
-			continue
+			return fs, err
 		}
 		if len(f.Columns()) > 0 {
 			fs[dir] = f
 		}
 	}
-	return fs
+	return fs, nil
+}
+
+// dropLongest blanks the longest value of a and tells which and its length; false when a
+// has none.
+func dropLongest(a *Attributes) (string, int, bool) {
+	fields := []struct {
+		name string
+		v    *string
+	}{{"name", &a.Name}, {"role", &a.Role}, {"site", &a.Site}, {"region", &a.Region},
+		{"tenant", &a.Tenant}, {"country", &a.Country}, {"state", &a.State}, {"city", &a.City}}
+	longest := -1
+	for i, f := range fields {
+		if *f.v != "" && (longest < 0 || len(*f.v) > len(*fields[longest].v)) {
+			longest = i
+		}
+	}
+	if longest < 0 {
+		return "", 0, false
+	}
+	n := len(*fields[longest].v)
+	*fields[longest].v = ""
+	return fields[longest].name, n, true
 }
 
 // build makes the table of everything added to the builder.
