@@ -3,6 +3,7 @@ package enrich
 import (
 	"io"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"slices"
 	"testing"
@@ -292,6 +293,26 @@ func TestConfiguration(t *testing.T) {
 	}
 	if err := config.Decode([]byte("asn-providers: [flow, geoip]\n"), &cfg); err != nil || !cfg.GeoIPASN() {
 		t.Errorf("asn-providers: [flow, geoip]: %v", err)
+	}
+	// An SNMP map the user writes replaces the default one: ::/0 is no longer polled with
+	// the community public.
+	cfg = DefaultConfiguration()
+	if err := config.Decode([]byte(`
+snmp:
+  enabled: true
+  credentials:
+    10.0.0.0/8:
+      user-name: monitor
+      authentication-protocol: SHA
+      authentication-passphrase: longenough
+`), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if creds := cfg.Dynamic.SNMP.Credentials; len(creds) != 1 || creds["10.0.0.0/8"].UserName != "monitor" {
+		t.Errorf("snmp.credentials merged with the default: %v", slices.Collect(maps.Keys(creds)))
+	}
+	if ports := cfg.Dynamic.SNMP.Ports; len(ports) != 1 || ports["::/0"] != 161 {
+		t.Errorf("snmp.ports, not written, lost its default: %v", ports)
 	}
 }
 

@@ -99,6 +99,8 @@ type ifaceSlot struct {
 	reject   bool
 	// unknown: no source gave a name (index not 0).
 	unknown bool
+	// snmp: SNMP was asked about it (no static name), so the sweep tells SNMP it is used.
+	snmp bool
 }
 
 type rejectReason uint8
@@ -424,7 +426,8 @@ func (m *MetadataCache) computeInterface(e *exporterState, index uint32, vlan ui
 	}
 	name, description, speed := st.Name, st.Description, st.Speed
 	known := name != ""
-	if m.snmp != nil && index != 0 && st.Name == "" {
+	polled := m.snmp != nil && index != 0 && st.Name == ""
+	if polled {
 		if a, ok := m.snmp.Lookup(e.addr, index); ok && a.Found {
 			known = true
 			name = a.Interface.Name
@@ -449,7 +452,7 @@ func (m *MetadataCache) computeInterface(e *exporterState, index uint32, vlan ui
 	if cl.Description != "" {
 		description = cl.Description
 	}
-	r := &ifaceSlot{index: index, vlan: vlan, reject: cl.Reject, unknown: index != 0 && !known}
+	r := &ifaceSlot{index: index, vlan: vlan, reject: cl.Reject, unknown: index != 0 && !known, snmp: polled}
 	ii, err := newInterfaceInfo(&InterfaceMetadata{
 		Name: name, Description: description, Speed: speed,
 		Provider: cl.Provider, Connectivity: cl.Connectivity, Boundary: boundaryNames[cl.Boundary],
@@ -556,8 +559,10 @@ func (m *MetadataCache) ReloadRules(cfg classifier.Configuration) error {
 	return nil
 }
 
-// sweep notes which interfaces flows used since the previous sweep (and tells SNMP, so that
-// it refreshes them), and forgets those unused for classifier-cache-duration.
+// sweep notes which interfaces flows used since the previous sweep and tells SNMP of the
+// exporters used and of their interfaces it was asked about (so that it refreshes them and
+// keeps the sysName), and forgets those unused for classifier-cache-duration.
+// Interfaces named statically are never polled.
 func (m *MetadataCache) sweep() {
 	now := m.clock.Now()
 	m.mu.Lock()
@@ -566,12 +571,14 @@ func (m *MetadataCache) sweep() {
 	m.epoch.Store(epoch + 1)
 	m.exporters.Load().values(func(e *exporterState) {
 		var used []uint32
+		exporterUsed := false
 		expired := map[*ifaceSlot]bool{}
 		m.eachSlot(e, func(s *ifaceSlot) {
 			switch {
 			case s.used.Load() == epoch:
 				s.lastUsed = now
-				if s.index != 0 && (len(used) == 0 || used[len(used)-1] != s.index) {
+				exporterUsed = true
+				if s.snmp && (len(used) == 0 || used[len(used)-1] != s.index) {
 					used = append(used, s.index)
 				}
 			case now.Sub(s.lastUsed) >= m.cfg.ClassifierCacheDuration:
@@ -581,7 +588,7 @@ func (m *MetadataCache) sweep() {
 		if len(expired) > 0 {
 			m.forget(e, expired)
 		}
-		if m.snmp != nil && len(used) > 0 {
+		if m.snmp != nil && exporterUsed {
 			m.snmp.Touch(e.addr, used...)
 		}
 	})

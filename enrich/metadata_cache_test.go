@@ -413,6 +413,140 @@ snmp:
 	}
 }
 
+// Interfaces named by static metadata (listed, or the exporter's default) are never asked
+// of SNMP, neither by their first flow nor by the sweep that reports the interfaces used.
+func TestMetadataCacheStaticInterfacesNotPolled(t *testing.T) {
+	agent := snmptest.Start(t, snmptest.Options{Community: "flowzero-ro", SysName: "edge9.par1"})
+	s, _ := schema.New(schema.DefaultConfiguration())
+	m, reg := newTestCache(t, fmt.Sprintf(`
+exporters:
+  127.0.0.1:
+    interfaces:
+      7:
+        name: static-7
+    default:
+      name: static-if
+snmp:
+  enabled: true
+  credentials:
+    ::/0:
+      communities: flowzero-ro
+  ports:
+    127.0.0.1: %d
+`, agent.Addr.Port), s, nil)
+	enrichOne(t, m, s, "127.0.0.1", 7, 8)
+	queued := func() float64 {
+		n, err := gatheredCounter(reg, "flowzero_enrich_snmp_polls_queued_total")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// The exporter has no static name: its sysName is asked, and nothing else.
+	if n := queued(); n != 1 {
+		t.Errorf("%v polls queued by the first flow, want 1 (the sysName)", n)
+	}
+	m.sweep()
+	if n := queued(); n != 1 {
+		t.Errorf("statically named interfaces 7 and 8 queued for SNMP by the sweep: %v polls queued", n)
+	}
+}
+
+// An exporter whose flows carry interface 0 only takes its name from SNMP's sysName. When
+// that poll fails, it is tried again until the agent answers.
+func TestMetadataCacheSysNameRetried(t *testing.T) {
+	agent := snmptest.Start(t, snmptest.Options{Community: "flowzero-ro", SysName: "edge9.par1"})
+	s, _ := schema.New(schema.DefaultConfiguration())
+	agent.Pause(t)
+	m, reg := newTestCache(t, fmt.Sprintf(`
+snmp:
+  enabled: true
+  credentials:
+    ::/0:
+      communities: flowzero-ro
+  ports:
+    127.0.0.1: %d
+  poller-timeout: 200ms
+  poller-retries: 0
+  cache-check-interval: 100ms
+  breaker-cooldown: 200ms
+`, agent.Addr.Port), s, nil)
+	enrichOne(t, m, s, "127.0.0.1", 0, 0)
+	testutil.WaitUntil(t, "a failed sysName poll", func() bool {
+		n, _ := gatheredCounter(reg, "flowzero_enrich_snmp_poll_errors_total")
+		return n > 0
+	})
+	agent.Resume(t)
+	testutil.WaitUntil(t, "the sysName in the flows once the agent answers", func() bool {
+		return enrichOne(t, m, s, "127.0.0.1", 0, 0)["ExporterName"] == "edge9.par1"
+	})
+}
+
+// A sysName learned for an exporter without SNMP interfaces stays while the exporter is in
+// use: classifying it again (a rule reload) with its agent silent keeps ExporterName.
+func TestMetadataCacheReloadKeepsSysName(t *testing.T) {
+	agent := snmptest.Start(t, snmptest.Options{Community: "flowzero-ro", SysName: "edge9.par1"})
+	s, _ := schema.New(schema.DefaultConfiguration())
+	clk := testutil.NewManualClock()
+	m, reg := newTestCache(t, fmt.Sprintf(`
+exporter-classifiers:
+  - ClassifySite("par")
+snmp:
+  enabled: true
+  credentials:
+    ::/0:
+      communities: flowzero-ro
+  ports:
+    127.0.0.1: %d
+  agents:
+    192.0.2.2: 127.0.0.1:%d
+  poller-timeout: 200ms
+  poller-retries: 0
+  cache-check-interval: 20ms
+  cache-refresh: 1h
+`, agent.Addr.Port, agent.Addr.Port), s, clk)
+	testutil.WaitUntil(t, "the sysName in the flows", func() bool {
+		return enrichOne(t, m, s, "127.0.0.1", 0, 0)["ExporterName"] == "edge9.par1"
+	})
+	// Another exporter with an interface entry, whose refresh tells when a check has run.
+	other := netip.MustParseAddr("192.0.2.2")
+	testutil.WaitUntil(t, "an interface of another exporter", func() bool {
+		_, ok := m.SNMP().Lookup(other, 1)
+		return ok
+	})
+	agent.Pause(t)
+	defer agent.Resume(t)
+	clk.Advance(time.Hour)
+	testutil.WaitUntil(t, "a check of the SNMP cache", func() bool {
+		n, _ := gatheredCounter(reg, "flowzero_enrich_snmp_cache_refreshes_total")
+		return n > 0
+	})
+	if err := m.ReloadRules(classifier.Configuration{ExporterClassifiers: []string{`ClassifySite("fra")`}}); err != nil {
+		t.Fatal(err)
+	}
+	got := enrichOne(t, m, s, "127.0.0.1", 0, 0)
+	if got["ExporterName"] != "edge9.par1" || got["ExporterSite"] != "fra" {
+		t.Errorf("after a rule reload with the agent silent: %v, want the last good sysName and the new site", got)
+	}
+}
+
+// gatheredCounter sums a counter's series.
+func gatheredCounter(reg *prometheus.Registry, name string) (float64, error) {
+	fams, err := reg.Gather()
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	for _, f := range fams {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum, nil
+}
+
 func TestMetadataCacheExporterBound(t *testing.T) {
 	s, _ := schema.New(schema.DefaultConfiguration())
 	m, _ := newTestCache(t, `

@@ -29,8 +29,10 @@ import (
 	"log/slog"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -167,18 +169,67 @@ func (v *inspector) Visit(node *ast.Node) {
 		if !ok || len(n.Arguments) != 3 || len(callee.Value) <= len("Regex") || callee.Value[len(callee.Value)-len("Regex"):] != "Regex" {
 			return
 		}
-		lit, ok := n.Arguments[1].(*ast.StringNode)
-		if !ok {
-			return
-		}
-		re, err := regexp.Compile(lit.Value)
-		if err != nil {
-			if v.err == nil {
-				v.err = &file.Error{Location: lit.Location(), Message: fmt.Sprintf("invalid regular expression %q: %v", lit.Value, err)}
+		var re *regexp.Regexp
+		if lit, ok := n.Arguments[1].(*ast.StringNode); ok {
+			var err error
+			if re, err = regexp.Compile(lit.Value); err != nil {
+				if v.err == nil {
+					v.err = &file.Error{Location: lit.Location(), Message: fmt.Sprintf("invalid regular expression %q: %v", lit.Value, err)}
+				}
+				return
 			}
-			return
+			v.r.literal[lit.Value] = re
 		}
-		v.r.literal[lit.Value] = re
+		if tpl, ok := n.Arguments[2].(*ast.StringNode); ok {
+			if err := checkTemplate(re, tpl.Value); err != nil && v.err == nil {
+				v.err = &file.Error{Location: tpl.Location(), Message: fmt.Sprintf("template %q: %v", tpl.Value, err)}
+			}
+		}
+	}
+}
+
+// checkTemplate reads a template's references as regexp.Expand does and reports one that
+// would expand to nothing whatever the input: a group re (nil: not known until run time)
+// does not have, or "$1x", which Go reads as the group named "1x".
+func checkTemplate(re *regexp.Regexp, tpl string) error {
+	for {
+		i := strings.IndexByte(tpl, '$')
+		if i < 0 {
+			return nil
+		}
+		tpl = tpl[i+1:]
+		if strings.HasPrefix(tpl, "$") {
+			tpl = tpl[1:] // "$$" is a "$"
+			continue
+		}
+		braced := strings.HasPrefix(tpl, "{")
+		rest := strings.TrimPrefix(tpl, "{")
+		end := strings.IndexFunc(rest, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' })
+		if end < 0 {
+			end = len(rest)
+		}
+		name := rest[:end]
+		if name == "" || (braced && !strings.HasPrefix(rest[end:], "}")) {
+			continue // not a reference: Expand writes the "$" as is
+		}
+		tpl = rest[end:]
+		num, err := strconv.Atoi(name)
+		isNum := err == nil && (name == "0" || name[0] != '0') // Expand reads "01" as a name
+		switch {
+		case isNum:
+			if re != nil && num > re.NumSubexp() {
+				return fmt.Errorf("$%s refers to group %d, and the regular expression has %d", name, num, re.NumSubexp())
+			}
+		case re != nil && re.SubexpIndex(name) >= 0:
+		case !braced && name[0] >= '0' && name[0] <= '9':
+			msg := fmt.Sprintf("$%s is read as the group named %q, not as a group number", name, name)
+			if d := strings.IndexFunc(name, func(r rune) bool { return r < '0' || r > '9' }); d > 0 {
+				msg += fmt.Sprintf("; write ${%s}%s", name[:d], name[d:])
+			}
+			return errors.New(msg)
+		case re != nil:
+			return fmt.Errorf("${%s} refers to no group of the regular expression", name)
+		}
 	}
 }
 
@@ -212,8 +263,11 @@ func classify(dst *string, value string) bool {
 }
 
 // classifyRegex reports whether regex matches input and, when it does and *dst is unset,
-// sets it to the normalized template expanded with the match ($1, ${name}).
-func (r *rules) classifyRegex(dst *string, input, regex, template string) (bool, error) {
+// sets it to the normalized template expanded with the match ($1, ${name}). A match whose
+// expansion is empty (a group that matched nothing) sets nothing and is no match: it is
+// counted in *empty, so that the chain it is in stops rather than going on as if it had
+// classified.
+func (r *rules) classifyRegex(empty *int, dst *string, input, regex, template string) (bool, error) {
 	re, err := r.regexp(regex)
 	if err != nil {
 		return false, err
@@ -223,7 +277,12 @@ func (r *rules) classifyRegex(dst *string, input, regex, template string) (bool,
 		return false, nil
 	}
 	if *dst == "" {
-		*dst = normalize(string(re.ExpandString(nil, template, input, m)))
+		v := normalize(string(re.ExpandString(nil, template, input, m)))
+		if v == "" {
+			*empty++
+			return false, nil
+		}
+		*dst = v
 	}
 	return true, nil
 }
@@ -303,7 +362,9 @@ func (c *Classifier) ClassifyExporter(e Exporter, cl *ExporterClassification) {
 		if cl.Reject || cl.complete() {
 			return
 		}
-		if _, err := expr.Run(p, env); err != nil {
+		_, err := expr.Run(p, env)
+		c.countEmpty(kindExporter, i, &env.empty)
+		if err != nil {
 			c.failed(kindExporter, i, err, "exporter", e.IP)
 			return
 		}
@@ -322,10 +383,20 @@ func (c *Classifier) ClassifyInterface(e Exporter, i Interface, cl *InterfaceCla
 		if cl.Reject || cl.complete() {
 			return
 		}
-		if _, err := expr.Run(p, env); err != nil {
+		_, err := expr.Run(p, env)
+		c.countEmpty(kindInterface, n, &env.empty)
+		if err != nil {
 			c.failed(kindInterface, n, err, "exporter", e.IP, "interface", i.Index)
 			return
 		}
+	}
+}
+
+// countEmpty counts the empty expansions of a rule's run and resets *n.
+func (c *Classifier) countEmpty(kind, rule int, n *int) {
+	if *n > 0 {
+		c.metrics.empty[kind][rule].Add(float64(*n))
+		*n = 0
 	}
 }
 
@@ -347,6 +418,7 @@ type exporterEnv struct {
 	Exporter Exporter
 	cl       *ExporterClassification
 	r        *rules
+	empty    int // Regex actions whose expansion was empty
 }
 
 // Classify is ClassifyGroup (Akvorado's first name for it).
@@ -369,32 +441,32 @@ func (e *exporterEnv) ClassifyTenant(v string) bool { return classify(&e.cl.Tena
 
 // ClassifyRegex is ClassifyGroupRegex.
 func (e *exporterEnv) ClassifyRegex(in, re, tpl string) (bool, error) {
-	return e.r.classifyRegex(&e.cl.Group, in, re, tpl)
+	return e.r.classifyRegex(&e.empty, &e.cl.Group, in, re, tpl)
 }
 
 // ClassifyGroupRegex sets the group from a regular expression's match.
 func (e *exporterEnv) ClassifyGroupRegex(in, re, tpl string) (bool, error) {
-	return e.r.classifyRegex(&e.cl.Group, in, re, tpl)
+	return e.r.classifyRegex(&e.empty, &e.cl.Group, in, re, tpl)
 }
 
 // ClassifyRoleRegex sets the role from a regular expression's match.
 func (e *exporterEnv) ClassifyRoleRegex(in, re, tpl string) (bool, error) {
-	return e.r.classifyRegex(&e.cl.Role, in, re, tpl)
+	return e.r.classifyRegex(&e.empty, &e.cl.Role, in, re, tpl)
 }
 
 // ClassifySiteRegex sets the site from a regular expression's match.
 func (e *exporterEnv) ClassifySiteRegex(in, re, tpl string) (bool, error) {
-	return e.r.classifyRegex(&e.cl.Site, in, re, tpl)
+	return e.r.classifyRegex(&e.empty, &e.cl.Site, in, re, tpl)
 }
 
 // ClassifyRegionRegex sets the region from a regular expression's match.
 func (e *exporterEnv) ClassifyRegionRegex(in, re, tpl string) (bool, error) {
-	return e.r.classifyRegex(&e.cl.Region, in, re, tpl)
+	return e.r.classifyRegex(&e.empty, &e.cl.Region, in, re, tpl)
 }
 
 // ClassifyTenantRegex sets the tenant from a regular expression's match.
 func (e *exporterEnv) ClassifyTenantRegex(in, re, tpl string) (bool, error) {
-	return e.r.classifyRegex(&e.cl.Tenant, in, re, tpl)
+	return e.r.classifyRegex(&e.empty, &e.cl.Tenant, in, re, tpl)
 }
 
 // Reject drops the exporter's flows; it returns false so that nothing after it in a chain
@@ -413,6 +485,7 @@ type interfaceEnv struct {
 	Interface Interface
 	cl        *InterfaceClassification
 	r         *rules
+	empty     int // Regex actions whose expansion was empty
 }
 
 // ClassifyProvider sets the interface's provider.
@@ -425,12 +498,12 @@ func (e *interfaceEnv) ClassifyConnectivity(v string) bool {
 
 // ClassifyProviderRegex sets the provider from a regular expression's match.
 func (e *interfaceEnv) ClassifyProviderRegex(in, re, tpl string) (bool, error) {
-	return e.r.classifyRegex(&e.cl.Provider, in, re, tpl)
+	return e.r.classifyRegex(&e.empty, &e.cl.Provider, in, re, tpl)
 }
 
 // ClassifyConnectivityRegex sets the connectivity from a regular expression's match.
 func (e *interfaceEnv) ClassifyConnectivityRegex(in, re, tpl string) (bool, error) {
-	return e.r.classifyRegex(&e.cl.Connectivity, in, re, tpl)
+	return e.r.classifyRegex(&e.empty, &e.cl.Connectivity, in, re, tpl)
 }
 
 // ClassifyExternal sets the boundary to external.

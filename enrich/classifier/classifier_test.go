@@ -208,12 +208,121 @@ func TestCompileErrors(t *testing.T) {
 			`interface-classifiers[1]: line 1, column 46: invalid regular expression "^(transit"`,
 		},
 		{"exporter-classifiers:\n  - \"\"\n", `exporter-classifiers[0]: line 1, column 1: unexpected token EOF`},
+		// Template references that would expand to nothing whatever the input.
+		{
+			"interface-classifiers:\n  - ClassifyProviderRegex(Interface.Description, \"^Transit (\\\\w+)\", \"$2\")\n",
+			`interface-classifiers[0]: line 1, column 65: template "$2": $2 refers to group 2, and the regular expression has 1`,
+		},
+		{
+			"exporter-classifiers:\n  - ClassifySiteRegex(Exporter.Name, \"^(?P<city>[a-z]+)\", \"${site}\")\n",
+			`exporter-classifiers[0]: line 1, column 55: template "${site}": ${site} refers to no group of the regular expression`,
+		},
+		{
+			"interface-classifiers:\n  - ClassifyProviderRegex(Interface.Description, \"^Transit (\\\\w+)\", \"$1x\")\n",
+			`template "$1x": $1x is read as the group named "1x", not as a group number; write ${1}x`,
+		},
+		{
+			// Known at compile time even when the regular expression is built at run time.
+			"interface-classifiers:\n  - ClassifyProviderRegex(Interface.Description, Interface.Name, \"as$01\")\n",
+			`interface-classifiers[0]: line 1, column 62: template "as$01": $01 is read as the group named "01", not as a group number`,
+		},
 	} {
 		var cfg Configuration
 		err := config.Decode([]byte(tc.yaml), &cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want %q", tc.yaml, err, tc.want)
 		}
+	}
+}
+
+// References that expand to something for some input are accepted: groups that exist, by
+// number or name, "$$", a "$" not followed by a name, and ${N} followed by letters.
+func TestTemplateReferences(t *testing.T) {
+	for _, tpl := range []string{`$0`, `$1`, `${1}x`, `$city`, `${city}-$1`, `$$1x`, `US$`, `$-`, `${`, `transit`} {
+		rule := `ClassifySiteRegex(Exporter.Name, "^(?P<city>[a-z]+)", "` + tpl + `")`
+		if _, err := New(nil, Configuration{ExporterClassifiers: []string{rule}}, nil); err != nil {
+			t.Errorf("template %q: %v", tpl, err)
+		}
+	}
+	// With a regular expression built at run time, only what no group can satisfy is refused.
+	for _, tpl := range []string{`$2`, `${site}`, `${1x}`} {
+		rule := `ClassifySiteRegex(Exporter.Name, "^" + Exporter.IP, "` + tpl + `")`
+		if _, err := New(nil, Configuration{ExporterClassifiers: []string{rule}}, nil); err != nil {
+			t.Errorf("template %q with a computed regular expression: %v", tpl, err)
+		}
+	}
+}
+
+// A match whose template expands to nothing (an optional group that did not match, or a
+// value normalize empties) sets nothing, counts, and is no match: the chain stops there.
+func TestEmptyExpansion(t *testing.T) {
+	c, reg := newClassifier(t, Configuration{InterfaceClassifiers: []string{
+		`ClassifyProviderRegex(Interface.Description, "^Transit(?:: (\\S+))?", "$1") && ClassifyExternal()`,
+		`ClassifyConnectivity("other")`,
+	}})
+	for _, tc := range []struct {
+		description string
+		want        InterfaceClassification
+		empty       float64
+	}{
+		{"Transit: Cogent", InterfaceClassification{Provider: "cogent", Boundary: BoundaryExternal, Connectivity: "other"}, 0},
+		{"Transit", InterfaceClassification{Connectivity: "other"}, 1},
+		{"Transit: (*)", InterfaceClassification{Connectivity: "other"}, 2},
+	} {
+		var got InterfaceClassification
+		c.ClassifyInterface(Exporter{IP: "192.0.2.1"}, Interface{Index: 1, Description: tc.description}, &got)
+		if got != tc.want {
+			t.Errorf("%q: %+v, want %+v", tc.description, got, tc.want)
+		}
+		if n := testutil.ToFloat64(c.metrics.empty[kindInterface][0]); n != tc.empty {
+			t.Errorf("%q: %v empty expansions counted, want %v", tc.description, n, tc.empty)
+		}
+	}
+	if n := testutil.ToFloat64(c.metrics.errors[kindInterface][0]); n != 0 {
+		t.Errorf("empty expansions counted as %v errors", n)
+	}
+	if n, err := testutil.GatherAndCount(reg, "flowzero_enrich_classifier_empty_expansions_total"); err != nil || n != 2 {
+		t.Errorf("%d series of empty expansions (%v), want one per rule", n, err)
+	}
+}
+
+// Rules that divide by zero, index past a slice, format wildly or loop long are refused at
+// New or run without panicking.
+func TestHostileRules(t *testing.T) {
+	for _, rule := range []string{
+		`Interface.Speed % 0 == 0 && ClassifyProvider("x")`,
+		`1 % 0 == 0`,
+		`Interface.Speed / 0 > 1 && ClassifyProvider("x")`,
+		`int(Interface.Speed) % int(Interface.Index) == 0 && ClassifyProvider("x")`,
+		`ClassifyProviderRegex(Interface.Description, Interface.Name, "$1")`,
+		`ClassifyProviderRegex(Interface.Description, "(", "$1")`,
+		`Interface.Name matches "(" `,
+		`Interface.Name matches Interface.Description`,
+		`ClassifyProvider(split(Interface.Name, "/")[5])`,
+		`ClassifyProvider(Format("%d %s", Interface.Name))`,
+		`ClassifyProvider(Interface.Name[10:2])`,
+		`ClassifyProvider(string(nil))`,
+		`nil`,
+		`Interface.Index == 0 ? true : nil`,
+		`ClassifyProvider(repeat("x", -1))`,
+		`ClassifyProvider(Format("%v", Interface))`,
+		`toJSON(Interface) != "" && ClassifyProvider("y")`,
+		`ClassifyProviderRegex(Interface.Description, "a{1000}{1000}", "x")`,
+		`ClassifyProviderRegex(Interface.Description, "^(x)", "$2${nope}$1x")`,
+		`all(1..1000000000, {# > 0}) && ClassifyProvider("z")`,
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("rule %q: panic %v", rule, r)
+				}
+			}()
+			c, err := New(nil, Configuration{InterfaceClassifiers: []string{rule}}, nil)
+			if err != nil {
+				return
+			}
+			c.ClassifyInterface(Exporter{IP: "192.0.2.1"}, Interface{Description: "x"}, &InterfaceClassification{})
+		}()
 	}
 }
 
@@ -275,6 +384,7 @@ func FuzzCompile(f *testing.F) {
 		`Interface.VLAN > 0 && SetName(Format("%s.%d", Interface.Name, Interface.VLAN))`,
 		`Reject()`,
 		`ClassifyProviderRegex(Interface.Name, Interface.Description, "$1")`,
+		`ClassifySiteRegex(Exporter.Name, "^(?P<city>[a-z]+)(x)?", "${city}$2$$1x${")`,
 	} {
 		f.Add(s)
 	}

@@ -18,7 +18,10 @@ type Configuration struct {
 	// (Classify is ClassifyGroup), their Regex variants (input, regex, template) set the
 	// expanded template when the regex matches, Reject() drops the exporter's flows and
 	// Format("%s-%d", ...) builds strings. Values are lower-cased and keep only a-z, 0-9, ".",
-	// "+" and "-". Static metadata (enrich.exporters) is applied first and wins.
+	// "+" and "-". Static metadata (enrich.exporters) is applied first and wins. A template
+	// naming a group its literal regex does not have ($2, ${site}), or written "$1x" (read as
+	// the group "1x": write "${1}x"), is an error; a match whose template expands to an empty
+	// value sets nothing and counts as no match.
 	ExporterClassifiers []string `yaml:"exporter-classifiers"`
 	// InterfaceClassifiers are expressions run in order on each interface (Exporter.IP,
 	// Exporter.Name, Interface.Index, Interface.Name, Interface.Description, Interface.Speed in

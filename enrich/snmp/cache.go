@@ -10,9 +10,11 @@
 // and ask several interfaces in one GET request; each answer is handed to the function set
 // with OnUpdate, which refreshes what the flows get (enrich's MetadataCache re-encodes the
 // interface's columns). Interfaces still in use are polled again in the background after
-// cache-refresh, keeping their previous answer meanwhile and if the agent does not answer;
-// those unused for cache-duration are forgotten. The cache is saved to a file and read back
-// at start, so that a restart enriches flows before the first poll returns.
+// cache-refresh, keeping their previous answer meanwhile and if the agent does not answer
+// (or answers with values of the wrong type); those unused for cache-duration are
+// forgotten. An agent answering tooBig is asked about fewer interfaces per request. The
+// cache is saved to a file and read back at start, so that a restart enriches flows before
+// the first poll returns.
 //
 // An exporter whose agent does not answer breaker-failures polls in a row has its circuit
 // breaker opened: no poll goes to it for breaker-cooldown, then one poll tries again
@@ -29,6 +31,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -99,13 +102,19 @@ type exporter struct {
 	sysName string
 	// namePolled is set once the agent answered a poll.
 	namePolled bool
-	entries    map[uint32]*entry
+	// used is the time of the last Lookup, ExporterName or Touch: an exporter whose sysName
+	// is known is kept, without interfaces, until cache-duration of non-use.
+	used    time.Time
+	entries map[uint32]*entry
 	// pending are the interfaces waiting for a poll; 0 asks for the sysName only.
 	pending  map[uint32]struct{}
 	queued   bool // in Cache.ready
 	inFlight bool
-	breaker  breaker
-	metrics  exporterMetrics
+	// batch is how many interfaces a request asks about: max-batch-requests, halved each time
+	// the agent answers tooBig.
+	batch   int
+	breaker breaker
+	metrics exporterMetrics
 }
 
 // breaker is an exporter's circuit breaker.
@@ -120,13 +129,22 @@ type breaker struct {
 type pollResult struct {
 	sysName    string
 	hasSysName bool
+	// badSysName: the agent answered sysName with a value of the wrong type.
+	badSysName bool
 	interfaces map[uint32]polledInterface
 }
 
 type polledInterface struct {
 	iface Interface
 	found bool
+	// bad: a column came with a value of the wrong type, or not at all; the answer is not
+	// used (the previous one, if any, is kept).
+	bad bool
 }
+
+// errTooBig is an agent's tooBig error status: its answer would not fit in its maximum
+// message size (RFC 3416 section 4.2.1).
+var errTooBig = errors.New("agent answered tooBig (the answer does not fit in its message size)")
 
 // pollFunc sends one request for the sysName and the interfaces to an agent.
 type pollFunc func(ctx context.Context, target netip.AddrPort, creds *Credentials, indexes []uint32) (pollResult, error)
@@ -197,6 +215,8 @@ func (c *Cache) Start() error {
 		case err == nil:
 			c.log.Info("SNMP cache loaded", "file", path, "interfaces", n)
 		case errors.Is(err, errNotExist):
+		case n > 0:
+			c.log.Warn("SNMP cache file loaded without its bad entries", "file", path, "interfaces", n, "error", err)
 		default:
 			c.log.Warn("SNMP cache file not loaded; starting empty", "file", path, "error", err)
 		}
@@ -232,6 +252,7 @@ func (c *Cache) Lookup(exporterAddr netip.Addr, index uint32) (Answer, bool) {
 		c.metrics.misses.Inc()
 		return Answer{}, false
 	}
+	e.used = now
 	if en, ok := e.entries[index]; ok {
 		en.used = now
 		c.metrics.hits.Inc()
@@ -245,28 +266,37 @@ func (c *Cache) Lookup(exporterAddr netip.Addr, index uint32) (Answer, bool) {
 // ExporterName returns the exporter's sysName when known; when the agent was never asked,
 // it queues a poll of the sysName alone.
 func (c *Cache) ExporterName(exporterAddr netip.Addr) (string, bool) {
+	now := c.clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.exporter(exporterAddr.Unmap())
 	if e == nil {
 		return "", false
 	}
+	e.used = now
 	if !e.namePolled && len(e.pending) == 0 && !e.inFlight {
 		c.queue(e, 0)
 	}
 	return e.sysName, e.namePolled
 }
 
-// Touch marks interfaces of an exporter as used by flows, so that they are refreshed and
-// not forgotten; those the cache does not hold (forgotten, or never answered) are queued.
+// Touch marks an exporter and interfaces of it as used by flows, so that they are refreshed
+// and not forgotten; those the cache does not hold (forgotten, or never answered) are
+// queued. Without indexes it only keeps the exporter's sysName, if the cache has one.
 func (c *Cache) Touch(exporterAddr netip.Addr, indexes ...uint32) {
 	now := c.clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.exporter(exporterAddr.Unmap())
+	var e *exporter
+	if len(indexes) == 0 {
+		e = c.exporters[exporterAddr.Unmap()]
+	} else {
+		e = c.exporter(exporterAddr.Unmap())
+	}
 	if e == nil {
 		return
 	}
+	e.used = now
 	for _, index := range indexes {
 		if en, ok := e.entries[index]; ok {
 			en.used = now
@@ -292,7 +322,7 @@ func (c *Cache) exporter(a netip.Addr) *exporter {
 }
 
 func (c *Cache) newExporter(a netip.Addr) *exporter {
-	e := &exporter{addr: a, entries: map[uint32]*entry{}, pending: map[uint32]struct{}{}}
+	e := &exporter{addr: a, used: c.clock.Now(), batch: c.cfg.MaxBatchRequests, entries: map[uint32]*entry{}, pending: map[uint32]struct{}{}}
 	k := key(a)
 	agent, ok := c.tables.agents.Lookup(k)
 	if !ok {
@@ -375,8 +405,9 @@ func (c *Cache) pollExporter(e *exporter) {
 		}
 	}
 	slices.Sort(indexes)
-	indexes = indexes[:min(len(indexes), c.cfg.MaxBatchRequests)]
+	indexes = indexes[:min(len(indexes), e.batch)]
 	before := len(e.pending)
+	_, askedName := e.pending[0]
 	delete(e.pending, 0)
 	for _, index := range indexes {
 		delete(e.pending, index)
@@ -394,25 +425,34 @@ func (c *Cache) pollExporter(e *exporter) {
 	e.inFlight = false
 	now := c.clock.Now()
 	var update Update
-	if err != nil {
-		if c.ctx.Err() != nil {
-			c.mu.Unlock()
-			return
+	tooBig := errors.Is(err, errTooBig)
+	switch {
+	case err != nil && c.ctx.Err() != nil:
+		c.mu.Unlock()
+		return
+	case tooBig && len(indexes) > 1:
+		// Not the agent failing: smaller requests will fit. The breaker is left alone.
+		e.metrics.tooBig.Inc()
+		e.batch = max(1, len(indexes)/2)
+		c.requeue(e, indexes, askedName)
+		if ok, suppressed := c.logRate.Allow(now); ok {
+			c.log.Info("SNMP answer too big: asking fewer interfaces per request", "exporter", e.addr.String(),
+				"agent", target.String(), "interfaces", e.batch, "suppressed", suppressed)
+		}
+	case err != nil:
+		if tooBig {
+			e.metrics.tooBig.Inc() // even one interface does not fit: a real failure
 		}
 		e.metrics.errors.Inc()
 		c.fail(e, now)
-		// The interfaces wait for the next poll (after the cooldown if the breaker opened).
-		for _, index := range indexes {
-			if _, ok := e.pending[index]; !ok && c.pending < c.cfg.QueueSize {
-				e.pending[index] = struct{}{}
-				c.pending++
-			}
-		}
+		// The interfaces, and the sysName when asked alone, wait for the next poll (after the
+		// cooldown if the breaker opened).
+		c.requeue(e, indexes, askedName)
 		if ok, suppressed := c.logRate.Allow(now); ok {
 			c.log.Warn("SNMP poll failed", "exporter", e.addr.String(), "agent", target.String(),
 				"error", err, "breaker-open", e.breaker.open, "suppressed", suppressed)
 		}
-	} else {
+	default:
 		e.metrics.polls.Inc()
 		c.succeed(e)
 		update = c.store(e, res, indexes, now)
@@ -424,10 +464,31 @@ func (c *Cache) pollExporter(e *exporter) {
 	}
 }
 
+// requeue puts back the interfaces of a request that failed, and index 0 when the sysName
+// was asked alone (a request for interfaces asks for it too). c.mu is held.
+func (c *Cache) requeue(e *exporter, indexes []uint32, askedName bool) {
+	if askedName && len(indexes) == 0 {
+		indexes = []uint32{0}
+	}
+	for _, index := range indexes {
+		if _, ok := e.pending[index]; !ok && c.pending < c.cfg.QueueSize {
+			e.pending[index] = struct{}{}
+			c.pending++
+		}
+	}
+}
+
 // store records an answer and returns what changed. c.mu is held.
 func (c *Cache) store(e *exporter, res pollResult, indexes []uint32, now time.Time) Update {
 	u := Update{Exporter: e.addr}
-	if res.hasSysName {
+	switch {
+	case res.badSysName:
+		// The previous sysName, if any, stays (the next request for interfaces asks again);
+		// without one, the exporter is as an agent without sysName, so that this is not asked
+		// again and again.
+		e.metrics.badAnswers.Inc()
+		c.warnBadAnswer(e, "sysName", now)
+	case res.hasSysName:
 		name := clean(res.sysName)
 		if name != e.sysName {
 			e.sysName = name
@@ -437,7 +498,13 @@ func (c *Cache) store(e *exporter, res pollResult, indexes []uint32, now time.Ti
 	}
 	e.namePolled = true
 	for _, index := range indexes {
-		p := res.interfaces[index] // absent: not found
+		p, ok := res.interfaces[index]
+		if !ok || p.bad {
+			// The previous answer, if any, stays; a refresh or the next flow asks again.
+			e.metrics.badAnswers.Inc()
+			c.warnBadAnswer(e, "interface "+strconv.FormatUint(uint64(index), 10), now)
+			continue
+		}
 		p.iface.Name, p.iface.Description = clean(p.iface.Name), clean(p.iface.Description)
 		en, ok := e.entries[index]
 		if !ok {
@@ -453,6 +520,14 @@ func (c *Cache) store(e *exporter, res pollResult, indexes []uint32, now time.Ti
 		c.dirty = true
 	}
 	return u
+}
+
+// warnBadAnswer logs, rate-limited, an answer with values of the wrong type. c.mu is held.
+func (c *Cache) warnBadAnswer(e *exporter, what string, now time.Time) {
+	if ok, suppressed := c.logRate.Allow(now); ok {
+		c.log.Warn("SNMP agent answered with values of the wrong type; previous answer kept", "exporter", e.addr.String(),
+			"agent", e.target.String(), "object", what, "suppressed", suppressed)
+	}
 }
 
 // clean makes an agent's string valid UTF-8 and at most maxStringLen bytes.
@@ -519,7 +594,9 @@ func (c *Cache) checker() {
 }
 
 // check queues the interfaces in use whose answer is older than cache-refresh, forgets
-// those unused for cache-duration, and schedules exporters whose breaker cooldown ended.
+// those unused for cache-duration (and exporters left without interfaces, unless their
+// sysName is known and they were used within cache-duration), and schedules exporters whose
+// breaker cooldown ended.
 func (c *Cache) check() {
 	now := c.clock.Now()
 	c.mu.Lock()
@@ -539,7 +616,8 @@ func (c *Cache) check() {
 				}
 			}
 		}
-		if len(e.entries) == 0 && len(e.pending) == 0 && !e.inFlight && !e.queued {
+		if len(e.entries) == 0 && len(e.pending) == 0 && !e.inFlight && !e.queued &&
+			(!e.namePolled || now.Sub(e.used) >= c.cfg.CacheDuration) {
 			delete(c.exporters, a)
 			c.metrics.deleteExporter(a.String())
 			continue

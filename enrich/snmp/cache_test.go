@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gosnmp/gosnmp"
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -65,6 +67,8 @@ func (f *fakeAgents) poll(ctx context.Context, target netip.AddrPort, creds *Cre
 	for _, index := range indexes {
 		if i, ok := f.ifaces[index]; ok {
 			res.interfaces[index] = polledInterface{iface: i, found: true}
+		} else {
+			res.interfaces[index] = polledInterface{} // noSuchInstance
 		}
 	}
 	return res, nil
@@ -188,6 +192,81 @@ func TestExporterNameAlone(t *testing.T) {
 	}
 }
 
+// A sysName-only poll (an exporter whose flows name no interface SNMP is asked about) that
+// fails is retried once the breaker's cooldown ends, and the exporter is not forgotten
+// meanwhile.
+func TestExporterNameRetried(t *testing.T) {
+	f := newFixture(t, func(c *Configuration) { c.BreakerFailures = 1; c.BreakerCooldown = time.Minute })
+	f.agents.mu.Lock()
+	f.agents.down = true
+	f.agents.mu.Unlock()
+	if _, ok := f.c.ExporterName(exporter1); ok {
+		t.Fatal("name known before any poll")
+	}
+	testutil.WaitUntil(t, "the failed poll", func() bool { return f.c.BreakerOpen(exporter1) && !f.inFlight(exporter1) })
+	f.agents.mu.Lock()
+	f.agents.down = false
+	f.agents.mu.Unlock()
+	f.c.check() // cooldown not over: the exporter waits, with its sysName queued
+	if n := f.agents.requestCount(); n != 1 {
+		t.Fatalf("%d polls during the cooldown", n)
+	}
+	f.clock.Advance(time.Minute)
+	f.c.check()
+	testutil.WaitUntil(t, "the sysName after the cooldown", func() bool {
+		name, ok := f.c.ExporterName(exporter1)
+		return ok && name == "edge1.par1"
+	})
+}
+
+// An exporter whose sysName is known and which has no interface entry keeps its sysName
+// while it is used, whatever its agent does, and forgets it after cache-duration unused.
+func TestExporterNameKept(t *testing.T) {
+	f := newFixture(t, func(c *Configuration) { c.CacheDuration = 2 * time.Hour })
+	f.c.ExporterName(exporter1)
+	testutil.WaitUntil(t, "the sysName", func() bool {
+		name, ok := f.c.ExporterName(exporter1)
+		return ok && name == "edge1.par1" && !f.inFlight(exporter1)
+	})
+	f.agents.mu.Lock()
+	f.agents.down = true
+	f.agents.mu.Unlock()
+	for range 3 {
+		f.clock.Advance(time.Hour)
+		f.c.Touch(exporter1) // flows without SNMP interfaces
+		f.c.check()
+		if name, ok := f.c.ExporterName(exporter1); !ok || name != "edge1.par1" {
+			t.Fatalf("used, agent down: ExporterName = %q, %v; want the last good answer", name, ok)
+		}
+	}
+	if n := f.agents.requestCount(); n != 1 {
+		t.Errorf("%d polls for a known sysName", n)
+	}
+	f.clock.Advance(2 * time.Hour)
+	f.c.check()
+	f.c.mu.Lock()
+	_, kept := f.c.exporters[exporter1]
+	f.c.mu.Unlock()
+	if kept {
+		t.Error("exporter kept after cache-duration unused")
+	}
+	// Touch without indexes does not create an exporter.
+	f.c.Touch(exporter1)
+	f.c.mu.Lock()
+	_, kept = f.c.exporters[exporter1]
+	f.c.mu.Unlock()
+	if kept {
+		t.Error("Touch without indexes created the exporter")
+	}
+}
+
+func (f *fixture) inFlight(exporter netip.Addr) bool {
+	f.c.mu.Lock()
+	defer f.c.mu.Unlock()
+	e := f.c.exporters[exporter]
+	return e != nil && (e.inFlight || e.queued)
+}
+
 func TestBatches(t *testing.T) {
 	f := newFixture(t, func(c *Configuration) { c.MaxBatchRequests = 10 })
 	f.agents.block = make(chan struct{})
@@ -206,6 +285,91 @@ func TestBatches(t *testing.T) {
 	want := [][]uint32{{40}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {11, 12, 13, 14, 15, 16, 17, 18, 19, 20}, {21, 22, 23, 24, 25}}
 	if fmt.Sprint(f.agents.requests) != fmt.Sprint(want) {
 		t.Errorf("requests %v, want %v", f.agents.requests, want)
+	}
+}
+
+// An agent answering tooBig gets the same interfaces in requests half as large, without its
+// breaker counting it, down to one interface per request, which then fails as any poll.
+func TestTooBigHalvesBatch(t *testing.T) {
+	f := newFixture(t, func(c *Configuration) { c.MaxBatchRequests = 10; c.BreakerFailures = 2 })
+	fits := 4 // the most interfaces an answer holds
+	f.c.poll = func(ctx context.Context, target netip.AddrPort, creds *Credentials, indexes []uint32) (pollResult, error) {
+		f.agents.mu.Lock()
+		tooBig := len(indexes) > fits
+		if tooBig {
+			f.agents.requests = append(f.agents.requests, slices.Clone(indexes))
+		}
+		f.agents.mu.Unlock()
+		if tooBig {
+			return pollResult{}, errTooBig
+		}
+		return f.agents.poll(ctx, target, creds, indexes)
+	}
+	f.agents.block = make(chan struct{})
+	f.c.Lookup(exporter1, 40) // holds the exporter while the 10 others queue
+	testutil.WaitUntil(t, "the first poll", func() bool { return f.agents.requestCount() == 1 })
+	for i := uint32(1); i <= 10; i++ {
+		f.c.Lookup(exporter1, i)
+	}
+	close(f.agents.block)
+	for i := uint32(1); i <= 10; i++ {
+		f.waitFor(t, exporter1, i)
+	}
+	f.agents.mu.Lock()
+	requests := fmt.Sprint(f.agents.requests)
+	f.agents.mu.Unlock()
+	if want := "[[40] [1 2 3 4 5 6 7 8 9 10] [1 2 3 4 5] [1 2] [3 4] [5 6] [7 8] [9 10]]"; requests != want {
+		t.Errorf("requests %s, want %s", requests, want)
+	}
+	if n := promtest.ToFloat64(f.c.metrics.tooBig.WithLabelValues("192.0.2.1")); n != 2 {
+		t.Errorf("%v tooBig counted, want 2", n)
+	}
+	if n := promtest.ToFloat64(f.c.metrics.errors.WithLabelValues("192.0.2.1")); n != 0 || f.c.BreakerOpen(exporter1) {
+		t.Errorf("tooBig counted as %v failures (breaker open: %v)", n, f.c.BreakerOpen(exporter1))
+	}
+	// Not even one interface fits: a failure, which opens the breaker as any other.
+	fits = 0
+	f.c.Lookup(exporter1, 20)
+	testutil.WaitUntil(t, "the breaker", func() bool { return f.c.BreakerOpen(exporter1) })
+	if n := promtest.ToFloat64(f.c.metrics.errors.WithLabelValues("192.0.2.1")); n != 2 {
+		t.Errorf("%v failures, want 2", n)
+	}
+}
+
+// An agent answering a refresh with values of the wrong type does not erase the previous
+// answer: it is kept, and the bad answer counted.
+func TestWrongTypesKeepLastAnswer(t *testing.T) {
+	f := newFixture(t, nil)
+	f.c.Lookup(exporter1, 3)
+	good := f.waitFor(t, exporter1, 3)
+	if !good.Found {
+		t.Fatal("not found")
+	}
+	f.c.poll = func(ctx context.Context, target netip.AddrPort, creds *Credentials, indexes []uint32) (pollResult, error) {
+		f.agents.mu.Lock()
+		f.agents.requests = append(f.agents.requests, slices.Clone(indexes))
+		f.agents.mu.Unlock()
+		vars := []gosnmp.SnmpPDU{{Name: "." + oidSysName, Type: gosnmp.Integer, Value: 7}}
+		for _, i := range indexes {
+			for _, oid := range interfaceOIDs {
+				vars = append(vars, gosnmp.SnmpPDU{Name: fmt.Sprintf(".%s.%d", oid, i), Type: gosnmp.Integer, Value: -1})
+			}
+		}
+		return decodeAnswer(vars, indexes), nil
+	}
+	f.clock.Advance(31 * time.Minute)
+	f.c.Touch(exporter1, 3)
+	f.c.check()
+	bad := f.c.metrics.badAnswers.WithLabelValues("192.0.2.1")
+	testutil.WaitUntil(t, "the bad answer counted", func() bool { return promtest.ToFloat64(bad) == 2 }) // sysName and interface 3
+	if a, ok := f.c.Lookup(exporter1, 3); !ok || a != good {
+		t.Errorf("after a refresh answered with wrong types: %+v, %v; want %+v", a, ok, good)
+	}
+	// It is asked again at the next check.
+	f.c.check()
+	testutil.WaitUntil(t, "the second refresh", func() bool { return promtest.ToFloat64(bad) == 4 })
+	if f.c.BreakerOpen(exporter1) {
+		t.Error("wrong types opened the breaker")
 	}
 }
 
@@ -448,6 +612,16 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		{"not JSON", `{"format":`, "unexpected end of JSON input", 0},
 		{"other format", `{"format":"flowzero-snmp-cache/2"}`, `format "flowzero-snmp-cache/2"`, 0},
+		// Another version's layout is reported as its format, not as a JSON type error.
+		{"other layout", `{"format":"flowzero-snmp-cache/2","exporters":{"192.0.2.7":{}}}`, `format "flowzero-snmp-cache/2"`, 0},
+		{"no format", `{"exporters":[]}`, `format missing`, 0},
+		{"exporters not a list", `{"format":"flowzero-snmp-cache/1","exporters":{}}`, `exporters: not a list`, 0},
+		// One bad entry costs only itself.
+		{"bad interface", `{"format":"flowzero-snmp-cache/1","exporters":[{"exporter":"192.0.2.9","name":"r1","name-polled":true,"interfaces":[` +
+			`{"index":1,"name":"good","found":true,"polled":"` + polled + `"},{"index":2,"speed":-1,"found":true,"polled":"` + polled + `"}]}]}`,
+			`exporters[0].interfaces[1]: json: cannot unmarshal number -1 into Go struct field persistInterface.speed of type uint32`, 1},
+		{"bad exporter fields", `{"format":"flowzero-snmp-cache/1","exporters":[{"exporter":"192.0.2.10","name":5},{"exporter":"192.0.2.11","interfaces":[{"index":1,"polled":"` + polled + `"}]}]}`,
+			`exporters[0]: json: cannot unmarshal number into Go struct field .name of type string`, 1},
 		{"bad exporter", `{"format":"flowzero-snmp-cache/1","exporters":[{"exporter":"x"},{"exporter":"192.0.2.7","interfaces":[{"index":1,"name":"a","found":true,"polled":"` + polled + `"}]}]}`, `exporters[0].exporter: not an address: "x"`, 1},
 		{"no polled time", `{"format":"flowzero-snmp-cache/1","exporters":[{"exporter":"192.0.2.8","interfaces":[{"index":1},{"index":2,"polled":"` + polled + `"}]}]}`, `exporters[0].interfaces[0].polled: missing`, 1},
 	} {
@@ -456,7 +630,7 @@ func TestLoadErrors(t *testing.T) {
 			t.Errorf("%s: %d loaded, error %v, want %d and %q", tc.name, n, err, tc.loaded, tc.err)
 		}
 	}
-	if n := promtest.ToFloat64(f.c.metrics.loadErrors); n != 4 {
+	if n := promtest.ToFloat64(f.c.metrics.loadErrors); n != 9 {
 		t.Errorf("%v load errors", n)
 	}
 	// A missing file is not an error at start.
@@ -486,6 +660,12 @@ func TestConfigurationErrors(t *testing.T) {
 		{"agents:\n  192.0.2.1: 10.0.0.1:0\n", "agents.192.0.2.1"},
 		{"agents:\n  192.0.2.1: router1\n", "agents.192.0.2.1"},
 		{"ports:\n  ::/0: 0\n", "ports.::/0"},
+		// Two keys for one prefix, or a prefix with host bits: which applies would be a guess.
+		{"credentials:\n  192.0.2.0/24: {communities: a}\n  ::ffff:192.0.2.0/120: {communities: b}\n", `credentials.::ffff:192.0.2.0/120: same prefix as "192.0.2.0/24"`},
+		{"credentials:\n  192.0.2.1/24: {communities: a}\n", "credentials.192.0.2.1/24: 192.0.2.1/24 has host bits set (192.0.2.0/24 or 192.0.2.1/32?)"},
+		{"agents:\n  192.0.2.1: 10.0.0.1\n  ::ffff:192.0.2.1: 10.0.0.2\n", `agents.::ffff:192.0.2.1: same prefix as "192.0.2.1"`},
+		{"ports:\n  2001:db8::/32: 1161\n  2001:db8:0::/32: 1162\n", `ports.2001:db8::/32: same prefix as "2001:db8:0::/32"`},
+		{"ports:\n  10.0.0.1/8: 1161\n", "ports.10.0.0.1/8"},
 		{"max-batch-requests: 20\n", "max-batch-requests"},
 		{"workers: 0\n", "workers"},
 		{"poller-timeout: 0s\n", "poller-timeout"},
@@ -497,8 +677,27 @@ func TestConfigurationErrors(t *testing.T) {
 			t.Errorf("%q: error %v does not name %s", tc.yaml, err, tc.key)
 		}
 	}
-	// A single community, protocols in any case.
+	// A community gosnmp cannot encode, named by its position, never printed.
+	long := strings.Repeat("s", 128)
 	cfg := DefaultConfiguration()
+	err := config.Decode([]byte("credentials:\n  ::/0:\n    communities: [public, "+long+"]\n"), &cfg)
+	if err == nil || !strings.Contains(err.Error(), "credentials.::/0.communities[1]: 128 bytes") || strings.Contains(err.Error(), long) {
+		t.Errorf("128-byte community: %v", err)
+	}
+	cfg = DefaultConfiguration()
+	if err := config.Decode([]byte("credentials:\n  ::/0:\n    communities: "+long[:127]+"\n"), &cfg); err != nil {
+		t.Errorf("127-byte community: %v", err)
+	}
+	// A map written by the user replaces the default one.
+	cfg = DefaultConfiguration()
+	if err := config.Decode([]byte("credentials:\n  10.0.0.0/8: {communities: private}\nports:\n  10.0.0.0/8: 1161\n"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Credentials) != 1 || len(cfg.Ports) != 1 {
+		t.Errorf("merged with the defaults: credentials %v, ports %v", slices.Collect(maps.Keys(cfg.Credentials)), cfg.Ports)
+	}
+	// A single community, protocols in any case.
+	cfg = DefaultConfiguration()
 	if err := config.Decode([]byte("credentials:\n  10.0.0.0/8:\n    communities: secret\n  10.1.0.0/16:\n    user-name: bob\n    authentication-protocol: sha256\n    authentication-passphrase: longenough\n    privacy-protocol: aes256c\n    privacy-passphrase: longenough\n"), &cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,12 @@
 package snmp
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,15 +21,18 @@ import (
 // Configuration of the SNMP poller and its cache.
 type Configuration struct {
 	// Credentials gives, by exporter address or prefix (the longest prefix wins), the SNMPv2c
-	// communities to try in order, or the SNMPv3 user (user-name set) to poll with.
-	Credentials map[string]Credentials `yaml:"credentials"`
+	// communities to try in order, or the SNMPv3 user (user-name set) to poll with. Written,
+	// it replaces the default entirely: exporters it does not cover are not polled. A prefix
+	// with host bits set, or two keys for the same prefix (192.0.2.0/24 and
+	// ::ffff:192.0.2.0/120), are errors.
+	Credentials PrefixMap[Credentials] `yaml:"credentials"`
 	// Agents maps an exporter address or prefix to the address of the SNMP agent to poll
 	// instead of the exporter's own ("192.0.2.1" or, with a port, "192.0.2.1:1161" or
-	// "[2001:db8::1]:1161"). Results stay keyed by the exporter.
-	Agents map[string]string `yaml:"agents"`
+	// "[2001:db8::1]:1161"). Results stay keyed by the exporter. Keys as for credentials.
+	Agents PrefixMap[string] `yaml:"agents"`
 	// Ports gives the agent's UDP port by exporter address or prefix (an agent written with
-	// its port wins).
-	Ports map[string]uint16 `yaml:"ports"`
+	// its port wins). Written, it replaces the default entirely; keys as for credentials.
+	Ports PrefixMap[uint16] `yaml:"ports"`
 	// PollerTimeout is how long a request waits for an answer before a retry.
 	PollerTimeout time.Duration `yaml:"poller-timeout"`
 	// PollerRetries is how many times a request is sent again after a timeout.
@@ -35,16 +41,18 @@ type Configuration struct {
 	Workers int `yaml:"workers"`
 	// MaxBatchRequests is how many interfaces one request asks about: sysName, then ifDescr,
 	// ifName, ifAlias and ifHighSpeed of each (at most 14, so that a request holds at most 57
-	// OIDs).
+	// OIDs). An agent answering tooBig gets requests half as large from then on, down to one
+	// interface.
 	MaxBatchRequests int `yaml:"max-batch-requests"`
 	// QueueSize bounds the interfaces waiting for a poll; a flow on an interface that does
 	// not fit is counted and asks again later.
 	QueueSize int `yaml:"queue-size"`
 	// CacheRefresh is the age at which an interface still in use is polled again, in the
 	// background: flows keep getting the previous answer meanwhile, and keep it if the agent
-	// does not answer.
+	// does not answer or answers with values of the wrong type.
 	CacheRefresh time.Duration `yaml:"cache-refresh"`
-	// CacheDuration forgets an interface no flow used for that long.
+	// CacheDuration forgets an interface no flow used for that long, and the sysName of an
+	// exporter left without interfaces once no flow used the exporter for that long.
 	CacheDuration time.Duration `yaml:"cache-duration"`
 	// CacheCheckInterval is how often the cache looks for interfaces to refresh or forget,
 	// and saves the cache file when it changed.
@@ -63,7 +71,7 @@ type Configuration struct {
 // Credentials are SNMPv2c communities or SNMPv3 user-based security parameters.
 type Credentials struct {
 	// Communities are tried in order (SNMPv2c) when user-name is empty; a single string is
-	// accepted.
+	// accepted. Each has 1 to 127 bytes (gosnmp encodes no longer one).
 	Communities Strings `yaml:"communities"`
 	// UserName selects SNMPv3 with this user.
 	UserName string `yaml:"user-name"`
@@ -84,8 +92,8 @@ type Credentials struct {
 // every 30 minutes and forgets those unused for a day.
 func DefaultConfiguration() Configuration {
 	return Configuration{
-		Credentials:        map[string]Credentials{"::/0": {Communities: Strings{"public"}}},
-		Ports:              map[string]uint16{"::/0": 161},
+		Credentials:        PrefixMap[Credentials]{"::/0": {Communities: Strings{"public"}}},
+		Ports:              PrefixMap[uint16]{"::/0": 161},
 		PollerTimeout:      time.Second,
 		PollerRetries:      1,
 		Workers:            10,
@@ -117,36 +125,34 @@ type tables struct {
 
 func (c *Configuration) tables() (*tables, error) {
 	t := &tables{credentials: new(bart.Table[*Credentials]), agents: new(bart.Table[netip.AddrPort]), ports: new(bart.Table[uint16])}
-	for key, cr := range c.Credentials {
-		p, err := parsePrefix(key)
-		if err != nil {
-			return nil, config.Errorf("credentials."+key, "%v", err)
-		}
+	err := eachPrefix("credentials", c.Credentials, func(p netip.Prefix, cr Credentials) error {
 		if err := cr.validate(); err != nil {
-			return nil, config.Prefix("credentials."+key, err)
+			return err
 		}
 		t.credentials.Insert(p, &cr)
+		return nil
+	})
+	if err == nil {
+		err = eachPrefix("agents", c.Agents, func(p netip.Prefix, agent string) error {
+			ap, err := parseAgent(agent)
+			if err != nil {
+				return err
+			}
+			t.agents.Insert(p, ap)
+			return nil
+		})
 	}
-	for key, agent := range c.Agents {
-		p, err := parsePrefix(key)
-		if err != nil {
-			return nil, config.Errorf("agents."+key, "%v", err)
-		}
-		ap, err := parseAgent(agent)
-		if err != nil {
-			return nil, config.Errorf("agents."+key, "%v", err)
-		}
-		t.agents.Insert(p, ap)
+	if err == nil {
+		err = eachPrefix("ports", c.Ports, func(p netip.Prefix, port uint16) error {
+			if port == 0 {
+				return errors.New("port 0")
+			}
+			t.ports.Insert(p, port)
+			return nil
+		})
 	}
-	for key, port := range c.Ports {
-		p, err := parsePrefix(key)
-		if err != nil {
-			return nil, config.Errorf("ports."+key, "%v", err)
-		}
-		if port == 0 {
-			return nil, config.Errorf("ports."+key, "port 0")
-		}
-		t.ports.Insert(p, port)
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case c.PollerTimeout <= 0:
@@ -173,6 +179,30 @@ func (c *Configuration) tables() (*tables, error) {
 	return t, nil
 }
 
+// eachPrefix calls fn for each entry of m, in key order, with its key read as a prefix; an
+// error (a bad key, two keys for the same prefix, or fn's) names section.key.
+func eachPrefix[V any](section string, m map[string]V, fn func(netip.Prefix, V) error) error {
+	seen := make(map[netip.Prefix]string, len(m))
+	for _, key := range slices.Sorted(maps.Keys(m)) {
+		p, err := parsePrefix(key)
+		if err != nil {
+			return config.Errorf(section+"."+key, "%v", err)
+		}
+		if other, dup := seen[p]; dup {
+			return config.Errorf(section+"."+key, "same prefix as %q", other)
+		}
+		seen[p] = key
+		if err := fn(p, m[key]); err != nil {
+			return config.Prefix(section+"."+key, err)
+		}
+	}
+	return nil
+}
+
+// maxCommunityLen is the longest community gosnmp encodes: it writes the length of the
+// community string in one byte, BER's short form.
+const maxCommunityLen = 127
+
 func (cr *Credentials) validate() error {
 	if cr.UserName == "" {
 		if len(cr.Communities) == 0 {
@@ -181,6 +211,10 @@ func (cr *Credentials) validate() error {
 		for i, s := range cr.Communities {
 			if s == "" {
 				return config.Errorf(fmt.Sprintf("communities[%d]", i), "empty community")
+			}
+			if len(s) > maxCommunityLen {
+				// Its length only: a community is a secret.
+				return config.Errorf(fmt.Sprintf("communities[%d]", i), "%d bytes, longer than the %d an SNMP request can carry", len(s), maxCommunityLen)
 			}
 		}
 		if cr.AuthenticationProtocol > AuthNone || cr.PrivacyProtocol > PrivNone {
@@ -205,13 +239,19 @@ func (cr *Credentials) validate() error {
 	return nil
 }
 
-// parsePrefix reads an address or prefix. IPv4 is stored IPv4-mapped, and addresses are
-// looked up in that form (key), so that ::/0 covers every exporter as in Akvorado.
+// parsePrefix reads an address or prefix, refusing host bits as enrich.exporters does. IPv4
+// is stored IPv4-mapped, and addresses are looked up in that form (key), so that ::/0 covers
+// every exporter as in Akvorado.
 func parsePrefix(s string) (netip.Prefix, error) {
-	p, err := netip.ParsePrefix(s)
-	if err != nil {
+	var p netip.Prefix
+	if strings.Contains(s, "/") {
+		var err error
+		if p, err = config.ParsePrefix(s); err != nil {
+			return netip.Prefix{}, err
+		}
+	} else {
 		a, err := netip.ParseAddr(s)
-		if err != nil {
+		if err != nil || a.Zone() != "" {
 			return netip.Prefix{}, fmt.Errorf("not an address or prefix: %q", s)
 		}
 		p = netip.PrefixFrom(a, a.BitLen())
@@ -219,7 +259,7 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	if p.Addr().Is4() {
 		p = netip.PrefixFrom(netip.AddrFrom16(p.Addr().As16()), 96+p.Bits())
 	}
-	return p.Masked(), nil
+	return p, nil
 }
 
 // key is the form in which addresses are looked up in the tables: IPv6, IPv4-mapped.
@@ -243,6 +283,21 @@ func parseAgent(s string) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("bad port %q", port)
 	}
 	return netip.AddrPortFrom(a.Unmap(), uint16(n)), nil
+}
+
+// PrefixMap maps exporter addresses or prefixes to values. Read from YAML, it replaces the
+// map it is decoded into rather than adding to it, so that a map written by the user
+// replaces the default instead of being merged with it.
+type PrefixMap[V any] map[string]V
+
+// UnmarshalYAML reads a mapping into a new map.
+func (m *PrefixMap[V]) UnmarshalYAML(n *yaml.Node) error {
+	var v map[string]V
+	if err := n.Decode(&v); err != nil {
+		return err
+	}
+	*m = v
+	return nil
 }
 
 // Strings is a list of strings that also reads a single string.

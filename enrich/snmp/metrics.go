@@ -16,6 +16,7 @@ type metrics struct {
 	saveErrors    prometheus.Counter
 
 	polls, errors, breakerTrips *prometheus.CounterVec
+	tooBig, badAnswers          *prometheus.CounterVec
 	breakerOpen                 *prometheus.GaugeVec
 	seconds                     *prometheus.HistogramVec
 }
@@ -23,6 +24,7 @@ type metrics struct {
 // exporterMetrics are one exporter's handles, resolved once.
 type exporterMetrics struct {
 	polls, errors, breakerTrips prometheus.Counter
+	tooBig, badAnswers          prometheus.Counter
 	breakerOpen                 prometheus.Gauge
 	seconds                     prometheus.Observer
 }
@@ -49,6 +51,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		polls:        perExporter("polls_total", "Requests answered by the exporter's agent."),
 		errors:       perExporter("poll_errors_total", "Requests that failed (timeout after the retries, refused credentials, error status), by exporter."),
 		breakerTrips: perExporter("breaker_trips_total", "Times the exporter's circuit breaker opened."),
+		tooBig:       perExporter("too_big_total", "Requests the exporter's agent answered tooBig (the answer does not fit in its message size): the request's interfaces are asked again in requests half as large, down to one interface, which is then a failed poll."),
+		badAnswers:   perExporter("bad_answers_total", "Interfaces (or sysNames) the exporter's agent answered with values of the wrong type, or left out of its answer: the previous answer is kept and asked again later."),
 		breakerOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "flowzero", Subsystem: "enrich_snmp", Name: "breaker_open",
 			Help: "1 while the exporter's circuit breaker is open: its agent did not answer breaker-failures polls in a row, and is not polled until the cooldown ends."}, []string{"exporter"}),
 		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "flowzero", Subsystem: "enrich_snmp", Name: "poll_seconds",
@@ -57,7 +61,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.hits, m.misses, m.queued, m.queueFull, m.refreshes, m.exportersFull,
-			m.entries, m.loads, m.loadErrors, m.saveErrors, m.polls, m.errors, m.breakerTrips, m.breakerOpen, m.seconds} {
+			m.entries, m.loads, m.loadErrors, m.saveErrors, m.polls, m.errors, m.breakerTrips, m.tooBig, m.badAnswers, m.breakerOpen, m.seconds} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -71,6 +75,8 @@ func (m *metrics) forExporter(exporter string) exporterMetrics {
 		polls:        m.polls.WithLabelValues(exporter),
 		errors:       m.errors.WithLabelValues(exporter),
 		breakerTrips: m.breakerTrips.WithLabelValues(exporter),
+		tooBig:       m.tooBig.WithLabelValues(exporter),
+		badAnswers:   m.badAnswers.WithLabelValues(exporter),
 		breakerOpen:  m.breakerOpen.WithLabelValues(exporter),
 		seconds:      m.seconds.WithLabelValues(exporter),
 	}
@@ -78,7 +84,8 @@ func (m *metrics) forExporter(exporter string) exporterMetrics {
 
 // deleteExporter removes the series of a forgotten exporter.
 func (m *metrics) deleteExporter(exporter string) {
-	for _, v := range []*prometheus.MetricVec{m.polls.MetricVec, m.errors.MetricVec, m.breakerTrips.MetricVec, m.breakerOpen.MetricVec, m.seconds.MetricVec} {
+	for _, v := range []*prometheus.MetricVec{m.polls.MetricVec, m.errors.MetricVec, m.breakerTrips.MetricVec, m.tooBig.MetricVec,
+		m.badAnswers.MetricVec, m.breakerOpen.MetricVec, m.seconds.MetricVec} {
 		v.DeleteLabelValues(exporter)
 	}
 }

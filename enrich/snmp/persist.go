@@ -43,7 +43,8 @@ type persistInterface struct {
 	Polled      time.Time `json:"polled"`
 }
 
-// Save writes the cache to path atomically (a temporary file renamed over it).
+// Save writes the cache to path atomically and durably (a temporary file synced, renamed
+// over it, then the directory synced).
 func (c *Cache) Save(path string) (err error) {
 	defer func() {
 		if err != nil {
@@ -87,6 +88,10 @@ func (c *Cache) Save(path string) (err error) {
 		return fmt.Errorf("snmp: saving the cache: %w", err)
 	}
 	_, err = tmp.Write(data)
+	if err == nil {
+		// The data must be on disk before the rename makes it the cache file.
+		err = tmp.Sync()
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -96,6 +101,11 @@ func (c *Cache) Save(path string) (err error) {
 	if err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("snmp: saving the cache: %w", err)
+	}
+	// The rename is durable once the directory is synced.
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
 	}
 	return nil
 }
@@ -129,28 +139,65 @@ func (c *Cache) Load(path string) (int, error) {
 	return n, nil
 }
 
+// maxLoggedBadEntries bounds the lines logged for the bad entries of one cache file.
+const maxLoggedBadEntries = 10
+
+// load reads the file's format first, then each exporter and interface on its own, so that
+// one bad entry costs only itself.
 func (c *Cache) load(data []byte) (int, error) {
-	var in persistFile
-	if err := json.Unmarshal(data, &in); err != nil {
+	var head struct {
+		Format    json.RawMessage `json:"format"`
+		Exporters json.RawMessage `json:"exporters"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
 		c.metrics.loadErrors.Inc()
 		return 0, err
 	}
-	if in.Format != persistFormat {
+	var format string
+	if err := json.Unmarshal(head.Format, &format); err != nil || format != persistFormat {
 		c.metrics.loadErrors.Inc()
-		return 0, fmt.Errorf("format %q, want %q", in.Format, persistFormat)
+		got := string(head.Format)
+		switch {
+		case got == "":
+			got = "missing"
+		case len(got) > 64:
+			got = got[:64] + "..."
+		}
+		return 0, fmt.Errorf("format %s, want %q", got, persistFormat)
+	}
+	var exporters []json.RawMessage
+	if len(head.Exporters) > 0 {
+		if err := json.Unmarshal(head.Exporters, &exporters); err != nil {
+			c.metrics.loadErrors.Inc()
+			return 0, fmt.Errorf("exporters: not a list")
+		}
 	}
 	now := c.clock.Now()
 	var first error
+	skipped := 0
 	bad := func(err error) {
 		c.metrics.loadErrors.Inc()
 		if first == nil {
 			first = err
 		}
+		if skipped++; skipped <= maxLoggedBadEntries {
+			c.log.Warn("SNMP cache file: entry skipped", "error", err)
+		}
 	}
 	loaded := 0
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i, pe := range in.Exporters {
+	for i, raw := range exporters {
+		var pe struct {
+			Exporter   string            `json:"exporter"`
+			Name       string            `json:"name"`
+			NamePolled bool              `json:"name-polled"`
+			Interfaces []json.RawMessage `json:"interfaces"`
+		}
+		if err := json.Unmarshal(raw, &pe); err != nil {
+			bad(fmt.Errorf("exporters[%d]: %v", i, err))
+			continue
+		}
 		a, err := netip.ParseAddr(pe.Exporter)
 		if err != nil || a.Zone() != "" {
 			bad(fmt.Errorf("exporters[%d].exporter: not an address: %q", i, pe.Exporter))
@@ -164,7 +211,12 @@ func (c *Cache) load(data []byte) (int, error) {
 		if pe.NamePolled && !e.namePolled {
 			e.sysName, e.namePolled = clean(pe.Name), true
 		}
-		for j, pi := range pe.Interfaces {
+		for j, raw := range pe.Interfaces {
+			var pi persistInterface
+			if err := json.Unmarshal(raw, &pi); err != nil {
+				bad(fmt.Errorf("exporters[%d].interfaces[%d]: %v", i, j, err))
+				continue
+			}
 			switch {
 			case pi.Polled.After(now.Add(time.Minute)):
 				// A clock moved back, or a bad file: due for a refresh.
@@ -184,6 +236,9 @@ func (c *Cache) load(data []byte) (int, error) {
 			c.metrics.entries.Inc()
 			loaded++
 		}
+	}
+	if skipped > maxLoggedBadEntries {
+		c.log.Warn("SNMP cache file: more entries skipped", "not-logged", skipped-maxLoggedBadEntries)
 	}
 	c.metrics.loads.Inc()
 	return loaded, first

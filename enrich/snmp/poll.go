@@ -81,6 +81,10 @@ func (c *Cache) snmpPoll(ctx context.Context, target netip.AddrPort, creds *Cred
 			errs = append(errs, tried(i, len(communities), err.Error()))
 			continue
 		}
+		if pkt.Error == gosnmp.TooBig {
+			// The community was accepted: the request is too large, whichever is tried.
+			return pollResult{}, errTooBig
+		}
 		if pkt.Error != gosnmp.NoError {
 			errs = append(errs, tried(i, len(communities), fmt.Sprintf("agent answered %s (index %d)", pkt.Error, pkt.ErrorIndex)))
 			continue
@@ -113,24 +117,42 @@ func privOrNone(p PrivProtocol) gosnmp.SnmpV3PrivProtocol {
 }
 
 // decodeAnswer reads the variables of a GET answer for the sysName and the interfaces
-// asked. Variables are matched by name, not position; unknown names, and values of an
-// unexpected type, are ignored.
+// asked. Variables are matched by name, not position; unknown names are ignored. An
+// interface whose ifName and ifDescr are both noSuchObject or noSuchInstance is not found;
+// one with a column of the wrong type, or missing from the answer, is bad (the caller keeps
+// its previous answer), as is a sysName of the wrong type.
 func decodeAnswer(vars []gosnmp.SnmpPDU, indexes []uint32) pollResult {
 	res := pollResult{interfaces: make(map[uint32]polledInterface, len(indexes))}
 	type columns struct {
 		descr, name, alias string
 		hasDescr, hasName  bool
+		noDescr, noName    bool // noSuchObject, noSuchInstance
 		speed              uint32
+		bad                bool
 	}
 	got := make(map[uint32]*columns, len(indexes))
 	for _, index := range indexes {
 		got[index] = &columns{}
 	}
+	// text reads a string column: its value, or whether the agent has none.
+	text := func(v gosnmp.SnmpPDU, col *columns) (s string, ok, none bool) {
+		if s, ok := octets(v); ok {
+			return s, true, false
+		}
+		if absent(v) {
+			return "", false, true
+		}
+		col.bad = true
+		return "", false, false
+	}
 	for _, v := range vars {
 		name := strings.TrimPrefix(v.Name, ".")
 		if name == oidSysName {
-			if s, ok := octets(v); ok {
+			switch s, ok := octets(v); {
+			case ok:
 				res.sysName, res.hasSysName = s, true
+			case !absent(v):
+				res.badSysName = true
 			}
 			continue
 		}
@@ -148,15 +170,22 @@ func decodeAnswer(vars []gosnmp.SnmpPDU, indexes []uint32) pollResult {
 		}
 		switch name[:dot] {
 		case oidIfDescr:
-			col.descr, col.hasDescr = octets(v)
+			col.descr, col.hasDescr, col.noDescr = text(v, col)
 		case oidIfName:
-			col.name, col.hasName = octets(v)
+			col.name, col.hasName, col.noName = text(v, col)
 		case oidIfAlias:
-			col.alias, _ = octets(v)
+			col.alias, _, _ = text(v, col)
 		case oidIfHighSpeed:
-			if v.Type == gosnmp.Gauge32 || v.Type == gosnmp.Counter32 || v.Type == gosnmp.Uinteger32 || v.Type == gosnmp.Integer {
+			switch v.Type {
+			case gosnmp.Gauge32, gosnmp.Counter32, gosnmp.Uinteger32, gosnmp.Integer:
 				if s := gosnmp.ToBigInt(v.Value); s.IsUint64() && s.Uint64() <= 1<<32-1 {
 					col.speed = uint32(s.Uint64())
+				} else {
+					col.bad = true
+				}
+			default:
+				if !absent(v) {
+					col.bad = true
 				}
 			}
 		}
@@ -164,13 +193,14 @@ func decodeAnswer(vars []gosnmp.SnmpPDU, indexes []uint32) pollResult {
 	for index, col := range got {
 		var p polledInterface
 		switch {
-		case col.hasName:
-			p.iface.Name = col.name
-		case col.hasDescr:
+		case col.bad:
+			p.bad = true
+		case col.hasName || col.hasDescr:
+			p.found = true
 			p.iface.Name = col.descr
-		}
-		// Without ifName or ifDescr, the agent does not know the interface.
-		if p.found = col.hasName || col.hasDescr; p.found {
+			if col.hasName {
+				p.iface.Name = col.name
+			}
 			switch {
 			case col.alias != "" && col.alias != p.iface.Name:
 				p.iface.Description = col.alias
@@ -178,10 +208,18 @@ func decodeAnswer(vars []gosnmp.SnmpPDU, indexes []uint32) pollResult {
 				p.iface.Description = col.descr
 			}
 			p.iface.Speed = col.speed
+		case !col.noName || !col.noDescr:
+			// Neither a name nor the agent saying it has none: an incomplete answer.
+			p.bad = true
 		}
 		res.interfaces[index] = p
 	}
 	return res
+}
+
+// absent reports whether the agent answered that it has no such object or instance.
+func absent(v gosnmp.SnmpPDU) bool {
+	return v.Type == gosnmp.NoSuchObject || v.Type == gosnmp.NoSuchInstance || v.Type == gosnmp.EndOfMibView
 }
 
 // octets returns an OctetString value.

@@ -22,18 +22,26 @@ func TestDecodeAnswer(t *testing.T) {
 		str(oidIfDescr+".2", "GigabitEthernet0/2"), none(oidIfName + ".2"), none(oidIfAlias + ".2"), none(oidIfHighSpeed + ".2"),
 		// ifAlias equal to the name: ifDescr describes it.
 		str(oidIfDescr+".3", "Ethernet 3 uplink"), str(oidIfName+".3", "eth3"), str(oidIfAlias+".3", "eth3"),
-		{Name: "." + oidIfHighSpeed + ".3", Type: gosnmp.Counter64, Value: uint64(10)}, // wrong type: ignored
+		{Name: "." + oidIfHighSpeed + ".3", Type: gosnmp.Integer, Value: 0},
 		// Unknown interface.
 		none(oidIfDescr + ".4"), none(oidIfName + ".4"), none(oidIfAlias + ".4"), none(oidIfHighSpeed + ".4"),
+		// Values of the wrong type: a bad answer, not an unknown interface.
+		str(oidIfDescr+".6", "et-0/0/6"), {Name: "." + oidIfName + ".6", Type: gosnmp.Integer, Value: -1},
+		str(oidIfDescr+".7", "et-0/0/7"), str(oidIfName+".7", "et-0/0/7"), {Name: "." + oidIfHighSpeed + ".7", Type: gosnmp.Counter64, Value: uint64(10)},
+		str(oidIfName+".8", "et-0/0/8"), {Name: "." + oidIfAlias + ".8", Type: gosnmp.Null},
+		{Name: "." + oidIfHighSpeed + ".9", Type: gosnmp.Integer, Value: -5}, str(oidIfName+".9", "et-0/0/9"),
+		// ifName and ifDescr missing from the answer: incomplete, bad too.
+		none(oidIfAlias + ".10"),
 		// Not asked, and not an interface column: ignored.
 		str(oidIfName+".5", "xe-0"), str("1.3.6.1.2.1.1.1.0", "Linux"),
 	}
-	got := decodeAnswer(vars, []uint32{1, 2, 3, 4})
+	got := decodeAnswer(vars, []uint32{1, 2, 3, 4, 6, 7, 8, 9, 10})
 	want := pollResult{sysName: "edge1.par1", hasSysName: true, interfaces: map[uint32]polledInterface{
 		1: {iface: Interface{Name: "et-0/0/1", Description: "Transit: Cogent", Speed: 100000}, found: true},
 		2: {iface: Interface{Name: "GigabitEthernet0/2"}, found: true},
 		3: {iface: Interface{Name: "eth3", Description: "Ethernet 3 uplink"}, found: true},
 		4: {},
+		6: {bad: true}, 7: {bad: true}, 8: {bad: true}, 9: {bad: true}, 10: {bad: true},
 	}}
 	if got.sysName != want.sysName || !got.hasSysName || len(got.interfaces) != len(want.interfaces) {
 		t.Fatalf("got %+v", got)
@@ -42,6 +50,13 @@ func TestDecodeAnswer(t *testing.T) {
 		if got.interfaces[i] != w {
 			t.Errorf("interface %d: %+v, want %+v", i, got.interfaces[i], w)
 		}
+	}
+	// A sysName of the wrong type is bad; noSuchObject is no sysName.
+	if r := decodeAnswer([]gosnmp.SnmpPDU{{Name: "." + oidSysName, Type: gosnmp.Integer, Value: 1}}, nil); r.hasSysName || !r.badSysName {
+		t.Errorf("sysName INTEGER: %+v", r)
+	}
+	if r := decodeAnswer([]gosnmp.SnmpPDU{{Name: "." + oidSysName, Type: gosnmp.NoSuchObject}}, nil); r.hasSysName || r.badSysName {
+		t.Errorf("sysName noSuchObject: %+v", r)
 	}
 }
 
@@ -94,6 +109,9 @@ func FuzzDecodeAnswer(f *testing.F) {
 		for index, p := range res.interfaces {
 			if index < 1 || index > 3 {
 				t.Fatalf("interface %d not asked", index)
+			}
+			if p.bad && p.found {
+				t.Fatalf("interface %d bad and found", index)
 			}
 			if !p.found && p.iface != (Interface{}) {
 				t.Fatalf("interface %d not found but described: %+v", index, p.iface)
