@@ -3,6 +3,7 @@ package app
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -231,6 +232,10 @@ func (a *App) startOutlet() error {
 // Start checks every path the configuration names (CheckPaths), then starts the sinks, the
 // decoders' background work and the collector.
 func (a *App) Start() error {
+	if a.Summary != nil && a.cfg.Mode == ModeInlet {
+		// An inlet decodes no flow: the summary would stay empty.
+		return errors.New("--summary: mode inlet decodes no flows to summarize (its outlets do): leave the flag out")
+	}
 	if err := a.cfg.CheckPaths(true); err != nil {
 		return err
 	}

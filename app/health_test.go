@@ -12,7 +12,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"flowzero/collector"
 	"flowzero/demo"
 	"flowzero/internal/health"
 	"flowzero/internal/lockedbuf"
@@ -173,4 +175,69 @@ func malformed(rnd *rand.Rand) []byte {
 		copy(b, []byte{0, 0, 0, 5, 0, 0, 0, 1, 192, 0, 2, 1})
 	}
 	return b
+}
+
+// inletUnreachable is a configuration of mode inlet whose broker never answers, with a
+// 1 MiB buffer: datagrams beyond it are dropped.
+func inletUnreachable(t *testing.T) Configuration {
+	cfg := DefaultConfiguration()
+	cfg.Mode = ModeInlet
+	cfg.Collector.Listeners = []collector.ListenerConfiguration{{Protocol: "netflow", Address: "127.0.0.1:0", Workers: 1}}
+	cfg.Collector.HTTP.Listen = "127.0.0.1:0"
+	cfg.Outputs.File.Directory = t.TempDir()
+	cfg.Datagrams.Brokers = []string{"127.0.0.1:1"}
+	cfg.Inlet.MaxBufferedBytes = 1 << 20
+	cfg.Inlet.FlushTimeout = 100 * time.Millisecond
+	return cfg
+}
+
+// TestHealthzInletDrops: an inlet whose broker is unreachable drops datagrams (buffer-full)
+// once max-buffered-bytes is full: /healthz answers 503, its inlet component degraded by the
+// drops, with its datagram counters.
+func TestHealthzInletDrops(t *testing.T) {
+	a, err := New(inletUnreachable(t), testDeps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(a.Collector().ListenAddrs()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	payload := make([]byte, 1400)
+	payload[1] = 9 // NetFlow v9
+	testutil.WaitUntil(t, "the inlet to drop datagrams", func() bool {
+		for range 100 {
+			conn.Write(payload)
+		}
+		_, _, dropped := a.Inlet().Counts()
+		return dropped > 0
+	})
+	code, o := getHealthz(t, a)
+	in := o.Components["inlet"]
+	if code != http.StatusServiceUnavailable || o.Status != health.Degraded || in.Status != health.Degraded ||
+		!strings.Contains(in.Reason, "datagrams dropped (buffer-full)") || in.Counters["datagrams-dropped"] == 0 {
+		t.Fatalf("/healthz %d %+v, want 503 with the inlet degraded by its drops", code, o)
+	}
+}
+
+// TestInletRefusesSummary: --summary in mode inlet, which decodes no flows, is refused,
+// naming the flag, rather than accepted to print nothing.
+func TestInletRefusesSummary(t *testing.T) {
+	a, err := New(inletUnreachable(t), testDeps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out lockedbuf.Buffer
+	a.Summary, a.SummaryInterval = &out, 50*time.Millisecond
+	if err := a.Start(); err == nil {
+		a.Stop()
+		t.Fatal("--summary accepted in mode inlet")
+	} else if !strings.HasPrefix(err.Error(), "--summary: mode inlet decodes no flows") {
+		t.Errorf("error %q", err)
+	}
 }

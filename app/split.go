@@ -72,13 +72,15 @@ func (a *App) newSplit() error {
 }
 
 // splitCollector adapts the collector to the mode: an inlet's workers forward datagrams to
-// it and there are no sinks; an outlet has no UDP listener (its collector serves HTTP and
-// starts and stops the sinks, and reports the outlet in /healthz).
+// it, there are no sinks, and /healthz reports the inlet; an outlet has no UDP listener (its
+// collector serves HTTP and starts and stops the sinks, and reports the outlet in /healthz).
 func (a *App) splitCollector(cfg *collector.Configuration, deps *collector.Dependencies) {
 	switch a.cfg.Mode {
 	case ModeInlet:
 		deps.Forward = a.inlet
 		deps.Decoders, deps.Sinks, deps.Enricher = nil, nil, nil
+		// Degraded while it drops datagrams or Kafka does not take them.
+		deps.Health = append(deps.Health, a.inlet)
 	case ModeOutlet:
 		cfg.Listeners = nil
 		// Degraded while a partition waits for a template past outlet.template-wait.

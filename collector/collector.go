@@ -276,7 +276,13 @@ func (c *Collector) startRings(li int, l ListenerConfiguration) error {
 		return err
 	}
 	conn := conns[0]
-	ap := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	// The configured address (Validate refuses an unspecified one), with the port bound.
+	configured, err := netip.ParseAddrPort(l.Address)
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("listeners[%d].address: %w", li, err)
+	}
+	ap := netip.AddrPortFrom(configured.Addr(), conn.LocalAddr().(*net.UDPAddr).AddrPort().Port())
 	name := l.Protocol + "/" + conn.LocalAddr().String()
 	var errs [ringReasons]prometheus.Counter
 	for i, reason := range ringReasonNames {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -346,11 +347,102 @@ func TestConfigValidate(t *testing.T) {
 		}, `listeners[0].block-timeout: must be whole milliseconds in 1ms..1s, not 1.5ms`},
 		{func(l *ListenerConfiguration) { l.Receive, l.Interface, l.ReceiveBuffer = "af-packet", "lo", 2<<30 }, `listeners[0].receive-buffer: is the ring's size with af-packet: at most 1 GiB, not 2147483648`},
 		{func(l *ListenerConfiguration) { l.Receive, l.Interface = "af-packet", "eth0" }, ``},
+		{func(l *ListenerConfiguration) {
+			l.Receive, l.Interface, l.Address = "af-packet", "eth0", "[2001:db8::7]:2055"
+		}, ``},
 	} {
 		cfg = DefaultConfiguration()
+		cfg.Listeners[0].Address = "192.0.2.10:2055"
 		tc.mutate(&cfg.Listeners[0])
 		if err := cfg.Validate(); fmt.Sprint(err) != tc.want && (err != nil || tc.want != "") {
 			t.Errorf("got %v, want %s", err, tc.want)
+		}
+	}
+}
+
+// TestConfigAFPacketNeedsAddress: receive: af-packet on an unspecified address (the rings
+// would take datagrams routed through the host, not addressed to it) is refused, naming the
+// listener's address key and saying what to give.
+func TestConfigAFPacketNeedsAddress(t *testing.T) {
+	for _, addr := range []string{":2055", "0.0.0.0:2055", "[::]:2055"} {
+		cfg := DefaultConfiguration()
+		l := &cfg.Listeners[0]
+		l.Receive, l.Interface, l.Address = "af-packet", "eth0", addr
+		err := cfg.Validate()
+		want := fmt.Sprintf(`listeners[0].address: %q: receive: af-packet needs the address the exporters send to, one of this host's (such as 192.0.2.10:2055)`, addr)
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: got %v, want %s...", addr, err, want)
+		}
+	}
+}
+
+// TestListenerAddressFamily: a listener takes the family of its address's host: 0.0.0.0
+// IPv4 only, [::] IPv6 only, an empty host both. The datagram of the other family is sent
+// first: a socket that took it would have read it before the one waited for.
+func TestListenerAddressFamily(t *testing.T) {
+	if c, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback}); err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	} else {
+		c.Close()
+	}
+	lo4, lo6 := netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()
+	for _, tc := range []struct {
+		listen         string
+		takes, refuses []netip.Addr
+	}{
+		{"0.0.0.0:0", []netip.Addr{lo4}, []netip.Addr{lo6}},
+		{"[::]:0", []netip.Addr{lo6}, []netip.Addr{lo4}},
+		{":0", []netip.Addr{lo4, lo6}, nil},
+	} {
+		t.Run(tc.listen, func(t *testing.T) {
+			c, _, _ := newTestCollector(t, func(cfg *Configuration) {
+				cfg.Listeners = []ListenerConfiguration{{Protocol: "netflow", Address: tc.listen, Workers: 1}}
+			})
+			port := c.ListenAddrs()[0].Port()
+			for _, a := range tc.refuses {
+				send(t, netip.AddrPortFrom(a, port), "1:7")
+			}
+			for _, a := range tc.takes {
+				send(t, netip.AddrPortFrom(a, port), "1:8")
+			}
+			testutil.WaitUntil(t, "the datagrams of "+tc.listen, func() bool { return len(c.Exporters()) >= len(tc.takes) })
+			var got []netip.Addr
+			for _, e := range c.Exporters() {
+				got = append(got, e.Address)
+			}
+			slices.SortFunc(got, netip.Addr.Compare)
+			if !slices.Equal(got, tc.takes) {
+				t.Errorf("listener %s bound as %s took datagrams from %v, want %v", tc.listen, c.ListenAddrs()[0], got, tc.takes)
+			}
+		})
+	}
+}
+
+// TestSharePort: which bound addresses overlap on one port, as the kernel delivers.
+func TestSharePort(t *testing.T) {
+	ap := netip.MustParseAddrPort
+	for _, tc := range []struct {
+		a     string
+		aDual bool
+		b     string
+		bDual bool
+		want  bool
+	}{
+		{"127.0.0.1:2055", false, "127.0.0.1:2055", false, true},
+		{"127.0.0.1:2055", false, "127.0.0.2:2055", false, false},
+		{"127.0.0.1:2055", false, "127.0.0.1:2056", false, false},
+		{"0.0.0.0:0", false, "0.0.0.0:0", false, false},
+		{"0.0.0.0:2055", false, "127.0.0.1:2055", false, true},
+		{"0.0.0.0:2055", false, "[::1]:2055", false, false},
+		{"[::]:2055", false, "127.0.0.1:2055", false, false},
+		{"[::]:2055", false, "0.0.0.0:2055", false, false},
+		{"[::]:2055", true, "127.0.0.1:2055", false, true},
+		{"127.0.0.1:2055", false, "[::]:2055", true, true},
+		{"[::]:2055", false, "[::1]:2055", false, true},
+		{"[::ffff:127.0.0.1]:2055", false, "0.0.0.0:2055", false, true},
+	} {
+		if got := sharePort(ap(tc.a), tc.aDual, ap(tc.b), tc.bDual); got != tc.want {
+			t.Errorf("sharePort(%s dual %v, %s dual %v) = %v", tc.a, tc.aDual, tc.b, tc.bDual, got)
 		}
 	}
 }

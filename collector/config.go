@@ -38,10 +38,11 @@ type Configuration struct {
 type ListenerConfiguration struct {
 	// Protocol is netflow (NetFlow v5, v9 and IPFIX) or sflow.
 	Protocol string `yaml:"protocol"`
-	// Address to bind, host:port; an empty host binds every IPv4 and IPv6 address. Two
-	// listeners cannot share a port on addresses that overlap (0.0.0.0 takes every IPv4
-	// address, an empty host or [::] every address): the kernel would split the datagrams
-	// between them.
+	// Address to bind, host:port: an IPv4 address binds IPv4 only (0.0.0.0 every IPv4
+	// address), an IPv6 one IPv6 only ([::] every IPv6 address), an empty host every IPv4
+	// and IPv6 address. Two listeners cannot share a port on addresses that overlap: the
+	// kernel would split the datagrams between them. With receive: af-packet, the address
+	// must be one of this host's (not 0.0.0.0, [::] or empty).
 	Address string `yaml:"address"`
 	// Workers is the number of sockets bound to the port with SO_REUSEPORT, each read by its
 	// own goroutine. The kernel spreads exporters over them by source address and port.
@@ -149,7 +150,7 @@ func (c *Configuration) Validate() error {
 		}
 		bound[i] = ap
 		for j := range i {
-			if sharePort(bound[j], ap) {
+			if sharePort(bound[j], bothFamilies(c.Listeners[j].Address), ap, bothFamilies(l.Address)) {
 				return config.Errorf(key+".address", "%q takes port %d of listeners[%d].address (%s %q): "+
 					"the kernel would split the datagrams between them; give each listener its own port",
 					l.Address, ap.Port(), j, c.Listeners[j].Protocol, c.Listeners[j].Address)
@@ -172,6 +173,13 @@ func (c *Configuration) Validate() error {
 			}
 			if l.BlockTimeout < time.Millisecond || l.BlockTimeout > time.Second || l.BlockTimeout%time.Millisecond != 0 {
 				return config.Errorf(key+".block-timeout", "must be whole milliseconds in 1ms..1s, not %s", l.BlockTimeout)
+			}
+			if ap.Addr().IsUnspecified() {
+				// The rings see every frame of the interface: without a destination to
+				// check, they would take datagrams routed through the host too.
+				return config.Errorf(key+".address", "%q: receive: af-packet needs the address the exporters send to, "+
+					"one of this host's (such as 192.0.2.10:%d), not an unspecified one: the rings would also take "+
+					"datagrams routed through the host, not addressed to it", l.Address, ap.Port())
 			}
 			if l.ReceiveBuffer > 1<<30 {
 				return config.Errorf(key+".receive-buffer", "is the ring's size with af-packet: at most 1 GiB, not %d", l.ReceiveBuffer)
@@ -218,25 +226,32 @@ func (c *Configuration) Validate() error {
 
 // sharePort tells whether sockets bound to a and b would receive datagrams for the same
 // destination: the same port (not 0, which picks a free one), and the same address or one
-// that takes the other's (0.0.0.0 every IPv4 address, [::] every address of both families,
-// as Go binds it dual-stack).
-func sharePort(a, b netip.AddrPort) bool {
+// that takes the other's (0.0.0.0 every IPv4 address, [::] every IPv6 address, and every
+// IPv4 one too when its socket is dual-stack: aDual, bDual).
+func sharePort(a netip.AddrPort, aDual bool, b netip.AddrPort, bDual bool) bool {
 	if a.Port() != b.Port() || a.Port() == 0 {
 		return false
 	}
 	x, y := a.Addr().Unmap(), b.Addr().Unmap()
-	switch {
-	case x == y:
-		return true
-	case x.Is6() && x.IsUnspecified(), y.Is6() && y.IsUnspecified():
-		return true
-	case x.Is4() && x.IsUnspecified():
-		return y.Is4()
-	case y.Is4() && y.IsUnspecified():
-		return x.Is4()
-	}
-	return false
+	return x == y || takes(x, aDual, y) || takes(y, bDual, x)
 }
+
+// takes tells whether a socket bound to the unspecified address x (dual-stack when dual)
+// receives datagrams to y.
+func takes(x netip.Addr, dual bool, y netip.Addr) bool {
+	switch {
+	case !x.IsUnspecified():
+		return false
+	case x.Is4():
+		return y.Is4()
+	default:
+		return dual || y.Is6()
+	}
+}
+
+// bothFamilies tells whether a listener's address (an empty host) binds a dual-stack
+// socket, taking IPv4 and IPv6.
+func bothFamilies(address string) bool { return len(address) > 0 && address[0] == ':' }
 
 // withHost turns ":2055" into "[::]:2055" so that it parses as an address and port.
 func withHost(a string) string {

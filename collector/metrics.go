@@ -37,7 +37,7 @@ func newMetrics(r prometheus.Registerer, c *Collector) *metrics {
 			Name: "flowzero_collector_read_errors_total", Help: "Socket reads that failed (other than at shutdown), per listener and socket."},
 			[]string{"listener", "socket"}),
 		ringErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "flowzero_collector_ring_errors_total", Help: "Frames an af-packet listener's rings held that were not passed on, by reason: truncated, malformed (IP or UDP header), checksum (IP header or UDP), fragment (not reassembled: IPv6)."},
+			Name: "flowzero_collector_ring_errors_total", Help: "Frames an af-packet listener's rings held that were not passed on, by reason: truncated, malformed (IP or UDP header), checksum (IP header or UDP), fragment (not reassembled: IPv6), vlan (802.1Q-tagged on the interface: read the VLAN device instead)."},
 			[]string{"listener", "reason"}),
 		rcvbuf: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "flowzero_collector_receive_buffer_bytes", Help: "Socket receive buffer granted by the kernel (with receive: af-packet, each ring's size)."},

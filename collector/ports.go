@@ -32,10 +32,12 @@ func (f foreignSocket) String() string {
 		f.listener, f.socket.inode, f.socket.local, f.socket.uid, who)
 }
 
-// listenerAddr is a listener's name and the address its sockets are bound to.
+// listenerAddr is a listener's name and the address its sockets are bound to, dual-stack or
+// not.
 type listenerAddr struct {
 	name string
 	addr netip.AddrPort
+	dual bool
 }
 
 // foreignSockets returns the sockets among socks, not in own, that share a port with one of
@@ -46,7 +48,8 @@ func foreignSockets(socks []udpSocket, listeners []listenerAddr, own map[uint64]
 	inodes := map[uint64]bool{}
 	for _, l := range listeners {
 		for _, s := range socks {
-			if !own[s.inode] && sharePort(l.addr, s.local) {
+			// A foreign socket on [::] is taken as dual-stack: /proc does not say.
+			if !own[s.inode] && sharePort(l.addr, l.dual, s.local, true) {
 				f := foreignSocket{listener: l.name, socket: s}
 				if k, ok := known[s.inode]; ok {
 					f.owners = k.owners
@@ -93,7 +96,7 @@ func (c *Collector) plannedListeners() []listenerAddr {
 	for _, l := range c.cfg.Listeners {
 		ap, err := netip.ParseAddrPort(withHost(l.Address))
 		if err == nil && ap.Port() != 0 {
-			out = append(out, listenerAddr{l.Protocol + "/" + ap.String(), ap})
+			out = append(out, listenerAddr{l.Protocol + "/" + ap.String(), ap, bothFamilies(l.Address)})
 		}
 	}
 	return out
@@ -110,7 +113,8 @@ func (c *Collector) boundListeners() ([]listenerAddr, map[uint64]bool) {
 		if w.listener != last {
 			last = w.listener
 			ap := w.conn.LocalAddr().(*net.UDPAddr).AddrPort()
-			out = append(out, listenerAddr{w.name, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())})
+			out = append(out, listenerAddr{w.name, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()),
+				bothFamilies(c.cfg.Listeners[w.listener].Address)})
 		}
 	}
 	return out, own

@@ -46,6 +46,7 @@ const (
 	pktStatus  = 20
 	pktMac     = 24
 	pktNet     = 26
+	pktVLANTCI = 32 // hv1.tp_vlan_tci
 	pktHdrSize = 48
 )
 
@@ -55,10 +56,11 @@ const (
 	ringMalformed        // IP or UDP header not valid
 	ringChecksum         // IP header or UDP checksum wrong
 	ringFragment         // an IP fragment not reassembled (IPv6, or IPv4 outside defragmentation)
+	ringVLAN             // 802.1Q-tagged on the interface: for a VLAN device, or one the host lacks
 	ringReasons
 )
 
-var ringReasonNames = [ringReasons]string{"truncated", "malformed", "checksum", "fragment"}
+var ringReasonNames = [ringReasons]string{"truncated", "malformed", "checksum", "fragment", "vlan"}
 
 // ringDatagram is one datagram of the block being read.
 type ringDatagram struct {
@@ -84,14 +86,18 @@ type ring struct {
 
 // ringFilter returns the classic BPF program that takes, of the frames a SOCK_DGRAM packet
 // socket sees (the network header first), the UDP datagrams for ap: received (not sent) by
-// this host, IPv4 when ap's address is IPv4 or unspecified, IPv6 when it is IPv6 (the
-// unspecified [::] takes both, as a dual-stack socket), to that address unless unspecified.
-// IPv6 first fragments are taken too, to be counted: they are not reassembled.
+// this host, to ap's address, IPv4 or IPv6 as it is. An unspecified address is refused: the
+// ring sees every frame of the interface, routed ones too, and only the destination tells
+// those addressed to this host. IPv6 first fragments are taken too, to be counted: they are
+// not reassembled.
 func ringFilter(ap netip.AddrPort) ([]bpf.RawInstruction, error) {
 	const accept, drop = "accept", "drop"
 	addr := ap.Addr().Unmap()
-	v4 := addr.Is4() || addr.IsUnspecified()
-	v6 := addr.Is6() && !addr.Is4In6()
+	if !addr.IsValid() || addr.IsUnspecified() {
+		return nil, fmt.Errorf("af-packet needs a specified address to take datagrams for, not %s", ap.Addr())
+	}
+	v4 := addr.Is4()
+	v6 := !v4
 	port := uint32(ap.Port())
 	var p prog
 	p.add(bpf.LoadExtension{Num: bpf.ExtType})
@@ -108,11 +114,9 @@ func ringFilter(ap netip.AddrPort) ([]bpf.RawInstruction, error) {
 		p.label("v4")
 		p.add(bpf.LoadAbsolute{Off: 9, Size: 1})
 		p.jump(bpf.JumpNotEqual, unix.IPPROTO_UDP, drop, "")
-		if !addr.IsUnspecified() {
-			b := addr.As4()
-			p.add(bpf.LoadAbsolute{Off: 16, Size: 4})
-			p.jump(bpf.JumpNotEqual, binary.BigEndian.Uint32(b[:]), drop, "")
-		}
+		b := addr.As4()
+		p.add(bpf.LoadAbsolute{Off: 16, Size: 4})
+		p.jump(bpf.JumpNotEqual, binary.BigEndian.Uint32(b[:]), drop, "")
 		p.add(bpf.LoadAbsolute{Off: 6, Size: 2})
 		p.jump(bpf.JumpBitsSet, 0x1fff, drop, "") // a later fragment: no UDP header
 		p.add(bpf.LoadMemShift{Off: 0})
@@ -121,12 +125,10 @@ func ringFilter(ap netip.AddrPort) ([]bpf.RawInstruction, error) {
 	}
 	if v6 {
 		p.label("v6")
-		if !addr.IsUnspecified() {
-			b := addr.As16()
-			for i := 0; i < 16; i += 4 {
-				p.add(bpf.LoadAbsolute{Off: uint32(24 + i), Size: 4})
-				p.jump(bpf.JumpNotEqual, binary.BigEndian.Uint32(b[i:]), drop, "")
-			}
+		b := addr.As16()
+		for i := 0; i < 16; i += 4 {
+			p.add(bpf.LoadAbsolute{Off: uint32(24 + i), Size: 4})
+			p.jump(bpf.JumpNotEqual, binary.BigEndian.Uint32(b[i:]), drop, "")
 		}
 		p.add(bpf.LoadAbsolute{Off: 6, Size: 1})
 		p.jump(bpf.JumpEqual, unix.IPPROTO_UDP, "udp6", "")
@@ -417,6 +419,12 @@ func readBlock(b []byte, base uint32, out []ringDatagram, bad *[ringReasons]int)
 			bad[ringMalformed]++
 		case snaplen < uint64(binary.NativeEndian.Uint32(h[pktLen:])):
 			bad[ringTruncated]++
+		case binary.NativeEndian.Uint32(h[pktStatus:])&unix.TP_STATUS_VLAN_VALID != 0 &&
+			binary.NativeEndian.Uint32(h[pktVLANTCI:])&0xfff != 0:
+			// The tap sees a tagged frame before the kernel hands it to its VLAN device,
+			// or drops it when there is none: a UDP socket gets it from the VLAN device
+			// only, so the ring of its parent does not. VLAN 0 (priority) is the host's.
+			bad[ringVLAN]++
 		default:
 			pkt := b[off+netOff : off+mac+snaplen]
 			pstatus := binary.NativeEndian.Uint32(h[pktStatus:])

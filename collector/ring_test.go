@@ -169,6 +169,36 @@ func ringBlock(pkts ...[]byte) []byte {
 	return b[:off]
 }
 
+// tagFrame marks frame i of a block built by ringBlock as the kernel marks a frame that came
+// with an 802.1Q tag (TP_STATUS_VLAN_VALID, its TCI).
+func tagFrame(b []byte, i int, tci uint32) {
+	off := binary.NativeEndian.Uint32(b[blockFirstPkt:])
+	for range i {
+		off += binary.NativeEndian.Uint32(b[off+pktNext:])
+	}
+	h := b[off:]
+	binary.NativeEndian.PutUint32(h[pktStatus:], binary.NativeEndian.Uint32(h[pktStatus:])|unix.TP_STATUS_VLAN_VALID)
+	binary.NativeEndian.PutUint32(h[pktVLANTCI:], tci)
+}
+
+// TestReadBlockVLAN: a frame tagged with a VLAN on the ring's interface is counted (vlan) and
+// not passed on: the host receives it, if at all, on the VLAN's device. A priority tag
+// (VLAN 0) is the interface's own traffic.
+func TestReadBlockVLAN(t *testing.T) {
+	b := ringBlock(udpPacket(exp4, col4, []byte("vlan 42")), udpPacket(exp4, col4, []byte("priority")),
+		udpPacket(exp4, col4, []byte("untagged")))
+	tagFrame(b, 0, 3<<13|42)
+	tagFrame(b, 1, 5<<13)
+	var bad [ringReasons]int
+	got := readBlock(b, 0, nil, &bad)
+	if len(got) != 2 || bad != [ringReasons]int{ringVLAN: 1} {
+		t.Fatalf("%d datagrams, bad %v", len(got), bad)
+	}
+	if p := string(b[got[0].off : got[0].off+got[0].len]); p != "priority" {
+		t.Errorf("first datagram passed on %q", p)
+	}
+}
+
 // TestReadBlock: a block's datagrams come out in order with their sources and times; bad
 // frames are counted by reason and skipped; a frame header past the block ends it.
 func TestReadBlock(t *testing.T) {
@@ -236,6 +266,9 @@ func FuzzParseRingFrame(f *testing.F) {
 func FuzzReadBlock(f *testing.F) {
 	f.Add(ringBlock(udpPacket(exp4, col4, []byte("one")), udpPacket(exp6, col6, []byte("two"))))
 	f.Add(ringBlock())
+	tagged := ringBlock(udpPacket(exp4, col4, []byte("tagged")))
+	tagFrame(tagged, 0, 42)
+	f.Add(tagged)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var bad [ringReasons]int
 		for _, d := range readBlock(b, 0, nil, &bad) {
@@ -391,9 +424,36 @@ func TestRingRefusedCounted(t *testing.T) {
 	}
 }
 
-// TestRingFilterAddresses: a listener on one address reads the datagrams to it only, and an
-// IPv6 listener reads IPv6.
+// injectLo writes frame on loopback through a packet socket (SOCK_DGRAM: an IP packet of
+// EtherType proto; SOCK_RAW: an Ethernet frame); the kernel receives it back on lo as it
+// would from a wire.
+func injectLo(t *testing.T, typ int, proto uint16, frame []byte) {
+	t.Helper()
+	lo, err := net.InterfaceByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Socket(unix.AF_PACKET, typ, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	sll := &unix.SockaddrLinklayer{Protocol: htons(proto), Ifindex: lo.Index, Halen: 6}
+	if err := unix.Sendto(fd, frame, 0, sll); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRingFilterAddresses: a listener on one address reads the datagrams to it only (not
+// those to another address of the host, nor those routed through it, which a UDP socket
+// never gets), and an IPv6 listener reads IPv6. The filter refuses an unspecified address,
+// which would take routed datagrams.
 func TestRingFilterAddresses(t *testing.T) {
+	for _, ap := range []string{"0.0.0.0:2055", "[::]:2055"} {
+		if _, err := ringFilter(netip.MustParseAddrPort(ap)); err == nil {
+			t.Errorf("filter made for %s", ap)
+		}
+	}
 	skipWithoutRaw(t)
 	for _, tc := range []struct{ listen, to, elsewhere string }{
 		{"127.0.0.1:0", "127.0.0.1", "127.0.0.2"},
@@ -411,6 +471,20 @@ func TestRingFilterAddresses(t *testing.T) {
 			}
 			defer elsewhere.Close()
 			send(t, elsewhere.LocalAddr().(*net.UDPAddr).AddrPort(), "1:9")
+			// Not addressed to this host: a router's or a hypervisor's forwarded traffic.
+			routed := netip.AddrPortFrom(netip.MustParseAddr("203.0.113.9"), port)
+			if netip.MustParseAddr(tc.to).Is6() {
+				routed = netip.AddrPortFrom(netip.MustParseAddr("2001:db8::9"), port)
+			}
+			from := netip.MustParseAddrPort("192.0.2.66:40000")
+			if routed.Addr().Is6() {
+				from = netip.MustParseAddrPort("[2001:db8::66]:40000")
+			}
+			proto := uint16(unix.ETH_P_IP)
+			if routed.Addr().Is6() {
+				proto = unix.ETH_P_IPV6
+			}
+			injectLo(t, unix.SOCK_DGRAM, proto, udpPacket(from, routed, []byte("1:11")))
 			send(t, netip.AddrPortFrom(netip.MustParseAddr(tc.to), port), "1:10")
 			// The other datagram, sent first, would come in the same block or an earlier one.
 			testutil.WaitUntil(t, "the datagram", func() bool { return len(c.Exporters()) > 0 })
@@ -421,6 +495,38 @@ func TestRingFilterAddresses(t *testing.T) {
 				t.Fatalf("flows to ports %v, want only 10", ports)
 			}
 		})
+	}
+}
+
+// TestRingRefusesVLAN: an 802.1Q-tagged frame (VLAN 42) arriving on lo, which has no VLAN
+// device: the kernel drops it after the tap, and a UDP socket never sees it; the ring's
+// reader refuses it and counts it (vlan), then reads the untagged datagram after it.
+func TestRingRefusesVLAN(t *testing.T) {
+	skipWithoutRaw(t)
+	c, sink, s := newTestCollector(t, func(cfg *Configuration) {
+		cfg.Listeners = []ListenerConfiguration{{Protocol: "netflow", Address: "127.0.0.1:0", Workers: 1,
+			ReceiveBuffer: 2 << 20, Receive: "af-packet", Interface: "lo", BlockTimeout: time.Millisecond}}
+	})
+	to := c.ListenAddrs()[0]
+	ip := udpPacket(netip.MustParseAddrPort("127.0.0.5:40001"), to, []byte("1:7"))
+	frame := make([]byte, 18, 18+len(ip)) // destination and source MAC zero (lo's), the tag, EtherType
+	binary.BigEndian.PutUint16(frame[12:], unix.ETH_P_8021Q)
+	binary.BigEndian.PutUint16(frame[14:], 42)
+	binary.BigEndian.PutUint16(frame[16:], unix.ETH_P_IP)
+	injectLo(t, unix.SOCK_RAW, unix.ETH_P_8021Q, append(frame, ip...))
+	send(t, to, "1:8")
+	vlan := c.metrics.ringErrors.WithLabelValues(c.workers[0].name, "vlan")
+	testutil.WaitUntil(t, "the untagged datagram, and the tagged one counted", func() bool {
+		return len(c.Exporters()) > 0 && promtest.ToFloat64(vlan) == 1
+	})
+	if h := c.Health().Counters; h["ring-errors"] != 1 {
+		t.Errorf("/healthz counters %v", h)
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if ports := dstPorts(t, s, sink); len(ports) != 1 || ports[8] != 1 {
+		t.Errorf("flows to ports %v, want one to 8 (the tagged datagram's is 7)", ports)
 	}
 }
 

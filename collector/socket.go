@@ -19,7 +19,9 @@ import (
 // datagrams the kernel dropped for lack of buffer. With port 0 the first socket picks the port
 // and the others join it. SO_TIMESTAMPNS gives each datagram the time the kernel received it,
 // since a worker reads several at once. It returns the receive buffer size the kernel granted.
+// The sockets take the family of addr's host (listenNetwork).
 func openSockets(addr string, n, rcvbuf int) ([]*net.UDPConn, int, error) {
+	network := listenNetwork(addr)
 	var granted int
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
@@ -54,7 +56,7 @@ func openSockets(addr string, n, rcvbuf int) ([]*net.UDPConn, int, error) {
 	}}
 	var conns []*net.UDPConn
 	for i := range n {
-		pc, err := lc.ListenPacket(context.Background(), "udp", addr)
+		pc, err := lc.ListenPacket(context.Background(), network, addr)
 		if err != nil {
 			for _, c := range conns {
 				c.Close()
@@ -69,6 +71,20 @@ func openSockets(addr string, n, rcvbuf int) ([]*net.UDPConn, int, error) {
 		}
 	}
 	return conns, granted, nil
+}
+
+// listenNetwork is the network a listener's sockets are bound in: udp4 for an IPv4 host,
+// udp6 for an IPv6 one, udp (dual-stack) for an empty host. Go binds 0.0.0.0 in network udp
+// as a dual-stack [::] socket, which would take IPv6 datagrams too.
+func listenNetwork(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return "udp"
+	}
+	if a, err := netip.ParseAddr(host); err == nil && a.Unmap().Is4() {
+		return "udp4"
+	}
+	return "udp6"
 }
 
 // socketControl reads the control messages of a datagram without allocating

@@ -34,13 +34,23 @@ type Configuration struct {
 	// receive buffer must hold batch-wait of traffic.
 	BatchWait time.Duration `yaml:"batch-wait"`
 	// BatchBytes bounds a record's size: a datagram that would make it larger starts the next
-	// one (a datagram larger than it goes alone). At most 1047552 (1 MiB less 1 KiB), below
-	// the producer's and the broker's record limit.
+	// one (a datagram larger than it goes alone). At most max-message-bytes less 1 KiB (for
+	// the headers of the record and of its record batch).
 	BatchBytes int `yaml:"batch-bytes"`
+	// MaxMessageBytes bounds the record batches the producer sends (several records of one
+	// partition, before compression). It must not exceed the topic's max.message.bytes (the
+	// broker's message.max.bytes when the topic does not set it), which refuses a larger batch
+	// whole: the inlet checks it at start and every minute, and reports a lower limit in
+	// /healthz, naming this key; a refused batch's datagrams are dropped (reason too-large).
+	MaxMessageBytes int `yaml:"max-message-bytes"`
 	// FlushTimeout bounds how long a stop waits for buffered datagrams to be delivered;
 	// those still buffered then are counted as dropped (delivery-failed).
 	FlushTimeout time.Duration `yaml:"flush-timeout"`
 }
+
+// maxMessageBytes bounds max-message-bytes: a record batch is held whole in memory by the
+// producer and the broker.
+const maxMessageBytes = 64 << 20
 
 // DefaultConfiguration returns the defaults.
 func DefaultConfiguration() Configuration {
@@ -51,6 +61,7 @@ func DefaultConfiguration() Configuration {
 		Linger:           5 * time.Millisecond,
 		BatchWait:        time.Millisecond,
 		BatchBytes:       64 << 10,
+		MaxMessageBytes:  1 << 20,
 		FlushTimeout:     30 * time.Second,
 	}
 }
@@ -74,8 +85,12 @@ func (c Configuration) Validate() error {
 	if c.BatchWait < 0 || c.BatchWait > time.Second {
 		return config.Errorf("batch-wait", "must be between 0 and 1s, not %s", c.BatchWait)
 	}
-	if c.BatchBytes < 2048 || c.BatchBytes > MaxRecordBytes-1024 {
-		return config.Errorf("batch-bytes", "must be between 2048 and %d, not %d", MaxRecordBytes-1024, c.BatchBytes)
+	if c.MaxMessageBytes < 3072 || c.MaxMessageBytes > maxMessageBytes {
+		return config.Errorf("max-message-bytes", "must be between 3072 and %d, not %d", maxMessageBytes, c.MaxMessageBytes)
+	}
+	if c.BatchBytes < 2048 || c.BatchBytes > c.MaxMessageBytes-1024 {
+		return config.Errorf("batch-bytes", "must be between 2048 and max-message-bytes less 1024 (%d), not %d",
+			c.MaxMessageBytes-1024, c.BatchBytes)
 	}
 	if c.FlushTimeout <= 0 {
 		return config.Errorf("flush-timeout", "must be positive")

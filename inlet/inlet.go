@@ -12,7 +12,11 @@
 // While Kafka is slow or down, the producer keeps up to max-buffered-bytes of records and
 // retries; a datagram that does not fit is dropped at once and counted (buffer-full), so the
 // sockets are always read. Every datagram handed to the producer is counted exactly once:
-// delivered, or dropped (buffer-full, delivery-failed).
+// delivered, or dropped (buffer-full, too-large, delivery-failed).
+//
+// The inlet reports itself in /healthz (health.Reporter): degraded for health.Hold after a
+// drop, while the topic cannot be created or checked, while its max.message.bytes is below
+// max-message-bytes, and while buffered records go unacknowledged for flush-timeout.
 package inlet
 
 import (
@@ -21,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,9 +34,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"flowzero/collector"
 	"flowzero/datagram"
+	"flowzero/internal/health"
 	"flowzero/internal/kafkaconn"
 	"flowzero/internal/lograte"
 )
@@ -55,13 +62,19 @@ type Inlet struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	ready   atomic.Bool
+	health  *health.State
 
 	sent, delivered, dropped atomic.Int64
+	// lastDelivery is when a record was last acknowledged (Unix nanoseconds).
+	lastDelivery atomic.Int64
 }
 
-// MaxRecordBytes is the producer's largest record batch, and so its largest record
-// (batch-bytes stays 1 KiB below for the batch's and the record's own headers).
-const MaxRecordBytes = 1 << 20
+// Health events of drops, by reason: constant strings, so that a drop allocates nothing.
+const (
+	eventBufferFull     = "datagrams dropped (buffer-full): Kafka does not take them as fast as they come, inlet.max-buffered-bytes is full"
+	eventTooLarge       = "datagrams dropped (too-large): the broker refused a record batch over the topic's max.message.bytes (inlet.max-message-bytes)"
+	eventDeliveryFailed = "datagrams dropped (delivery-failed): Kafka refused their records"
+)
 
 // recordSize is the buffer a recycled record starts with: the header and a datagram of a
 // usual MTU.
@@ -82,6 +95,7 @@ func New(r prometheus.Registerer, log *slog.Logger, topic datagram.TopicConfigur
 		cfg: cfg, topic: topic, log: log.With("component", "inlet"),
 		keyed:   cfg.Key == "exporter",
 		dropLog: lograte.New(3, 30*time.Second),
+		health:  health.NewState(nil),
 	}
 	m, err := newMetrics(r)
 	if err != nil {
@@ -96,7 +110,7 @@ func New(r prometheus.Registerer, log *slog.Logger, topic datagram.TopicConfigur
 		// The bytes bound the buffer; the record count must not drop datagrams first.
 		kgo.MaxBufferedRecords(1<<24),
 		kgo.ProducerLinger(cfg.Linger),
-		kgo.ProducerBatchMaxBytes(MaxRecordBytes),
+		kgo.ProducerBatchMaxBytes(int32(cfg.MaxMessageBytes)),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordRetries(1<<30),
 		kgo.UnknownTopicRetries(-1),
@@ -117,19 +131,26 @@ func New(r prometheus.Registerer, log *slog.Logger, topic datagram.TopicConfigur
 func (i *Inlet) Topic() string { return i.topic.Topic }
 
 // Start creates the topic when it is missing, in the background: a broker down at start must
-// not stop the inlet from receiving datagrams (they are buffered meanwhile).
+// not stop the inlet from receiving datagrams (they are buffered meanwhile). It then checks
+// the topic's max.message.bytes against max-message-bytes, at once and every minute, and
+// watches the delivery (monitor).
 func (i *Inlet) Start() error {
 	i.ctx, i.cancel = context.WithCancel(context.Background())
-	i.wg.Add(1)
+	i.lastDelivery.Store(time.Now().UnixNano())
+	i.wg.Add(2)
 	go func() {
 		defer i.wg.Done()
 		for attempt := 0; ; attempt++ {
 			err := i.ensureTopic(i.ctx)
 			if err == nil {
-				i.ready.Store(true)
+				i.health.Clear("topic")
+				break
+			}
+			if i.ctx.Err() != nil {
 				return
 			}
 			i.m.errors.WithLabelValues("create-topic").Inc()
+			i.health.Set("topic", fmt.Sprintf("cannot create or check the datagrams topic %s: %v", i.topic.Topic, err))
 			if attempt%30 == 0 {
 				i.log.Warn("cannot create or check the datagrams topic, retrying", "topic", i.topic.Topic, "error", err)
 			}
@@ -139,8 +160,140 @@ func (i *Inlet) Start() error {
 			case <-time.After(time.Second):
 			}
 		}
+		i.checkLimit(i.ctx)
+		i.ready.Store(true)
+		for {
+			select {
+			case <-i.ctx.Done():
+				return
+			case <-time.After(time.Minute):
+			}
+			i.checkLimit(i.ctx)
+		}
 	}()
+	go i.monitor()
 	return nil
+}
+
+// checkLimit reads the topic's max.message.bytes (the broker's message.max.bytes when the
+// topic's is not described) and reports in /healthz while it is below max-message-bytes:
+// the broker would refuse the producer's larger batches whole.
+func (i *Inlet) checkLimit(ctx context.Context) {
+	limit, source, err := i.topicLimit(ctx)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			i.m.errors.WithLabelValues("check-limit").Inc()
+			i.log.Warn("cannot read the datagrams topic's max.message.bytes to check inlet.max-message-bytes against it",
+				"topic", i.topic.Topic, "error", err)
+		}
+	case limit < int64(i.cfg.MaxMessageBytes):
+		reason := fmt.Sprintf("the topic %s takes record batches up to %d bytes (%s), below inlet.max-message-bytes %d: "+
+			"larger batches are refused and their datagrams dropped (too-large); set inlet.max-message-bytes to at most %d",
+			i.topic.Topic, limit, source, i.cfg.MaxMessageBytes, limit)
+		i.health.Set("limit", reason)
+		i.log.Error("inlet.max-message-bytes is above the topic's limit", "topic", i.topic.Topic, "limit", limit,
+			"source", source, "max-message-bytes", i.cfg.MaxMessageBytes)
+	default:
+		i.health.Clear("limit")
+	}
+}
+
+// topicLimit returns the largest record batch the topic takes and where that limit is set:
+// the topic's max.message.bytes when the topic sets it, else the least message.max.bytes of
+// the brokers, which the topic inherits.
+func (i *Inlet) topicLimit(ctx context.Context) (int64, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(i.client)
+	rcs, err := adm.DescribeTopicConfigs(ctx, i.topic.Topic)
+	if err != nil {
+		return 0, "", err
+	}
+	rc, err := rcs.On(i.topic.Topic, nil)
+	if err == nil && rc.Err != nil {
+		err = rc.Err
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	if v, src, ok := configValue(rc.Configs, "max.message.bytes"); ok && src == kmsg.ConfigSourceDynamicTopicConfig {
+		return v, "max.message.bytes of the topic", nil
+	}
+	brokers, err := adm.ListBrokers(ctx)
+	if err != nil {
+		return 0, "", err
+	}
+	rcs, err = adm.DescribeBrokerConfigs(ctx, brokers.NodeIDs()...)
+	if err != nil {
+		return 0, "", err
+	}
+	limit, source := int64(-1), ""
+	for _, rc := range rcs {
+		if v, _, ok := configValue(rc.Configs, "message.max.bytes"); ok && rc.Err == nil && (limit < 0 || v < limit) {
+			limit, source = v, "message.max.bytes of broker "+rc.Name
+		}
+	}
+	if limit < 0 {
+		return 0, "", errors.New("neither the topic's max.message.bytes nor a broker's message.max.bytes is described")
+	}
+	return limit, source, nil
+}
+
+// configValue returns the integer value of the configuration key and where it is set.
+func configValue(configs []kadm.Config, key string) (int64, kmsg.ConfigSource, bool) {
+	for _, c := range configs {
+		if c.Key == key && c.Value != nil {
+			v, err := strconv.ParseInt(*c.Value, 10, 64)
+			return v, c.Source, err == nil
+		}
+	}
+	return 0, 0, false
+}
+
+// monitor reports in /healthz while records stay buffered with none acknowledged for
+// flush-timeout (what a stop then would drop), until Stop.
+func (i *Inlet) monitor() {
+	defer i.wg.Done()
+	t := time.NewTicker(min(time.Second, max(i.cfg.FlushTimeout/2, 10*time.Millisecond)))
+	defer t.Stop()
+	var idleAt time.Time // when the buffer was last seen empty
+	for {
+		select {
+		case <-i.ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		buffered := i.client.BufferedProduceRecords()
+		if buffered == 0 {
+			idleAt = now
+		}
+		last := time.Unix(0, i.lastDelivery.Load())
+		if idleAt.After(last) {
+			last = idleAt
+		}
+		if wait := now.Sub(last); buffered > 0 && wait >= i.cfg.FlushTimeout {
+			i.health.Set("delivery", fmt.Sprintf("no record acknowledged for %s (inlet.flush-timeout %s), %d records buffered: brokers unreachable or refusing?",
+				wait.Round(time.Second), i.cfg.FlushTimeout, buffered))
+		} else {
+			i.health.Clear("delivery")
+		}
+	}
+}
+
+// Name names the inlet in /healthz.
+func (i *Inlet) Name() string { return "inlet" }
+
+// Health implements health.Reporter.
+func (i *Inlet) Health() health.Report {
+	r := i.health.Report()
+	sent, delivered, dropped := i.Counts()
+	r.Counters = map[string]uint64{
+		"datagrams-sent": uint64(sent), "datagrams-delivered": uint64(delivered), "datagrams-dropped": uint64(dropped),
+		"records-buffered": uint64(i.client.BufferedProduceRecords()),
+	}
+	return r
 }
 
 func (i *Inlet) ensureTopic(ctx context.Context) error {
@@ -300,10 +453,13 @@ func (i *Inlet) done(rec *kgo.Record, err error) {
 		i.delivered.Add(int64(n))
 		i.m.delivered.Add(float64(n))
 		i.m.bytes.Add(float64(len(rec.Value)))
+		i.lastDelivery.Store(time.Now().UnixNano())
 	case errors.Is(err, kgo.ErrMaxBuffered):
-		i.drop(n, i.m.droppedFull, "buffer-full", err)
+		i.drop(n, i.m.droppedFull, "buffer-full", eventBufferFull, err)
+	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
+		i.drop(n, i.m.droppedTooLarge, "too-large", eventTooLarge, err)
 	default:
-		i.drop(n, i.m.droppedFailed, "delivery-failed", err)
+		i.drop(n, i.m.droppedFailed, "delivery-failed", eventDeliveryFailed, err)
 	}
 	// franz-go is done with the record: recycle it, buffers included.
 	key, value := rec.Key[:0], rec.Value[:0]
@@ -318,9 +474,10 @@ func (i *Inlet) done(rec *kgo.Record, err error) {
 // IPv6 header and the entry's length.
 const maxDatagramEntry = 65535 + 28 + 4
 
-func (i *Inlet) drop(n int, c prometheus.Counter, reason string, err error) {
+func (i *Inlet) drop(n int, c prometheus.Counter, reason, event string, err error) {
 	i.dropped.Add(int64(n))
 	c.Add(float64(n))
+	i.health.Event(event)
 	if ok, suppressed := i.dropLog.Allow(time.Now()); ok {
 		i.log.Warn("datagrams dropped: Kafka cannot take them", "reason", reason, "error", err,
 			"suppressed", suppressed, "dropped-total", i.dropped.Load())

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"flowzero/datagram"
+	"flowzero/internal/health"
 	"flowzero/internal/pcapfile"
 	"flowzero/internal/testdata"
 	"flowzero/internal/testutil"
@@ -166,6 +168,116 @@ func TestInletBufferFull(t *testing.T) {
 	}
 }
 
+// TestInletHealthUnreachable: with no broker, /healthz's inlet is degraded: the topic cannot
+// be checked, records stay unacknowledged past flush-timeout, and datagrams were dropped
+// (buffer-full); its counters are the datagrams'.
+func TestInletHealthUnreachable(t *testing.T) {
+	in := startUnreachable(t, prometheus.NewRegistry())
+	defer in.Stop()
+	if in.Name() != "inlet" {
+		t.Errorf("name %q", in.Name())
+	}
+	payload := make([]byte, 1400)
+	ap := netip.MustParseAddrPort("192.0.2.1:2055")
+	for range 2000 {
+		in.Forward(payload, ap, testutil.Now(), "netflow")
+	}
+	var h health.Report
+	testutil.WaitUntil(t, "the inlet degraded by the topic, the delivery and the drops", func() bool {
+		h = in.Health()
+		return h.Status == health.Degraded &&
+			strings.Contains(h.Reason, "cannot create or check the datagrams topic flowzero-datagrams") &&
+			strings.Contains(h.Reason, "(inlet.flush-timeout 200ms)") &&
+			strings.Contains(h.Reason, "datagrams dropped (buffer-full)")
+	})
+	_, _, dropped := in.Counts()
+	if c := h.Counters; c["datagrams-sent"] != 2000 || c["datagrams-dropped"] == 0 || c["datagrams-dropped"] > uint64(dropped) ||
+		c["records-buffered"] == 0 {
+		t.Errorf("counters %v", c)
+	}
+}
+
+// TestInletMaxMessageBytes: a broker or a topic taking record batches up to 256 KiB
+// (message.max.bytes, max.message.bytes) refuses the producer's batches of 1 MiB
+// (max-message-bytes' default) whole, though each record fits: /healthz names the key and
+// both limits, and the refused datagrams are counted as too-large. With max-message-bytes at
+// the limit, every datagram is delivered.
+func TestInletMaxMessageBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		brokerLimit, topicLimit string
+		maxMessageBytes         int
+		source                  string // of the limit in /healthz; "" when ok
+	}{
+		{"broker's limit", "262144", "", 1 << 20, "message.max.bytes of broker 0"},
+		{"topic's limit", "", "262144", 1 << 20, "max.message.bytes of the topic"},
+		{"at the broker's limit", "262144", "", 256 << 10, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := []kfake.Opt{kfake.NumBrokers(1)}
+			if tc.brokerLimit != "" {
+				opts = append(opts, kfake.BrokerConfigs(map[string]string{"message.max.bytes": tc.brokerLimit}))
+			}
+			cluster, err := kfake.NewCluster(opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cluster.Close()
+			topic := datagram.DefaultTopicConfiguration()
+			topic.Brokers = cluster.ListenAddrs()
+			topic.Partitions = 1
+			if tc.topicLimit != "" {
+				cl, err := kgo.NewClient(kgo.SeedBrokers(topic.Brokers...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, map[string]*string{"max.message.bytes": &tc.topicLimit}, topic.Topic)
+				cl.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := DefaultConfiguration()
+			cfg.Compression = "none"
+			cfg.Linger = time.Minute // the stop's flush sends everything at once, in the largest batches
+			cfg.MaxMessageBytes = tc.maxMessageBytes
+			reg := prometheus.NewRegistry()
+			in, err := New(reg, nil, topic, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.Start()
+			testutil.WaitUntil(t, "the topic to be checked", in.ready.Load)
+			condition := "the topic flowzero-datagrams takes record batches up to 262144 bytes (" + tc.source +
+				"), below inlet.max-message-bytes 1048576: larger batches are refused"
+			if h := in.Health(); (tc.source != "") != strings.Contains(h.Reason, condition) {
+				t.Errorf("health %+v", h)
+			}
+			b := in.NewBatch()
+			payload := make([]byte, 1400)
+			ap := netip.MustParseAddrPort("192.0.2.1:2055")
+			for k := range 16 * 40 { // 40 records of 16 datagrams (22 KiB each)
+				b.Add(payload, ap, testutil.Now(), "netflow")
+				if k%16 == 15 {
+					b.Send(testutil.Now(), true)
+				}
+			}
+			in.Stop()
+			s, dl, dr := in.Counts()
+			tooLarge := testutilCounter(t, reg, "flowzero_inlet_datagrams_dropped_total", "too-large")
+			h := in.Health()
+			switch {
+			case s != 640 || dl+dr != s:
+				t.Fatalf("sent %d delivered %d dropped %d", s, dl, dr)
+			case tc.source != "" && (dr == 0 || tooLarge != float64(dr) || !strings.Contains(h.Reason, "datagrams dropped (too-large)")):
+				t.Errorf("dropped %d, too-large %v, health %+v", dr, tooLarge, h)
+			case tc.source == "" && (dr != 0 || h.Status != health.OK):
+				t.Errorf("dropped %d with max-message-bytes at the limit, health %+v", dr, h)
+			}
+		})
+	}
+}
+
 func testutilCounter(t *testing.T, reg *prometheus.Registry, name, reason string) float64 {
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -200,7 +312,9 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Configuration) { c.MaxBufferedBytes = 10 }, "max-buffered-bytes: must be at least 1 MiB"},
 		{func(c *Configuration) { c.FlushTimeout = 0 }, "flush-timeout: must be positive"},
 		{func(c *Configuration) { c.BatchWait = -time.Millisecond }, "batch-wait: must be between 0 and 1s, not -1ms"},
-		{func(c *Configuration) { c.BatchBytes = 1 << 20 }, "batch-bytes: must be between 2048 and 1047552, not 1048576"},
+		{func(c *Configuration) { c.BatchBytes = 1 << 20 }, "batch-bytes: must be between 2048 and max-message-bytes less 1024 (1047552), not 1048576"},
+		{func(c *Configuration) { c.MaxMessageBytes = 64 << 10 }, "batch-bytes: must be between 2048 and max-message-bytes less 1024 (64512), not 65536"},
+		{func(c *Configuration) { c.MaxMessageBytes = 1024 }, "max-message-bytes: must be between 3072 and 67108864, not 1024"},
 		{func(c *Configuration) { c.BatchBytes = 100 }, "batch-bytes: must be between 2048"},
 	} {
 		c := DefaultConfiguration()
