@@ -377,7 +377,7 @@ func TestConfigAFPacketNeedsAddress(t *testing.T) {
 }
 
 // TestListenerAddressFamily: a listener takes the family of its address's host: 0.0.0.0
-// IPv4 only, [::] IPv6 only, an empty host both. The datagram of the other family is sent
+// IPv4 only, ::1 IPv6 only, [::] and an empty host both. The datagram of the other family is sent
 // first: a socket that took it would have read it before the one waited for.
 func TestListenerAddressFamily(t *testing.T) {
 	if c, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback}); err != nil {
@@ -391,7 +391,8 @@ func TestListenerAddressFamily(t *testing.T) {
 		takes, refuses []netip.Addr
 	}{
 		{"0.0.0.0:0", []netip.Addr{lo4}, []netip.Addr{lo6}},
-		{"[::]:0", []netip.Addr{lo6}, []netip.Addr{lo4}},
+		{"[::1]:0", []netip.Addr{lo6}, nil},
+		{"[::]:0", []netip.Addr{lo4, lo6}, nil},
 		{":0", []netip.Addr{lo4, lo6}, nil},
 	} {
 		t.Run(tc.listen, func(t *testing.T) {

@@ -39,10 +39,10 @@ type ListenerConfiguration struct {
 	// Protocol is netflow (NetFlow v5, v9 and IPFIX) or sflow.
 	Protocol string `yaml:"protocol"`
 	// Address to bind, host:port: an IPv4 address binds IPv4 only (0.0.0.0 every IPv4
-	// address), an IPv6 one IPv6 only ([::] every IPv6 address), an empty host every IPv4
-	// and IPv6 address. Two listeners cannot share a port on addresses that overlap: the
-	// kernel would split the datagrams between them. With receive: af-packet, the address
-	// must be one of this host's (not 0.0.0.0, [::] or empty).
+	// address), an IPv6 one IPv6 only, an empty host or [::] every IPv4 and IPv6 address.
+	// Two listeners cannot share a port on addresses that overlap: the kernel would split
+	// the datagrams between them. With receive: af-packet, the address must be one of this
+	// host's (not 0.0.0.0, [::] or empty).
 	Address string `yaml:"address"`
 	// Workers is the number of sockets bound to the port with SO_REUSEPORT, each read by its
 	// own goroutine. The kernel spreads exporters over them by source address and port.
@@ -249,9 +249,15 @@ func takes(x netip.Addr, dual bool, y netip.Addr) bool {
 	}
 }
 
-// bothFamilies tells whether a listener's address (an empty host) binds a dual-stack
-// socket, taking IPv4 and IPv6.
-func bothFamilies(address string) bool { return len(address) > 0 && address[0] == ':' }
+// bothFamilies tells whether a listener's address (an empty host, or [::]) binds a
+// dual-stack socket, taking IPv4 and IPv6.
+func bothFamilies(address string) bool {
+	if len(address) > 0 && address[0] == ':' {
+		return true
+	}
+	ap, err := netip.ParseAddrPort(address)
+	return err == nil && ap.Addr() == netip.IPv6Unspecified()
+}
 
 // withHost turns ":2055" into "[::]:2055" so that it parses as an address and port.
 func withHost(a string) string {

@@ -74,11 +74,14 @@ func openSockets(addr string, n, rcvbuf int) ([]*net.UDPConn, int, error) {
 }
 
 // listenNetwork is the network a listener's sockets are bound in: udp4 for an IPv4 host,
-// udp6 for an IPv6 one, udp (dual-stack) for an empty host. Go binds 0.0.0.0 in network udp
-// as a dual-stack [::] socket, which would take IPv6 datagrams too.
+// udp6 for an IPv6 one, udp (dual-stack) for an empty host or [::]. Go binds 0.0.0.0 in
+// network udp as a dual-stack [::] socket, which would take IPv6 datagrams too.
 func listenNetwork(addr string) string {
+	if bothFamilies(addr) {
+		return "udp"
+	}
 	host, _, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
+	if err != nil {
 		return "udp"
 	}
 	if a, err := netip.ParseAddr(host); err == nil && a.Unmap().Is4() {

@@ -23,7 +23,9 @@ func TestCollectCheckRefuses(t *testing.T) {
 			[]string{`collector.listeners[1].address: ":2055" takes port 2055 of listeners[0].address (netflow ":2055")`}},
 		{"any address and loopback", "collector:\n  listeners:\n    - {protocol: netflow, address: '0.0.0.0:2055'}\n    - {protocol: netflow, address: '127.0.0.1:2055'}\n",
 			[]string{`collector.listeners[1].address: "127.0.0.1:2055" takes port 2055 of listeners[0].address`}},
-		{"dual stack and IPv4", "collector:\n  listeners:\n    - {protocol: sflow, address: '127.0.0.1:6343'}\n    - {protocol: netflow, address: ':6343'}\n",
+		{"dual stack and IPv4", "collector:\n  listeners:\n    - {protocol: sflow, address: '127.0.0.1:6343'}\n    - {protocol: netflow, address: '[::]:6343'}\n",
+			[]string{`collector.listeners[1].address: "[::]:6343" takes port 6343 of listeners[0].address (sflow "127.0.0.1:6343")`}},
+		{"empty host and IPv4", "collector:\n  listeners:\n    - {protocol: sflow, address: '127.0.0.1:6343'}\n    - {protocol: netflow, address: ':6343'}\n",
 			[]string{`collector.listeners[1].address: ":6343" takes port 6343 of listeners[0].address (sflow "127.0.0.1:6343")`}},
 		{"af-packet on every address", "collector:\n  listeners:\n    - {protocol: netflow, address: '0.0.0.0:2055', receive: af-packet, interface: eth0}\n",
 			[]string{`collector.listeners[0].address: "0.0.0.0:2055": receive: af-packet needs the address the exporters send to`}},
@@ -50,8 +52,8 @@ func TestCollectCheckRefuses(t *testing.T) {
 		"outputs:\n  store:\n    enabled: true\n    kafka: {enabled: true}\n",
 		"outputs:\n  kafka: {enabled: true}\n  store: {enabled: true}\n",
 		"collector:\n  listeners:\n    - {protocol: netflow, address: '127.0.0.1:2055'}\n    - {protocol: sflow, address: '127.0.0.2:2055'}\n    - {protocol: sflow, address: '[::1]:2055'}\n",
-		// 0.0.0.0 binds IPv4 only, [::] IPv6 only.
-		"collector:\n  listeners:\n    - {protocol: netflow, address: '0.0.0.0:2055'}\n    - {protocol: sflow, address: '[::]:2055'}\n",
+		// 0.0.0.0 binds IPv4 only, ::1 IPv6 only.
+		"collector:\n  listeners:\n    - {protocol: netflow, address: '0.0.0.0:2055'}\n    - {protocol: sflow, address: '[::1]:2055'}\n",
 	} {
 		path := filepath.Join(t.TempDir(), "collector.yaml")
 		os.WriteFile(path, []byte(doc), 0o644)
