@@ -67,7 +67,10 @@ func (c *Collector) startHTTP() (*httpServer, error) {
 	limit.Busy = c.metrics.httpRejected.WithLabelValues("busy")
 	limit.Timeout = c.metrics.httpRejected.WithLabelValues("busy-timeout")
 	limit.InFlight = c.metrics.apiInFlight
-	handler := limit.Wrap(mux, func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/") })
+	// A handler's panic (the query API, the console's) answers 500 and is counted; the
+	// server and the other requests go on.
+	handler := limit.Wrap(httpserver.Recover(mux, c.metrics.httpPanics, c.log),
+		func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/") })
 	ln, err := net.Listen("tcp", c.cfg.HTTP.Listen)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,8 @@ type metrics struct {
 	// httpRejected counts API requests refused by reason: host (a Host header that is
 	// not loopback while bound to loopback), no-request-header.
 	httpRejected *prometheus.CounterVec
+	// httpPanics counts the requests whose handler panicked (answered 500).
+	httpPanics prometheus.Counter
 	// apiInFlight counts the API requests being served.
 	apiInFlight    prometheus.Gauge
 	exporters      prometheus.GaugeFunc
@@ -56,6 +58,8 @@ func newMetrics(r prometheus.Registerer, c *Collector) *metrics {
 		httpRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flowzero_collector_http_rejected_total", Help: "HTTP requests refused, by reason (host: not addressed as localhost while bound to loopback; no-request-header: a state-changing request without X-Flowzero-Request; busy: an API request beyond http.max-concurrent-requests and http.max-queued-requests, answered 429; busy-timeout: one that waited its turn in vain, answered 503)."},
 			[]string{"reason"}),
+		httpPanics: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flowzero_collector_http_panics_total", Help: "HTTP requests whose handler panicked: answered 500 and logged with the stack."}),
 		apiInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "flowzero_collector_http_api_requests_in_flight", Help: "API requests being served (at most http.max-concurrent-requests)."}),
 		foreignSockets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -70,7 +74,7 @@ func newMetrics(r prometheus.Registerer, c *Collector) *metrics {
 	}
 	if r != nil {
 		r.MustRegister(m.datagrams, m.bytes, m.kernelDrops, m.readErrors, m.ringErrors, m.rcvbuf, m.flows, m.dropped,
-			m.decodeErrs, m.batches, m.httpRejected, m.apiInFlight, m.exporters, m.foreignSockets)
+			m.decodeErrs, m.batches, m.httpRejected, m.httpPanics, m.apiInFlight, m.exporters, m.foreignSockets)
 	}
 	return m
 }

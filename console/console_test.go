@@ -240,6 +240,31 @@ func TestViewsFileMigration(t *testing.T) {
 	}
 }
 
+// TestViewsHugeVersion: a state whose version is past int's range is refused (400,
+// invalid-view) when posted, and kept as unreadable when the views file holds it; it
+// panicked the handler and console.New.
+func TestViewsHugeVersion(t *testing.T) {
+	tc := newTestConsole(t, nil)
+	resp := tc.do(t, http.MethodPost, "/api/v0/console/views", "alice", `{"name":"x","state":{"version":1e19}}`, nil)
+	if resp.StatusCode != http.StatusBadRequest || tc.rejected("invalid-view") != 1 {
+		t.Errorf("POST version 1e19: %d, invalid-view %v", resp.StatusCode, tc.rejected("invalid-view"))
+	}
+	cfg := DefaultConfiguration()
+	cfg.ViewsFile = filepath.Join(t.TempDir(), "views.json")
+	content := `{"format":1,"views":[{"id":"a","name":"n","owner":"o","state":{"version":1e300},` +
+		`"created":"2026-01-02T03:04:05Z","updated":"2026-01-02T03:04:05Z"}]}`
+	if err := os.WriteFile(cfg.ViewsFile, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tc = openTestConsole(t, cfg)
+	if n := promtest.ToFloat64(tc.metrics.broken); n != 1 {
+		t.Errorf("flowzero_console_views_unreadable = %v, want 1", n)
+	}
+	if resp := tc.do(t, http.MethodGet, "/api/v0/console/views/a", "o", "", nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET a: %d, want 404", resp.StatusCode)
+	}
+}
+
 // A views file the console cannot read stops it, and stays as it was.
 func TestViewsFileRefused(t *testing.T) {
 	for name, content := range map[string]string{

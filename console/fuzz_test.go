@@ -36,6 +36,10 @@ func FuzzMigrateState(f *testing.F) {
 	for _, c := range cases.Unreadable {
 		f.Add([]byte(c.Input))
 	}
+	// Versions past int's range (int(1e19) was negative: a migration that does not exist).
+	for _, v := range []string{"1e300", "1e19", "9223372036854775808", "-1", "2"} {
+		f.Add([]byte(`{"version": ` + v + `}`))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := MigrateState(data)
 		if err != nil {

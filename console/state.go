@@ -112,8 +112,13 @@ func stateVersion(raw map[string]json.RawMessage) (int, error) {
 		return StateVersion, nil
 	}
 	var n float64
-	if err := json.Unmarshal(v, &n); err != nil || n < 0 || n != math.Trunc(n) {
+	if err := json.Unmarshal(v, &n); err != nil || n < 0 || n != math.Trunc(n) || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
 		return 0, fmt.Errorf("%w: version: not a version number: %s", errUnreadable, v)
+	}
+	// Compared before the conversion: int(1e19) is negative, which would pass for an
+	// old version without a migration.
+	if n > StateVersion {
+		return 0, fmt.Errorf("%w: version %s comes from a newer console (this one reads up to %d)", errUnreadable, v, StateVersion)
 	}
 	return int(n), nil
 }
@@ -130,11 +135,12 @@ func MigrateState(data []byte) (ViewState, error) {
 	if err != nil {
 		return ViewState{}, err
 	}
-	if v > StateVersion {
-		return ViewState{}, fmt.Errorf("%w: version %d comes from a newer console (this one reads up to %d)", errUnreadable, v, StateVersion)
-	}
 	for ; v < StateVersion; v++ {
-		raw = stateMigrations[v](raw)
+		migrate := stateMigrations[v]
+		if migrate == nil {
+			return ViewState{}, fmt.Errorf("%w: no migration from version %d", errUnreadable, v)
+		}
+		raw = migrate(raw)
 	}
 	delete(raw, "version")
 	s := NeutralState()

@@ -110,6 +110,22 @@ func TestStatesFixture(t *testing.T) {
 	}
 }
 
+// TestMigrateStateVersionBounds: a version past StateVersion, however large, is a newer
+// console's (int(1e19) overflowed to a negative number and called a missing migration,
+// panicking the views handler and console.New); negative and fractional ones are not
+// versions.
+func TestMigrateStateVersionBounds(t *testing.T) {
+	for _, v := range []string{"1e300", "1e19", "9223372036854775808", "18446744073709551616", "2", "-1", "1.5", "-0.5", `"1"`, "null"} {
+		input := []byte(`{"version": ` + v + `}`)
+		if _, err := MigrateState(input); !errors.Is(err, errUnreadable) {
+			t.Errorf("MigrateState(%s) = %v, want errUnreadable", input, err)
+		}
+	}
+	if _, err := MigrateState([]byte(`{"version": 1e300}`)); err == nil || !strings.Contains(err.Error(), "newer console") {
+		t.Errorf("version 1e300: %v, want a newer console's", err)
+	}
+}
+
 func TestMigrateStateStrict(t *testing.T) {
 	for _, c := range []struct {
 		input, want string

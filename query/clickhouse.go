@@ -74,18 +74,61 @@ type ClickHouseRequest struct {
 	SQL string
 	// DefaultFormat is the format when the statement names none (default_format).
 	DefaultFormat string
-	// Settings are the ClickHouse settings the client gave as URL parameters; only output
-	// format settings are accepted (AllowedClickHouseSetting).
+	// Settings are the ClickHouse settings the client gave as URL parameters; only those
+	// shaping the output are accepted (AllowedClickHouseSetting).
 	Settings map[string]string
 }
 
-// AllowedClickHouseSetting tells whether a client of the ClickHouse protocol may set a
-// setting: only those shaping the output, never limits, permissions or what is read
+// clickHouseSettings are the settings a client of the ClickHouse protocol may set: they
+// shape the output of the formats a client reads, nothing else. An allow-list: format_*,
+// input_format_* and output_format_* also hold settings naming files the engine reads or
+// writes (format_schema, format_template_row, format_template_resultset,
+// output_format_schema), and limits, permissions and what is read are the collector's
 // (max_execution_time is taken apart: it may shorten the configured timeout).
-func AllowedClickHouseSetting(name string) bool {
-	return strings.HasPrefix(name, "output_format_") || strings.HasPrefix(name, "format_") ||
-		name == "date_time_output_format" || name == "extremes" || name == "session_timezone"
+var clickHouseSettings = map[string]bool{
+	"extremes": true, "session_timezone": true, "date_time_output_format": true, "interval_output_format": true,
+	"output_format_decimal_trailing_zeros":               true,
+	"output_format_json_quote_64bit_integers":            true,
+	"output_format_json_quote_64bit_floats":              true,
+	"output_format_json_quote_denormals":                 true,
+	"output_format_json_quote_decimals":                  true,
+	"output_format_json_escape_forward_slashes":          true,
+	"output_format_json_named_tuples_as_objects":         true,
+	"output_format_json_array_of_rows":                   true,
+	"output_format_json_validate_utf8":                   true,
+	"output_format_json_pretty_print":                    true,
+	"output_format_write_statistics":                     true,
+	"output_format_pretty_max_rows":                      true,
+	"output_format_pretty_max_column_pad_width":          true,
+	"output_format_pretty_max_value_width":               true,
+	"output_format_pretty_color":                         true,
+	"output_format_pretty_grid_charset":                  true,
+	"output_format_pretty_row_numbers":                   true,
+	"output_format_csv_crlf_end_of_line":                 true,
+	"output_format_tsv_crlf_end_of_line":                 true,
+	"output_format_arrow_string_as_string":               true,
+	"output_format_arrow_low_cardinality_as_dictionary":  true,
+	"output_format_parquet_string_as_string":             true,
+	"output_format_native_encode_types_in_binary_format": true,
+	"output_format_binary_encode_types_in_binary_format": true,
+	"output_format_native_write_json_as_string":          true,
+	"format_csv_delimiter":                               true,
+	"format_csv_null_representation":                     true,
+	"format_tsv_null_representation":                     true,
+	"format_custom_escaping_rule":                        true,
+	"format_custom_field_delimiter":                      true,
+	"format_custom_row_before_delimiter":                 true,
+	"format_custom_row_after_delimiter":                  true,
+	"format_custom_row_between_delimiter":                true,
+	"format_custom_result_before_delimiter":              true,
+	"format_custom_result_after_delimiter":               true,
+	"bool_true_representation":                           true,
+	"bool_false_representation":                          true,
 }
+
+// AllowedClickHouseSetting tells whether a client of the ClickHouse protocol may set a
+// setting (clickHouseSettings).
+func AllowedClickHouseSetting(name string) bool { return clickHouseSettings[name] }
 
 var settingName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,127}$`)
 
@@ -121,7 +164,7 @@ func (s *Service) ClickHouse(ctx context.Context, req ClickHouseRequest) (*RawSQ
 			continue
 		}
 		if !settingName.MatchString(name) || !AllowedClickHouseSetting(name) {
-			return nil, fieldError("settings", "%q: only output format settings may be set here (the collector sets the others)", name)
+			return nil, fieldError("settings", "%q: only the output format settings of the documented list may be set here (the collector sets the others)", name)
 		}
 		fmt.Fprintf(&extra, ", %s = %s", name, chsql.String(req.Settings[name]))
 	}

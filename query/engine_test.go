@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -1029,6 +1030,154 @@ func TestRawSQL(t *testing.T) {
 	}
 	if got := e.Flows; fmt.Sprint(len(got)) != strings.TrimSpace(mustRaw(t, s, "SELECT count() FROM flowzero.flows")) {
 		t.Error("the flows table changed")
+	}
+}
+
+// TestRawSQLReadsNoFile: the embedded engine (clickhouse-local) resolves a table named by
+// a path in its default database to that file, globs included, even on the store's
+// read-only connections the query API runs on (readonly = 2): every way of naming one in a
+// table position, and the ClickHouse protocol's settings naming files (format_template_*,
+// format_schema), are refused with a 400 on sql or settings, and no statement reads a file
+// or a URL. Tables, system tables and WITH names still read.
+func TestRawSQLReadsNoFile(t *testing.T) {
+	e := env(t)
+	// The engine the collector's query API runs on: the sink's read-only connections, as
+	// app.sinkEngine.
+	s, err := New(engineConfig(), e.Catalog, e.Sink.Engine(), nil, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret.csv")
+	if err := os.WriteFile(secret, []byte("TOPSECRET\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "row.txt"), []byte("TOPSECRET ${0:CSV}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "s.proto"), []byte("syntax = \"proto3\"; message TOPSECRET { uint64 a = 1; }"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var fetched atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetched.Add(1)
+		io.WriteString(w, "TOPSECRET\n")
+	}))
+	defer srv.Close()
+	// The engine itself reads the file: what the checks stand for.
+	if out, err := e.Sink.Engine().Query(ctx, "SELECT * FROM '"+secret+"'", "TSV"); err != nil || string(out) != "TOPSECRET\n" {
+		t.Logf("the engine no longer reads files named as tables (%q, %v): the check still stands", out, err)
+	}
+	for _, sql := range []string{
+		"SELECT * FROM '" + secret + "'",
+		"SELECT * FROM `" + secret + "`",
+		"SELECT * FROM \"" + secret + "\"",
+		"SELECT * FROM default.`" + secret + "`",
+		"SELECT (SELECT * FROM '" + dir + "/*.csv')",
+		"SELECT count() FROM '/etc/*'",
+		"SELECT * FROM (SELECT * FROM `" + secret + "`)",
+		"SELECT * FROM system.one AS o JOIN `" + secret + "` AS f ON 1",
+		"SELECT * FROM system.one AS o, '" + secret + "'",
+		"SELECT * FROM ((SELECT 'a') UNION ALL SELECT * FROM '" + secret + "')",
+		"SELECT * FROM view((SELECT 'a') UNION ALL SELECT * FROM '" + secret + "')",
+		"SELECT 'TOPSECRET' IN `" + secret + "`",
+		"SELECT in('TOPSECRET', `" + secret + "`)",
+		"SELECT * FROM loop(default, `" + secret + "`) LIMIT 1",
+		"SELECT hasColumnInTable('default', '" + secret + "', 'c1')",
+		"WITH x AS (SELECT 1) SELECT * FROM view(SELECT * FROM `" + secret + "`)",
+		"SELECT * FROM (WITH `" + secret + "` AS (SELECT 1) SELECT 1) UNION ALL SELECT * FROM `" + secret + "`",
+		"SELECT * FROM '" + srv.URL + "/a.csv'",
+		"SELECT * FROM hostname", // a file of the working directory, if any
+	} {
+		res, err := s.RawSQL(ctx, RawSQLRequest{SQL: sql})
+		var re *RequestError
+		if !errors.As(err, &re) || re.Field != "sql" {
+			t.Errorf("%q: %+v %v, want an error on sql", sql, res, err)
+		}
+		if res != nil && strings.Contains(res.Output, "TOPSECRET") {
+			t.Errorf("%q read the file: %q", sql, res.Output)
+		}
+	}
+	for _, c := range []struct {
+		format   string
+		settings map[string]string
+	}{
+		{"Template", map[string]string{"format_template_row": filepath.Join(dir, "row.txt")}},
+		{"Template", map[string]string{"format_template_resultset": filepath.Join(dir, "row.txt")}},
+		{"Protobuf", map[string]string{"format_schema": filepath.Join(dir, "s.proto") + ":TOPSECRET"}},
+		{"CSV", map[string]string{"format_schema_path": dir}},
+		{"CSV", map[string]string{"output_format_schema": filepath.Join(dir, "out.capnp")}},
+		{"CSV", map[string]string{"input_format_csv_use_default_on_bad_values": "1"}},
+		{"CSV", map[string]string{"format_display_secrets_in_show_and_select": "1"}},
+	} {
+		res, err := s.ClickHouse(ctx, ClickHouseRequest{SQL: "SELECT 1 AS a FORMAT " + c.format, Settings: c.settings})
+		var re *RequestError
+		if !errors.As(err, &re) || re.Field != "settings" {
+			t.Errorf("%v: %+v %v, want an error on settings", c.settings, res, err)
+		} else {
+			for name := range c.settings {
+				if !strings.Contains(re.Message, name) {
+					t.Errorf("%v: %q does not name the setting", c.settings, re.Message)
+				}
+			}
+		}
+		if res != nil && strings.Contains(res.Output, "TOPSECRET") {
+			t.Errorf("%v read the file: %q", c.settings, res.Output)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out.capnp")); err == nil {
+		t.Error("output_format_schema wrote a file")
+	}
+	if fetched.Load() != 0 {
+		t.Errorf("the engine fetched %d URLs", fetched.Load())
+	}
+	// What still reads: tables, system tables (SHOW and DESCRIBE), WITH names, subqueries,
+	// and the output settings clients send.
+	for sql, want := range map[string]string{
+		"SELECT count() FROM flowzero.flows":                                                               fmt.Sprintf("%d\n", len(e.Flows)),
+		"SELECT count() > 0 FROM system.columns WHERE database = 'flowzero' AND table = 'flows'":           "1\n",
+		"SELECT name FROM system.tables WHERE database = 'flowzero' AND name = 'flows_1m'":                 "flows_1m\n",
+		"WITH x AS (SELECT 2 AS a) SELECT a FROM x WHERE a IN x UNION ALL SELECT * FROM (SELECT a FROM x)": "2\n2\n",
+		"SELECT count() FROM flowzero.flows AS f JOIN (SELECT 1 AS k) AS o ON 1 WHERE f.Proto IN (6, 17)":  "",
+	} {
+		res, err := s.RawSQL(ctx, RawSQLRequest{SQL: sql})
+		if err != nil || (want != "" && res.Output != want) {
+			t.Errorf("%q: %+v %v, want %q", sql, res, err, want)
+		}
+	}
+	res, err := s.ClickHouse(ctx, ClickHouseRequest{SQL: "SELECT 1 AS a, toUInt64(2) AS b FORMAT JSONEachRow",
+		Settings: map[string]string{"output_format_json_quote_64bit_integers": "1", "max_execution_time": "10"}})
+	if err != nil || res.Output != "{\"a\":1,\"b\":\"2\"}\n" {
+		t.Errorf("output settings: %+v %v", res, err)
+	}
+}
+
+// TestRequestsWithinQuerySizeEngine: requests whose statement the engine would not parse
+// (max_query_size) are refused naming the field, on the real engine: 20,000 columns, and a
+// 60 kB filter repeated per axis and period.
+func TestRequestsWithinQuerySizeEngine(t *testing.T) {
+	s, e := newService(t)
+	ctx := context.Background()
+	cols := make([]string, 20000)
+	for i := range cols {
+		cols[i] = "Bytes"
+	}
+	_, err := s.Flows(ctx, FlowsRequest{Start: e.Anchor.Add(-time.Hour), End: e.Anchor, Columns: cols})
+	var re *RequestError
+	if !errors.As(err, &re) || re.Field != "columns" {
+		t.Errorf("20000 columns: %T %.300v, want a RequestError on columns", err, err)
+	}
+	f := "SrcAddr IN (" + strings.TrimSuffix(strings.Repeat("1.1.1.1,", 7500), ",") + ")"
+	_, err = s.Line(ctx, LineRequest{Common: Common{Start: e.Anchor.Add(-time.Hour), End: e.Anchor, Filter: f},
+		Bidirectional: true, PreviousPeriod: true})
+	if !errors.As(err, &re) || re.Field != "filter" {
+		t.Errorf("%d-byte filter: %T %.300v, want a RequestError on filter", len(f), err, err)
+	}
+	// The same filter on one axis fits, and runs.
+	if _, err := s.Line(ctx, LineRequest{Common: Common{Start: e.Anchor.Add(-time.Hour), End: e.Anchor,
+		Filter: "SrcAddr IN (" + strings.TrimSuffix(strings.Repeat("1.1.1.1,", 2000), ",") + ")"}}); err != nil {
+		t.Errorf("a 16 kB filter: %.300v", err)
 	}
 }
 

@@ -25,7 +25,7 @@ type FlowsRequest struct {
 	// first, for paging with the same Start, End (or Before) and filter.
 	Limit  int `json:"limit"`
 	Offset int `json:"offset"`
-	// Columns are the columns to return (any case); none: DefaultFlowColumns.
+	// Columns are the columns to return (any case), each once; none: DefaultFlowColumns.
 	Columns []string `json:"columns"`
 	// Before keeps the records strictly older than it, After those strictly newer (the
 	// live tail). Flow times are whole seconds.
@@ -72,11 +72,19 @@ func (s *Service) Flows(ctx context.Context, req FlowsRequest) (*FlowsResult, er
 			}
 		}
 	}
+	if n := len(cat.Columns()); len(req.Columns) > n {
+		return nil, fieldError("columns", "%d columns, at most %d (each column once)", len(req.Columns), n)
+	}
+	seen := map[*catalog.Column]int{}
 	for i, name := range req.Columns {
 		c := cat.Column(name)
 		if c == nil {
 			return nil, fieldError(fmt.Sprintf("columns[%d]", i), "unknown column %q", name)
 		}
+		if j, ok := seen[c]; ok {
+			return nil, fieldError(fmt.Sprintf("columns[%d]", i), "%s is already columns[%d]", c.Name, j)
+		}
+		seen[c] = i
 		cols = append(cols, c)
 	}
 	f, err := filter.Parse(cat, req.Filter)

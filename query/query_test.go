@@ -593,3 +593,72 @@ func TestSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestsWithinQuerySize: what the API accepts makes statements the engine parses.
+// A flows request names each column once and at most the catalog's columns (20,000 ×
+// "Bytes" made a 478 kB statement); a filter whose statement would pass the engine's
+// max_query_size (a 60 kB IN list repeated per axis and period made 781 kB) is refused
+// naming the filter, before the engine sees it.
+func TestRequestsWithinQuerySize(t *testing.T) {
+	eng := &fakeEngine{answer: `{"meta":[],"data":[]}`}
+	cat := testCatalog(t)
+	s, err := New(DefaultConfiguration(), cat, eng, testutil.Clock(), quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := testutil.Now()
+	many := make([]string, 20000)
+	for i := range many {
+		many[i] = "Bytes"
+	}
+	for _, c := range []struct {
+		columns    []string
+		field, msg string
+	}{
+		{many, "columns", fmt.Sprintf("20000 columns, at most %d", len(cat.Columns()))},
+		{[]string{"SrcAS", "Bytes", "bytes"}, "columns[2]", "Bytes is already columns[1]"},
+	} {
+		_, err := s.Flows(ctx, FlowsRequest{Start: now.Add(-time.Hour), End: now, Columns: c.columns})
+		var re *RequestError
+		if !errors.As(err, &re) || re.Field != c.field || !strings.Contains(re.Message, c.msg) {
+			t.Errorf("%d columns: %v, want %s: %s", len(c.columns), err, c.field, c.msg)
+		}
+	}
+	for _, q := range eng.queries {
+		if strings.Contains(q, "Bytes AS c1") {
+			t.Errorf("a refused request reached the engine: %.200s", q)
+		}
+	}
+	// Every column once is a statement well within the bound.
+	var all []string
+	for _, c := range cat.Columns() {
+		all = append(all, c.Name)
+	}
+	eng.queries = nil
+	if _, err := s.Flows(ctx, FlowsRequest{Start: now.Add(-time.Hour), End: now, Columns: all}); err != nil {
+		var re *RequestError
+		if errors.As(err, &re) {
+			t.Errorf("every column: %v", err)
+		}
+	}
+	for _, q := range eng.queries {
+		if len(q) > MaxStatementBytes/4 {
+			t.Errorf("every column makes a %d-byte statement", len(q))
+		}
+	}
+
+	f := "SrcAddr IN (" + strings.TrimSuffix(strings.Repeat("1.1.1.1,", 7500), ",") + ")"
+	eng.queries = nil
+	_, err = s.Line(ctx, LineRequest{Common: Common{Start: now.Add(-time.Hour), End: now, Filter: f},
+		Bidirectional: true, PreviousPeriod: true})
+	var re *RequestError
+	if !errors.As(err, &re) || re.Field != "filter" || !strings.Contains(re.Message, "max_query_size") {
+		t.Errorf("%d-byte filter: %v, want an error on filter", len(f), err)
+	}
+	for _, q := range eng.queries {
+		if len(q) > MaxStatementBytes {
+			t.Errorf("a %d-byte statement reached the engine", len(q))
+		}
+	}
+}

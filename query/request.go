@@ -17,6 +17,11 @@ const (
 	MaxDimensions  = 10
 	MaxFlowsLimit  = 10000
 	MaxFlowsOffset = 100000
+	// MaxStatementBytes bounds a statement sent to the engine: ClickHouse's default
+	// max_query_size (262,144 bytes, the embedded engine's too) less a margin for the
+	// comment the store's read-only connections put before it. A longer one does not
+	// parse (Code 62); the request is refused naming the field that makes it long.
+	MaxStatementBytes = 262144 - 1024
 	// DefaultLimit is the number of rows when a request does not say.
 	DefaultLimit = 10
 )

@@ -235,14 +235,23 @@ func (s *Service) Tables(ctx context.Context) ([]TableInfo, error) {
 }
 
 // run runs a SELECT with the query settings and parses its answer, which must have at
-// least cols columns. timeout, when not 0, shortens the configured one.
+// least cols columns. timeout, when not 0, shortens the configured one. A statement over
+// MaxStatementBytes is refused naming the filter.
 func (s *Service) run(ctx context.Context, sql string, cols int, timeout time.Duration) (*result, error) {
 	if timeout == 0 || timeout > s.cfg.Timeout {
 		timeout = s.cfg.Timeout
 	}
+	stmt := statement(sql, timeout, s.cfg.MaxMemory)
+	if len(stmt) > MaxStatementBytes {
+		// The filter is the only part of a request that can make a statement this long
+		// (repeated per axis, per period and per table): columns, dimensions and the
+		// other fields are bounded well under it.
+		return nil, fieldError("filter", "the query it makes is %d bytes, over the engine's %d (max_query_size): shorten the filter (fewer IN values)",
+			len(stmt), MaxStatementBytes)
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout+time.Second)
 	defer cancel()
-	out, err := s.engine.Query(ctx, statement(sql, timeout, s.cfg.MaxMemory), "JSONCompact")
+	out, err := s.engine.Query(ctx, stmt, "JSONCompact")
 	if err != nil {
 		return nil, classify(err)
 	}

@@ -109,6 +109,7 @@ func (s *Server) Stop() error {
 // their own.
 const (
 	codeSyntax        = 62  // SYNTAX_ERROR
+	codeUnknownTable  = 60  // UNKNOWN_TABLE
 	codeUnknownFormat = 73  // UNKNOWN_FORMAT
 	codeUnknownDB     = 81  // UNKNOWN_DATABASE
 	codeTooLarge      = 307 // TOO_LARGE_STRING_SIZE
@@ -121,7 +122,7 @@ const (
 	codeUnknown       = 1002
 )
 
-var codeNames = map[int]string{codeSyntax: "SYNTAX_ERROR", codeUnknownFormat: "UNKNOWN_FORMAT",
+var codeNames = map[int]string{codeSyntax: "SYNTAX_ERROR", codeUnknownTable: "UNKNOWN_TABLE", codeUnknownFormat: "UNKNOWN_FORMAT",
 	codeUnknownDB: "UNKNOWN_DATABASE", codeTooLarge: "TOO_LARGE_STRING_SIZE", codeNotSupported: "NOT_IMPLEMENTED",
 	codeReadOnly: "READONLY", codeTooMany: "TOO_MANY_SIMULTANEOUS_QUERIES", codeAuth: "AUTHENTICATION_FAILED",
 	codeTimeout: "TIMEOUT_EXCEEDED", codeMemory: "MEMORY_LIMIT_EXCEEDED", codeUnknown: "UNKNOWN_EXCEPTION"}
@@ -300,8 +301,11 @@ func (s *Server) failErr(w http.ResponseWriter, err error) {
 		case re.Field == "format":
 			code = codeUnknownFormat
 		case re.Field == "settings" || strings.Contains(re.Message, "only SELECT") || strings.Contains(re.Message, "may not write") ||
-			strings.Contains(re.Message, "reading outside") || strings.Contains(re.Message, "SETTINGS"):
+			strings.Contains(re.Message, "reading outside") || strings.Contains(re.Message, "SETTINGS") ||
+			strings.Contains(re.Message, "file path"):
 			code = codeReadOnly
+		case strings.Contains(re.Message, "no such table"):
+			code = codeUnknownTable // as the engine answers a table it does not hold
 		}
 		s.fail(w, http.StatusBadRequest, code, re.Error(), resultBad)
 	case errors.As(err, &ee):
