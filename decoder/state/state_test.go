@@ -197,6 +197,23 @@ func produceState(t *testing.T, cl *kgo.Client, topic string, n int) {
 	}
 }
 
+// stateCluster starts an in-process broker holding the topic "state" and a client of it
+// with opts; both stop with the test.
+func stateCluster(t *testing.T, opts ...kgo.Opt) (*kfake.Cluster, *kgo.Client) {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cluster, cl
+}
+
 // startCounting starts a Topic on topic and returns it with the number of records Start
 // applied; Start must return within the test's wait.
 func startCounting(t *testing.T, brokers []string, topic string) (*Topic, int) {
@@ -221,16 +238,7 @@ func startCounting(t *testing.T, brokers []string, topic string) (*Topic, int) {
 // A state topic written by a transactional producer ends with a commit marker, which no
 // record reaches: Start still returns once it read the topic's records.
 func TestStartTransactionMarkerAtEnd(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.TransactionalID("another-writer"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cluster, cl := stateCluster(t, kgo.TransactionalID("another-writer"))
 	if err := cl.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
@@ -250,16 +258,7 @@ func TestStartTransactionMarkerAtEnd(t *testing.T) {
 // A state topic whose records were all deleted (its start offset at its end) has nothing to
 // wait for.
 func TestStartRecordsDeleted(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cluster, cl := stateCluster(t)
 	produceState(t, cl, "state", 4)
 	adm := kadm.NewClient(cl)
 	offsets := kadm.Offsets{}
@@ -276,16 +275,7 @@ func TestStartRecordsDeleted(t *testing.T) {
 // An end offset that no record reaches (a tail removed by compaction) stops the load after
 // loadIdle without records, counted; the records read are applied.
 func TestLoadGivesUpWhenNothingComes(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cluster, cl := stateCluster(t)
 	produceState(t, cl, "state", 2)
 	tp, err := New(prometheus.NewRegistry(), nil, kafkaconn.Configuration{Brokers: cluster.ListenAddrs()}, Configuration{Topic: "state", ReplicationFactor: 1})
 	if err != nil {
