@@ -103,7 +103,7 @@ func TestHealthzFileOutputFails(t *testing.T) {
 	testutil.WaitUntil(t, "the drops in the metrics", func() bool {
 		return !strings.Contains(metricsText(t, a), "flowzero_file_flows_dropped_total 0\n")
 	})
-	if n := strings.Count(logs.String(), `msg="cannot open an archive file, batch dropped"`); n < 1 || n > 3 {
+	if n := strings.Count(logs.String(), `msg="cannot open an archive file, flows dropped"`); n < 1 || n > 3 {
 		t.Errorf("%d error lines, want 1 to 3", n)
 	}
 }

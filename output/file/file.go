@@ -60,6 +60,13 @@ type Sink struct {
 	path    string
 	written int64
 	opened  time.Time
+	// pending holds the flows, batches and bytes handed to the buffers since the last
+	// successful flush: they count as written once a flush reaches the file, as dropped when
+	// it fails.
+	pending struct{ flows, batches, bytes int64 }
+	// failing is set while the last file was abandoned on an error: the files started to
+	// retry are not logged, and a flush that succeeds again is.
+	failing bool
 }
 
 // New returns a file sink. It does not touch the disk until Start.
@@ -102,18 +109,38 @@ func (s *Sink) Health() health.Report {
 	return r
 }
 
-// writeFailed counts a batch of flows lost to a write error and logs it, rate-limited.
-func (s *Sink) writeFailed(flows int, msg string, err error) {
+// writeFailed counts one write error losing batches holding flows and logs it, rate-limited.
+func (s *Sink) writeFailed(flows, batches int64, msg string, err error) {
 	s.metrics.writeErrors.Inc()
-	s.metrics.batchesDropped.Inc()
+	s.metrics.batchesDropped.Add(float64(batches))
 	s.metrics.flowsDropped.Add(float64(flows))
 	s.counts.writeErrors.Add(1)
-	s.counts.dropped.Add(int64(flows))
+	s.counts.dropped.Add(flows)
 	s.health.Event(fmt.Sprintf("%s: %v; %d flows dropped since start", msg, err, s.counts.dropped.Load()))
 	if ok, suppressed := s.errLog.Allow(s.now()); ok {
-		s.log.Error(msg+", batch dropped", "path", s.path, "directory", s.cfg.Directory, "flows", flows,
+		s.log.Error(msg+", flows dropped", "path", s.path, "directory", s.cfg.Directory, "flows", flows,
 			"error", err, "flows-dropped-total", s.counts.dropped.Load(), "suppressed", suppressed)
 	}
+}
+
+// pendingWritten counts the pending flows as written: a flush has put them in the file.
+func (s *Sink) pendingWritten() {
+	p := &s.pending
+	if s.failing && p.flows > 0 {
+		s.failing = false
+		s.log.Info("archive file written again", "path", s.path, "flows-dropped-total", s.counts.dropped.Load())
+	}
+	s.metrics.flowsWritten.Add(float64(p.flows))
+	s.counts.written.Add(p.flows)
+	s.metrics.bytesWritten.Add(float64(p.bytes))
+	*p = struct{ flows, batches, bytes int64 }{}
+}
+
+// pendingFailed counts the pending flows as dropped after err: the file may hold part of
+// them, but not all, and cannot be appended to any more.
+func (s *Sink) pendingFailed(msg string, err error) {
+	s.writeFailed(s.pending.flows, s.pending.batches, msg, err)
+	s.pending = struct{ flows, batches, bytes int64 }{}
 }
 
 // Name implements output.Sink.
@@ -219,19 +246,21 @@ func (s *Sink) write(b *output.Batch) {
 	}
 	if s.f == nil {
 		if err := s.openFile(); err != nil {
-			s.writeFailed(b.Flows, "cannot open an archive file", err)
+			s.writeFailed(int64(b.Flows), 1, "cannot open an archive file", err)
 			return
 		}
 	}
+	s.pending.flows += int64(b.Flows)
+	s.pending.batches++
+	s.pending.bytes += int64(len(b.Data))
 	if _, err := s.out.Write(b.Data); err != nil {
-		s.writeFailed(b.Flows, "cannot write the archive file (a new one is started)", err)
-		s.closeFile()
+		// The buffer wrote through to the file and failed: what it held since the last
+		// flush is lost with this batch.
+		s.pendingFailed("cannot write the archive file (a new one is started)", err)
+		s.abandonFile()
 		return
 	}
 	s.written += int64(len(b.Data))
-	s.metrics.flowsWritten.Add(float64(b.Flows))
-	s.counts.written.Add(int64(b.Flows))
-	s.metrics.bytesWritten.Add(float64(len(b.Data)))
 }
 
 func (s *Sink) suffix() string {
@@ -249,7 +278,7 @@ func (s *Sink) openFile() error {
 	// other nor break the order: the later one takes the next free millisecond.
 	var path string
 	for t := s.now().UTC(); ; t = t.Add(time.Millisecond) {
-		path = filepath.Join(s.cfg.Directory, s.cfg.Prefix+"-"+t.Format("20060102T150405.000Z")+s.suffix())
+		path = filepath.Join(s.cfg.Directory, s.cfg.Prefix+"-"+t.Format(archiveTimeLayout)+s.suffix())
 		if _, err := os.Lstat(path); err != nil {
 			// A free name, or a directory that cannot be read (gone, not a directory):
 			// OpenFile says which. Only a name taken moves on.
@@ -275,7 +304,9 @@ func (s *Sink) openFile() error {
 		s.comp, s.out = comp, comp
 	}
 	s.metrics.rotations.Inc()
-	s.log.Info("archive file started", "path", path)
+	if !s.failing {
+		s.log.Info("archive file started", "path", path)
+	}
 	s.prune()
 	return nil
 }
@@ -307,11 +338,16 @@ func (s *Sink) flush() {
 		err = s.bw.Flush()
 	}
 	if err != nil {
-		s.metrics.writeErrors.Inc()
-		s.log.Error("cannot flush archive file", "path", s.path, "error", err)
+		// The file ends with part of the buffer at most: a reader reads it up to its last
+		// whole record, and the next batch starts a new file.
+		s.pendingFailed("cannot flush the archive file (a new one is started)", err)
+		s.abandonFile()
+		return
 	}
+	s.pendingWritten()
 }
 
+// closeFile finishes the compressed stream, flushes and closes the current file.
 func (s *Sink) closeFile() {
 	if s.f == nil {
 		return
@@ -322,13 +358,30 @@ func (s *Sink) closeFile() {
 	}
 	errs = append(errs, s.bw.Flush(), s.f.Close())
 	if err := errors.Join(errs...); err != nil {
-		s.metrics.writeErrors.Inc()
-		s.log.Error("cannot close archive file", "path", s.path, "error", err)
+		s.pendingFailed("cannot close the archive file", err)
+	} else {
+		s.pendingWritten()
 	}
 	s.f, s.comp, s.out = nil, nil, nil
 }
 
-// prune removes the oldest archive files beyond MaxFiles (names sort by time).
+// abandonFile closes the current file after a failed write or flush, already counted: the
+// buffer keeps its error, so nothing more reaches the file. A file left empty is removed, so
+// that retrying on a full disk does not leave one empty file per attempt.
+func (s *Sink) abandonFile() {
+	if s.comp != nil {
+		s.comp.Close()
+	}
+	if fi, err := s.f.Stat(); err == nil && fi.Size() == 0 {
+		os.Remove(s.path)
+	}
+	s.f.Close()
+	s.f, s.comp, s.out = nil, nil, nil
+	s.failing = true
+}
+
+// prune removes the oldest archive files beyond MaxFiles (names sort by time), never the
+// file being written, even when a clock set back makes it sort first.
 func (s *Sink) prune() {
 	if s.cfg.MaxFiles <= 0 {
 		return
@@ -338,13 +391,37 @@ func (s *Sink) prune() {
 		s.metrics.writeErrors.Inc()
 		return
 	}
-	for len(files) > s.cfg.MaxFiles {
-		if err := os.Remove(files[0]); err != nil {
-			s.metrics.writeErrors.Inc()
-			s.log.Error("cannot remove old archive file", "path", files[0], "error", err)
+	for i := 0; len(files) > s.cfg.MaxFiles && i < len(files); {
+		if files[i] == s.path {
+			i++
+			continue
 		}
-		files = files[1:]
+		if err := os.Remove(files[i]); err != nil {
+			s.metrics.writeErrors.Inc()
+			s.log.Error("cannot remove old archive file", "path", files[i], "error", err)
+		}
+		files = append(files[:i], files[i+1:]...)
 	}
+}
+
+// archiveTimeLayout dates the archive file names; its fixed width makes them sort by time.
+const archiveTimeLayout = "20060102T150405.000Z"
+
+// IsArchiveName tells whether name is an archive file written with prefix:
+// <prefix>-<UTC time>.pb, .pb.zst or .pb.gz, exactly. Another prefix starting with this one
+// (flows-edge for flows) does not match.
+func IsArchiveName(name, prefix string) bool {
+	rest, ok := strings.CutPrefix(name, prefix+"-")
+	if !ok || len(rest) < len(archiveTimeLayout) {
+		return false
+	}
+	switch rest[len(archiveTimeLayout):] {
+	case ".pb", ".pb.zst", ".pb.gz":
+	default:
+		return false
+	}
+	_, err := time.Parse(archiveTimeLayout, rest[:len(archiveTimeLayout)])
+	return err == nil
 }
 
 // ListArchives returns the archive files written with prefix in dir, oldest first.
@@ -355,9 +432,7 @@ func ListArchives(dir, prefix string) ([]string, error) {
 	}
 	var out []string
 	for _, e := range entries {
-		n := e.Name()
-		if e.Type().IsRegular() && strings.HasPrefix(n, prefix+"-") &&
-			(strings.HasSuffix(n, ".pb") || strings.HasSuffix(n, ".pb.zst") || strings.HasSuffix(n, ".pb.gz")) {
+		if n := e.Name(); e.Type().IsRegular() && IsArchiveName(n, prefix) {
 			out = append(out, filepath.Join(dir, n))
 		}
 	}

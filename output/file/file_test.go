@@ -279,8 +279,138 @@ func TestSinkUnwritableReported(t *testing.T) {
 	if v := testutil.ToFloat64(s.metrics.flowsDropped); v != 100 {
 		t.Errorf("flows dropped %v, want 100", v)
 	}
-	n := strings.Count(logs.String(), `msg="cannot open an archive file, batch dropped"`)
+	n := strings.Count(logs.String(), `msg="cannot open an archive file, flows dropped"`)
 	if n < 1 || n > 3 || !strings.Contains(logs.String(), "directory="+cfg.Directory) {
 		t.Errorf("%d error lines for %d failed batches, want 1 to 3 naming the directory:\n%s", n, batches, logs.String())
+	}
+}
+
+// TestSinkFlushedReadableWithoutClose: a collector that dies after Flush leaves its file
+// unclosed (an unfinished zstd or gzip stream); every message flushed before reads back.
+func TestSinkFlushedReadableWithoutClose(t *testing.T) {
+	for _, comp := range []string{"none", "zstd", "gzip"} {
+		t.Run(comp, func(t *testing.T) {
+			cfg := DefaultConfiguration()
+			cfg.Directory = t.TempDir()
+			cfg.Compression = comp
+			s, err := New(prometheus.NewRegistry(), nil, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer s.Stop()
+			pool := output.NewBatchPool(4096, 8)
+			total := 0
+			for range 20 {
+				b := pool.Get()
+				for range 50 {
+					b.Append(message(total))
+					total++
+				}
+				s.Send(b)
+				s.Flush()
+			}
+			p := s.CurrentPath()
+			data, err := os.ReadFile(p) // as a crash leaves it: not closed
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := newReader(bytes.NewReader(data), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for {
+				m, err := r.Next()
+				if err != nil {
+					break
+				}
+				if want := fmt.Sprintf("flow-%06d", n); string(m) != want {
+					t.Fatalf("message %d = %q, want %q", n, m, want)
+				}
+				n++
+			}
+			if n != total {
+				t.Errorf("%d of %d flushed messages read from the unclosed file", n, total)
+			}
+			if h := s.Health(); h.Counters["flows-written"] != uint64(total) {
+				t.Errorf("flows-written %d after Flush, want %d", h.Counters["flows-written"], total)
+			}
+		})
+	}
+}
+
+// TestSinkPruneKeepsOtherPrefixesAndCurrentFile: max-files counts and removes only the
+// sink's own files, never another prefix starting with its own (flows-edge for flows) nor
+// the file being written, even when a clock set back makes it sort first.
+func TestSinkPruneKeepsOtherPrefixesAndCurrentFile(t *testing.T) {
+	dir := t.TempDir()
+	keep := []string{
+		"flows-edge-20260101T000000.000Z.pb", "flows-edge-20260101T010000.000Z.pb", // another prefix
+		"flows-notes.txt", "flows-20260101T000000.000Z.pb.tmp", "flows-2026.pb", // not archives
+	}
+	own := []string{"flows-20261122T090000.000Z.pb", "flows-20261122T110000.000Z.pb.zst", "flows-20261122T120000.000Z.pb.gz"}
+	for _, n := range append(append([]string{}, keep...), own...) {
+		if err := os.WriteFile(filepath.Join(dir, n), message(0), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := DefaultConfiguration()
+	cfg.Directory = dir
+	cfg.Compression = "none"
+	cfg.MaxFiles = 2
+	s, err := New(prometheus.NewRegistry(), nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.now = func() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC) } // before two of its files
+	s.Start()
+	pool := output.NewBatchPool(4096, 8)
+	b := pool.Get()
+	b.Append(message(1))
+	s.Send(b)
+	current := s.CurrentPath()
+	s.Stop()
+	files, err := ListArchives(dir, cfg.Prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The oldest files go first, the current one staying whatever its place.
+	want := []string{current, filepath.Join(dir, own[2])}
+	if fmt.Sprint(files) != fmt.Sprint(want) {
+		t.Errorf("archives after prune %v, want %v", files, want)
+	}
+	if got := readAll(t, []string{current}); len(got) != 1 || got[0] != "flow-000001" {
+		t.Errorf("current file holds %q", got)
+	}
+	for _, n := range keep {
+		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
+			t.Errorf("%s is not the sink's and was removed: %v", n, err)
+		}
+	}
+}
+
+func TestIsArchiveName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"flows-20261122T100000.000Z.pb":      true,
+		"flows-20261122T100000.000Z.pb.zst":  true,
+		"flows-20261122T100000.000Z.pb.gz":   true,
+		"flows-edge-20261122T100000.000Z.pb": false,
+		"flows-20261122T100000.000Z.pb.tmp":  false,
+		"flows-20261122T100000.000Z.gz":      false,
+		"flows-20261122T100000Z.pb":          false,
+		"flows-20261322T100000.000Z.pb":      false, // month 13
+		"flows-2026112xT100000.000Z.pb":      false,
+		"flows20261122T100000.000Z.pb":       false,
+		"-20261122T100000.000Z.pb":           false,
+	} {
+		if got := IsArchiveName(name, "flows"); got != want {
+			t.Errorf("IsArchiveName(%q, flows) = %v, want %v", name, got, want)
+		}
+	}
+	if !IsArchiveName("flows-edge-20261122T100000.000Z.pb", "flows-edge") {
+		t.Error("flows-edge's own file not matched")
 	}
 }
