@@ -27,7 +27,9 @@ type Configuration struct {
 	MaxBufferedBytes int `yaml:"max-buffered-bytes"`
 	// Linger is how long the producer waits to fill a produce request.
 	Linger time.Duration `yaml:"linger"`
-	// FlushTimeout bounds how long Stop waits for buffered records to be delivered.
+	// FlushTimeout bounds how long Stop waits for the topic and for buffered records to be
+	// delivered; the flows of records still buffered then are counted as dropped. Must be
+	// positive.
 	FlushTimeout time.Duration `yaml:"flush-timeout"`
 	// TLS enables TLS to the brokers (system roots).
 	TLS bool `yaml:"tls"`
@@ -68,6 +70,8 @@ func (c *Configuration) Validate() error {
 		return config.Errorf("max-buffered-bytes", "must be at least 1 MiB")
 	case c.Linger < 0:
 		return config.Errorf("linger", "must not be negative")
+	case c.FlushTimeout <= 0:
+		return config.Errorf("flush-timeout", "must be positive, not %s", c.FlushTimeout)
 	}
 	switch c.Compression {
 	case "zstd", "lz4", "snappy", "gzip", "none":

@@ -47,6 +47,12 @@ type Sink struct {
 	topicDone chan struct{}  // closed when the topic check ends
 	ready     atomic.Bool    // topic known to exist
 
+	// counting guards stopped: promises count their flows under its read lock, and Stop,
+	// under the write lock, counts the flows of the unanswered ones as dropped and sets
+	// stopped, so that a promise answering later cannot count its flows a second time.
+	counting sync.RWMutex
+	stopped  bool
+
 	// Counts for tests and the API, kept beside the Prometheus counters.
 	sent, delivered, dropped atomic.Int64
 	// unlogged counts the flows dropped since the last log line about drops, by reason.
@@ -67,6 +73,11 @@ var dropReasonNames = [dropReasons]string{"buffer-full", "delivery-failed"}
 // stallAfter is how long records may stay buffered without an acknowledgment before the
 // sink reports that it cannot deliver.
 const stallAfter = 10 * time.Second
+
+// closeAnswerWait bounds how long Stop waits, after closing the client, for the promises of
+// the records it failed: franz-go fails every buffered record on Close, and calls their
+// promises soon after. A variable for tests.
+var closeAnswerWait = 5 * time.Second
 
 // dropLogEvery is the least time between two log lines about dropped flows; each gives the
 // flows dropped since the previous one.
@@ -309,7 +320,11 @@ func (s *Sink) Send(b *output.Batch) bool {
 	s.promises.Add(1)
 	s.client.TryProduce(context.Background(), rec, func(r *kgo.Record, err error) {
 		defer s.promises.Done()
+		s.counting.RLock()
+		defer s.counting.RUnlock()
 		switch {
+		case s.stopped:
+			// Counted as dropped by Stop, which gave up waiting for this answer.
 		case err == nil:
 			s.delivered.Add(flows)
 			s.metrics.flowsDelivered.Add(float64(flows))
@@ -335,7 +350,8 @@ func (s *Sink) Counts() (sent, delivered, dropped int64) {
 
 // Stop waits up to FlushTimeout for the topic to exist and for buffered records to be
 // delivered, then closes the client; records still buffered then are failed by the client and
-// counted as dropped, and the drops not logged yet are.
+// counted as dropped, and the drops not logged yet are. Once it returns, every flow handed
+// to Send is counted delivered or dropped.
 func (s *Sink) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.FlushTimeout)
 	defer cancel()
@@ -359,9 +375,17 @@ func (s *Sink) Stop() error {
 	go func() { s.promises.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(s.cfg.FlushTimeout):
-		s.log.Warn("Kafka records without an answer after close; their flows are not counted")
+	case <-time.After(closeAnswerWait):
 	}
+	s.counting.Lock()
+	s.stopped = true
+	if n := s.sent.Load() - s.delivered.Load() - s.dropped.Load(); n > 0 {
+		s.metrics.errors.WithLabelValues("produce").Inc()
+		s.drop(dropDeliveryFailed, n)
+		s.log.Warn("Kafka records without an answer after close; their flows are counted as dropped",
+			"flows", n, "waited", closeAnswerWait)
+	}
+	s.counting.Unlock()
 	s.logDrops(nil, time.Time{})
 	return nil
 }

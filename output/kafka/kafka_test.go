@@ -120,6 +120,54 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
+// TestConfigFlushTimeoutPositive: a flush-timeout of 0 or below would make Stop give up on
+// every buffered record at once; it is refused, naming the key.
+func TestConfigFlushTimeoutPositive(t *testing.T) {
+	for _, d := range []time.Duration{0, -time.Second} {
+		c := DefaultConfiguration()
+		c.FlushTimeout = d
+		if err := c.Validate(); err == nil || err.Error() != "flush-timeout: must be positive, not "+d.String() {
+			t.Errorf("flush-timeout %s: got %v", d, err)
+		}
+	}
+}
+
+// TestSinkStopCountsEveryFlow: once Stop returns, every flow sent is counted delivered or
+// dropped, even when the flush timeout is spent and the promises of the records failed by
+// Close have not all answered within closeAnswerWait; a promise answering later does not
+// count its flows again.
+func TestSinkStopCountsEveryFlow(t *testing.T) {
+	defer func(d time.Duration) { closeAnswerWait = d }(closeAnswerWait)
+	closeAnswerWait = 0
+	cfg := DefaultConfiguration()
+	cfg.Brokers = []string{"127.0.0.1:1"}
+	cfg.FlushTimeout = time.Millisecond
+	s, err := New(prometheus.NewRegistry(), nil, cfg, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	pool := output.NewBatchPool(1024, 4)
+	for range 100 {
+		b := pool.Get()
+		b.Data = b.Data[:100]
+		b.Flows = 10
+		s.Send(b)
+	}
+	s.Stop()
+	sent, delivered, dropped := s.Counts()
+	if sent != 1000 || delivered != 0 || dropped != sent {
+		t.Fatalf("after Stop: sent %d, delivered %d, dropped %d", sent, delivered, dropped)
+	}
+	s.promises.Wait() // the late promises
+	if _, _, again := s.Counts(); again != dropped {
+		t.Fatalf("dropped %d at Stop, %d once every promise answered", dropped, again)
+	}
+	if v := promtest.ToFloat64(s.metrics.flowsDropped[dropDeliveryFailed]); v != 1000 {
+		t.Errorf("delivery-failed drops metric %v, want 1000", v)
+	}
+}
+
 // TestConfigSASLPlainNeedsTLS: SASL PLAIN would send the password in clear without TLS;
 // SCRAM never sends it and is allowed either way.
 func TestConfigSASLPlainNeedsTLS(t *testing.T) {
