@@ -2,9 +2,11 @@ package jsonl
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -107,5 +109,75 @@ func TestStdoutSinkWriteErrors(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "stdout sink: cannot write"); n < 1 || n > 3 {
 		t.Errorf("%d error lines, want 1 to 3:\n%s", n, logs.String())
+	}
+}
+
+// shortWriter takes up to budget bytes of each write, then fails it, as a full disk does
+// with a short write; the test gives it more room afterwards.
+type shortWriter struct {
+	out    strings.Builder
+	budget int
+}
+
+func (w *shortWriter) Write(p []byte) (int, error) {
+	if len(p) > w.budget {
+		n := w.budget
+		w.out.Write(p[:n])
+		w.budget = 0
+		return n, errors.New("write /dev/stdout: no space left on device")
+	}
+	w.budget -= len(p)
+	w.out.Write(p)
+	return len(p), nil
+}
+
+// TestStdoutSinkShortWrite: a write failing partway through a batch counts as written the
+// lines that reached the output and as dropped the rest; the line it cut short is ended, so
+// that the next batch's lines are whole JSON lines.
+func TestStdoutSinkShortWrite(t *testing.T) {
+	s, err := schema.New(schema.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &shortWriter{}
+	sink := NewSink(nil, w, s, slog.New(slog.NewTextHandler(&lockedbuf.Buffer{}, nil)))
+	fm := s.NewFlowMessage()
+	pool := output.NewBatchPool(64<<10, 2)
+	send := func(first, flows int) {
+		b := pool.Get()
+		for i := range flows {
+			fm.Reset()
+			fm.TimeReceived = uint64(1700000000 + first + i)
+			fm.SrcAddr = netip.MustParseAddr("192.0.2.1")
+			b.Append(fm.Finalize())
+		}
+		sink.Send(b)
+	}
+	w.budget = 10000 // several lines and part of one
+	send(0, 200)
+	w.budget = 1 << 20
+	send(200, 10)
+	sink.Stop()
+	lines := strings.Split(strings.TrimSuffix(w.out.String(), "\n"), "\n")
+	whole, cut := 0, 0
+	for i, l := range lines {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			if cut++; cut > 1 || i == len(lines)-1 || whole == 0 {
+				t.Errorf("line %d is not JSON (%v): %q", i, err, l)
+			}
+			continue
+		}
+		whole++
+	}
+	if cut != 1 {
+		t.Errorf("%d lines cut short, want the one the failed write cut", cut)
+	}
+	h := sink.Health()
+	if uint64(whole) != h.Counters["flows-written"] || h.Counters["flows-written"]+h.Counters["flows-dropped"] != 210 {
+		t.Errorf("%d whole lines printed; health %+v", whole, h)
+	}
+	if !slices.Contains(lines, `{"TimeReceived":"2023-11-14T22:16:40Z","SrcAddr":"192.0.2.1"}`) {
+		t.Errorf("the second batch's first flow is not a line of its own:\n%s", w.out.String())
 	}
 }

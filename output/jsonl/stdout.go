@@ -1,7 +1,6 @@
 package jsonl
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -19,16 +18,21 @@ import (
 )
 
 // Sink prints every flow it receives as a JSON line, for debugging. It writes synchronously
-// from the worker's goroutine under a lock: it is meant for a terminal, not for volume. A
-// write that fails (a closed pipe, a full disk) drops the batch's flows; they are counted,
-// logged (rate-limited) and reported by Health.
+// from the worker's goroutine under a lock, one write per batch: it is meant for a terminal,
+// not for volume. A write that fails (a closed pipe, a full disk) drops the flows whose lines
+// did not reach the output; they are counted, logged (rate-limited) and reported by Health.
 type Sink struct {
-	mu     sync.Mutex
-	f      *Formatter
-	out    io.Writer
-	w      *bufio.Writer
-	log    *slog.Logger
-	buf    []byte
+	mu  sync.Mutex
+	f   *Formatter
+	out io.Writer
+	log *slog.Logger
+	// buf holds a batch's lines and ends where each line ends, reused between batches: a
+	// short write counts as written exactly the lines that reached out.
+	buf  []byte
+	ends []int
+	// cut is set when a failed write left a line without its end: the next write ends it
+	// first, so that later lines stay whole.
+	cut    bool
 	clock  clock.Clock
 	health *health.State
 	errLog *lograte.Limiter
@@ -47,7 +51,7 @@ func NewSink(r prometheus.Registerer, w io.Writer, s *schema.Schema, log *slog.L
 		log = slog.Default()
 	}
 	sk := &Sink{
-		f: f, out: w, w: bufio.NewWriter(w), log: log.With("sink", "stdout"),
+		f: f, out: w, log: log.With("sink", "stdout"),
 		clock: clock.System{}, health: health.NewState(nil), errLog: lograte.New(3, time.Minute),
 		flowsWritten: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "flowzero_stdout_flows_written_total", Help: "Flows printed by the stdout sink."}),
@@ -74,11 +78,17 @@ func (s *Sink) Name() string { return "stdout" }
 // Start implements output.Sink.
 func (s *Sink) Start() error { return nil }
 
-// Stop flushes the output.
+// Stop ends a line a failed write cut short; nothing else is buffered.
 func (s *Sink) Stop() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.w.Flush()
+	if s.cut {
+		if _, err := s.out.Write([]byte{'\n'}); err != nil {
+			return err
+		}
+		s.cut = false
+	}
+	return nil
 }
 
 // Health implements health.Reporter: degraded for health.Hold after flows were dropped.
@@ -90,13 +100,18 @@ func (s *Sink) Health() health.Report {
 	return r
 }
 
-// Send prints the batch's flows.
+// Send prints the batch's flows, in one write.
 func (s *Sink) Send(b *output.Batch) bool {
 	defer b.Release()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	data := b.Data
-	seen, printed := 0, 0
+	seen := 0
+	s.buf, s.ends = s.buf[:0], s.ends[:0]
+	if s.cut {
+		s.buf = append(s.buf, '\n')
+	}
+	start := len(s.buf)
 	for len(data) > 0 {
 		l, n := binary.Uvarint(data)
 		if n <= 0 || uint64(len(data)-n) < l {
@@ -107,23 +122,37 @@ func (s *Sink) Send(b *output.Batch) bool {
 		data = data[n+int(l):]
 		seen++
 		var err error
-		s.buf, err = s.f.Append(s.buf[:0], msg)
+		before := len(s.buf)
+		s.buf, err = s.f.Append(s.buf, msg)
 		if err != nil {
+			s.buf = s.buf[:before]
 			s.fail(1, "cannot decode a flow", err)
 			continue
 		}
-		s.w.Write(s.buf)
+		s.ends = append(s.ends, len(s.buf))
+	}
+	if len(s.buf) == 0 {
+		return b.Flows == 0
+	}
+	n, err := s.out.Write(s.buf)
+	if n >= start {
+		s.cut = false
+	}
+	// The lines that ended within n reached the output; a line cut short is ended by the
+	// next write.
+	printed := 0
+	for printed < len(s.ends) && s.ends[printed] <= n {
 		printed++
 	}
-	// bufio keeps its first write error: the batch whose flush fails is lost, and the
-	// writer starts afresh for the next one.
-	if err := s.w.Flush(); err != nil {
-		s.fail(printed, "cannot write", err)
-		s.w.Reset(s.out)
-		return false
+	if err != nil && n > start && printed < len(s.ends) && (printed == 0 || n > s.ends[printed-1]) {
+		s.cut = true
 	}
 	s.written += uint64(printed)
 	s.flowsWritten.Add(float64(printed))
+	if err != nil {
+		s.fail(len(s.ends)-printed, "cannot write", err)
+		return false
+	}
 	return printed == b.Flows
 }
 
