@@ -4,6 +4,9 @@ package chdb
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -194,5 +197,37 @@ func TestConnectionsRunConcurrently(t *testing.T) {
 	b.Close()
 	if out, err := a.Query("SELECT count() FROM t", ""); err != nil || string(out) != "1\n" {
 		t.Errorf("after closing the other connection: %q, %v", out, err)
+	}
+}
+
+// TestSecondProcessRefused: a second process opening a data directory this one holds is
+// refused with an error saying why (chDB locks the directory's status file), rather than two
+// engines writing the same parts. The test runs itself as the second process.
+func TestSecondProcessRefused(t *testing.T) {
+	if dir := os.Getenv("FLOWZERO_CHDB_SECOND_PROCESS_DIR"); dir != "" {
+		c, err := Open(dir)
+		if err != nil {
+			fmt.Println("second process:", err)
+			os.Exit(3)
+		}
+		c.Exec("INSERT INTO t VALUES (2)")
+		c.Close()
+		os.Exit(0)
+	}
+	dir := t.TempDir()
+	c, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Exec("CREATE TABLE t (x UInt8) ENGINE = MergeTree ORDER BY x"); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestSecondProcessRefused$")
+	cmd.Env = append(os.Environ(), "FLOWZERO_CHDB_SECOND_PROCESS_DIR="+dir)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.Contains(string(out), "in use by another process") {
+		t.Errorf("second process on the same directory: %v, want it refused (exit 3) saying why:\n%s", err, out)
 	}
 }
