@@ -33,7 +33,9 @@ type httpServer struct {
 func (c *Collector) startHTTP() (*httpServer, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(c.deps.Registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", c.handleHealth)
+	// 200 when every component is ok, 503 when one is degraded, with the JSON of
+	// HealthReport (docs/api.md).
+	mux.HandleFunc("GET /healthz", health.Handler(c.HealthReport))
 	mux.HandleFunc("GET /api/v0/exporters", c.handleExporters)
 	mux.HandleFunc("POST /api/v0/reload", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get(RequestHeader) == "" {
@@ -135,20 +137,6 @@ func (c *Collector) HealthReport() health.Overall {
 		}
 	}
 	return health.Collect(append(reporters, c.deps.Health...))
-}
-
-// handleHealth answers /healthz: 200 when every component is ok, 503 when one is
-// degraded, with the JSON of HealthReport (docs/api.md).
-func (c *Collector) handleHealth(w http.ResponseWriter, _ *http.Request) {
-	o := c.HealthReport()
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	if o.Status != health.OK {
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(o)
 }
 
 func (h *httpServer) stop() error {

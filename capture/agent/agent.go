@@ -22,6 +22,7 @@ import (
 
 	"flowzero/capture/wire"
 	"flowzero/internal/clock"
+	"flowzero/internal/health"
 	"flowzero/internal/lograte"
 )
 
@@ -53,6 +54,11 @@ type Agent struct {
 	lastErr     atomic.Pointer[error]
 	// fatal is the error the agent gave up on (the server refused its token).
 	fatal atomic.Pointer[error]
+
+	// health is the agent's state in /healthz; notedDrops and notedKernel are the drop
+	// counts it has reported (guarded by q.mu).
+	health                  *health.State
+	notedDrops, notedKernel uint64
 
 	// connLog and streamLog limit the lines about failed connections and ended streams.
 	connLog, streamLog *lograte.Limiter
@@ -113,6 +119,7 @@ func New(r prometheus.Registerer, cfg Configuration, deps Dependencies) (*Agent,
 		metrics: newMetrics(r), tls: tlsConf, clock: clk, id: binary.LittleEndian.Uint64(id[:]) | 1,
 		connLog: lograte.New(logBurst, logWindow), streamLog: lograte.New(logBurst, logWindow),
 		stopSender: make(chan struct{}), senderDone: make(chan struct{}), sourcesDone: make(chan struct{}),
+		health: health.NewState(clk),
 	}
 	a.q = newFrameQueue(cfg.BufferSize, cfg.FrameSize)
 	a.senderCtx, a.cancelSender = context.WithCancel(context.Background())
@@ -235,19 +242,53 @@ func (a *Agent) publishQueueStats() {
 	a.metrics.dropAgent.Add(float64(a.q.dropped - a.q.pubDropped))
 	a.q.pubAcked, a.q.pubDropped = a.q.acked, a.q.dropped
 	a.metrics.buffered.Set(float64(a.q.bytes))
+	a.noteDrops()
+}
+
+// noteDrops records packets dropped since the last call as a health event; called with q.mu
+// held.
+func (a *Agent) noteDrops() {
+	dropped, kernel := a.q.dropped, a.kernelDrops.Load()
+	if dropped == a.notedDrops && kernel == a.notedKernel {
+		return
+	}
+	a.health.Event(fmt.Sprintf("%d packets dropped by the agent (send buffer full or server unreachable) and %d by the kernel, %d and %d since start",
+		dropped-a.notedDrops, kernel-a.notedKernel, dropped, kernel))
+	a.notedDrops, a.notedKernel = dropped, kernel
+}
+
+// Name names the agent in /healthz.
+func (a *Agent) Name() string { return "capture-agent" }
+
+// Health implements health.Reporter: degraded while the agent is not connected to its
+// server, and for health.Hold after it or the kernel dropped packets.
+func (a *Agent) Health() health.Report {
+	if err := a.LastError(); err != nil {
+		a.health.Set("connection", fmt.Sprintf("not connected to %s: %v", a.cfg.Server, err))
+	} else {
+		a.health.Clear("connection")
+	}
+	a.q.mu.Lock()
+	a.noteDrops()
+	a.q.mu.Unlock()
+	st := a.Stats()
+	r := a.health.Report()
+	r.Counters = map[string]uint64{
+		"captured": st.Captured, "sent": st.Sent, "drops-agent": st.DroppedAgent, "drops-kernel": st.DroppedKernel,
+		"connections": st.Connections, "buffered-bytes": uint64(st.BufferedBytes),
+	}
+	return r
 }
 
 // registerInterface returns the agent-wide index of a capture interface.
 func (a *Agent) registerInterface(name string, linkType uint16, snapLen uint32) uint32 {
+	name = wire.InterfaceName(name) // the server refuses longer names and control characters
 	a.intfMu.Lock()
 	defer a.intfMu.Unlock()
 	for i, in := range a.intfs {
 		if in.Name == name && in.LinkType == linkType {
 			return uint32(i)
 		}
-	}
-	if len(name) > wire.MaxNameLen {
-		name = name[:wire.MaxNameLen]
 	}
 	a.intfs = append(a.intfs, wire.Interface{Index: uint32(len(a.intfs)), LinkType: linkType, SnapLength: snapLen, Name: name})
 	return uint32(len(a.intfs) - 1)

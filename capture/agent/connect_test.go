@@ -16,6 +16,7 @@ import (
 	"flowzero/capture/internal/capturetest"
 	"flowzero/capture/server"
 	"flowzero/capture/wire"
+	"flowzero/internal/health"
 	"flowzero/internal/testutil"
 )
 
@@ -156,7 +157,7 @@ func TestUnauthorized(t *testing.T) {
 }
 
 // TestConnectErrorsLogLimited has an agent fail to connect many times: every failure is
-// counted, at most logBurst lines are logged, first burst included.
+// counted, at most logBurst lines are logged, first burst included, and /healthz says so.
 func TestConnectErrorsLogLimited(t *testing.T) {
 	const attempts = 12
 	// A server that closes every connection at once.
@@ -179,6 +180,14 @@ func TestConnectErrorsLogLimited(t *testing.T) {
 	}
 	if n := promtest.ToFloat64(a.metrics.connectErrors[connNoWelcome]); n < attempts-1 {
 		t.Fatalf("%v connection errors counted for %d attempts", n, accepted())
+	}
+	// /healthz: degraded while not connected; the packets dropped at Stop are reported.
+	if r := a.Health(); r.Status != health.Degraded || !strings.Contains(r.Reason, "not connected to "+addr) {
+		t.Errorf("health while failing to connect: %+v", r)
+	}
+	_ = a.Stop()
+	if r := a.Health(); r.Counters["drops-agent"] == 0 || !strings.Contains(r.Reason, "packets dropped by the agent") {
+		t.Errorf("health after dropping the replay: %+v", r)
 	}
 }
 

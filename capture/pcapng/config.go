@@ -1,6 +1,8 @@
 package pcapng
 
 import (
+	"path/filepath"
+	"strings"
 	"time"
 
 	"flowzero/internal/config"
@@ -12,10 +14,14 @@ type Configuration struct {
 	// agents' frames wait (like tcpdump -w); when the reader goes away, what could not be
 	// written counts as server drops and frames wait for the next reader. It may hold
 	// strftime conversions (%Y %m %d %H %M %S %j %F %T...), expanded in local time at each
-	// time rotation like tcpdump -G.
+	// time rotation like tcpdump -G. An existing pcapng file (from before a restart) gets a
+	// new section appended, after an incomplete last block is cut off; an existing file that
+	// is not pcapng is refused, not overwritten.
 	Path string `yaml:"path"`
 	// PerAgent writes one file per agent: "{agent}" in Path is replaced by the agent's name,
-	// or "-name" is inserted before the extension.
+	// or "-name" is inserted before the extension. With rotate-size and without max-files,
+	// the agent's name must be followed by a literal ending in a non-digit (as in
+	// "{agent}.pcapng"), so that one agent's numbered file cannot be another's.
 	PerAgent bool `yaml:"per-agent"`
 	// RotateSize (tcpdump -C, bytes), RotateInterval (-G) and MaxFiles (-W) rotate files;
 	// file names are Path, then Path1, Path2... (zero-padded to MaxFiles' width when set,
@@ -61,8 +67,26 @@ func (c *Configuration) Validate() error {
 	if c.FlushInterval <= 0 {
 		return config.Errorf("flush-interval", "%v: want a positive duration", c.FlushInterval)
 	}
+	if c.PerAgent && c.RotateSize > 0 && c.MaxFiles == 0 {
+		// The -C counter is appended to the name without padding, so a name that ends with
+		// the agent's (or with a number after it) lets agent "a" 's second file, "a1", be
+		// the first file of agent "a1": two writers on one file.
+		if after := c.afterAgent(); after == "" || strings.HasSuffix(after, "%") || after[len(after)-1] >= '0' && after[len(after)-1] <= '9' ||
+			len(after) >= 2 && after[len(after)-2] == '%' {
+			return config.Errorf("path", "%q: with per-agent and rotate-size, the file counter would follow the agent name directly and could make two agents' names the same (agent \"a\" 's second file is agent \"a1\" 's first): end the path with a literal extension after the agent name (\"{agent}.pcapng\"), or set max-files", c.Path)
+		}
+	}
 	if c.IdleClose < 0 {
 		return config.Errorf("idle-close", "%v: want 0 or a positive duration", c.IdleClose)
 	}
 	return nil
+}
+
+// afterAgent returns what the per-agent file name template holds after the agent's name:
+// the text after the last "{agent}", or the extension that NewWriter puts the name before.
+func (c *Configuration) afterAgent() string {
+	if i := strings.LastIndex(c.Path, "{agent}"); i >= 0 {
+		return c.Path[i+len("{agent}"):]
+	}
+	return filepath.Ext(c.Path)
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -64,8 +65,9 @@ type Writer struct {
 	pending    []Count
 	pendingIDs []int
 
-	settled func(id int, c Count, written bool)
-	failed  func(err error)
+	settled  func(id int, c Count, written bool)
+	failed   func(err error)
+	repaired func(name string, cut int64)
 }
 
 // Options are a Writer's dependencies besides its configuration.
@@ -84,6 +86,9 @@ type Options struct {
 	// methods that write and may be nil.
 	Settled func(id int, c Count, written bool)
 	Failed  func(err error)
+	// Repaired learns that an existing file, appended to, ended in an incomplete block (a
+	// crash in the middle of a write) and that its last cut bytes were removed.
+	Repaired func(name string, cut int64)
 }
 
 // Series is where a Writer stands in its series of files. The server keeps it when it closes
@@ -129,15 +134,21 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 func NewWriter(cfg Configuration, opts Options) *Writer {
 	base := cfg.Path
 	if opts.Agent != "" && base != "-" {
+		agent := opts.Agent
+		if cfg.RotateInterval > 0 {
+			// fileName runs strftime on the path: the name must come out of it as it is.
+			// Agents cannot send a '%' (wire.CheckAgentName); this holds whatever the caller.
+			agent = strings.ReplaceAll(agent, "%", "%%")
+		}
 		if strings.Contains(base, "{agent}") {
-			base = strings.ReplaceAll(base, "{agent}", opts.Agent)
+			base = strings.ReplaceAll(base, "{agent}", agent)
 		} else {
 			ext := filepath.Ext(base)
-			base = strings.TrimSuffix(base, ext) + "-" + opts.Agent + ext
+			base = strings.TrimSuffix(base, ext) + "-" + agent + ext
 		}
 	}
 	return &Writer{cfg: cfg, base: base, stdout: opts.Stdout, clock: clock.Or(opts.Clock), ids: map[intfKey]int{},
-		Series: opts.Series, settled: opts.Settled, failed: opts.Failed}
+		Series: opts.Series, settled: opts.Settled, failed: opts.Failed, repaired: opts.Repaired}
 }
 
 // Path returns the path of the Writer's files, before rotation names them.
@@ -160,12 +171,21 @@ func (o *Writer) InterfaceID(in Interface) (int, bool) {
 // LinkType returns the link type of pcapng interface id.
 func (o *Writer) LinkType(id int) uint16 { return uint16(o.intfs[id].LinkType) }
 
+// ErrInterfaceName is returned by AddInterface for a name that an interface description block
+// cannot hold.
+var ErrInterfaceName = errors.New("pcapng: interface name too long for an if_name option")
+
 // AddInterface returns the pcapng interface id of an agent's interface, adding its description
 // block to the current file the first time. A write error is returned with the id, which
-// the next file describes.
+// the next file describes. An if_name ("agent:iface") longer than an option's 16-bit length
+// is refused with ErrInterfaceName and id -1: NgWriter would wrap the length and write a
+// block that readers take apart wrongly, breaking the rest of the file.
 func (o *Writer) AddInterface(in Interface) (int, error) {
 	if id, ok := o.InterfaceID(in); ok {
 		return id, nil
+	}
+	if n := len(in.Agent) + 1 + len(in.Name); n > math.MaxUint16 {
+		return -1, fmt.Errorf("%w: %d bytes", ErrInterfaceName, n)
 	}
 	key := intfKey{in.Agent, in.Name, in.LinkType}
 	intf := pcapgo.NgInterface{
@@ -332,6 +352,10 @@ func (o *Writer) openNext(now time.Time) error {
 	if rotating {
 		o.closeFile()
 	}
+	if o.opened.IsZero() && o.cfg.RotateSize > 0 && o.base != "-" {
+		// A new Writer (a restarted server) goes on with the series a previous one left.
+		o.count = o.resumeCount(now)
+	}
 	var f io.WriteCloser
 	name := o.fileName(now)
 	switch {
@@ -344,7 +368,19 @@ func (o *Writer) openNext(now time.Time) error {
 		// A file opened again (after a write error, or by a series resumed after idle-close)
 		// gets a new section appended: truncating it would lose packets counted as written.
 		reopen := len(o.files) > 0 && o.files[len(o.files)-1] == name
-		file, pollable, err := openOutputFile(name, !rotating && reopen)
+		appendTo := !rotating && reopen
+		if !rotating && !reopen {
+			// The first open of a name by this Writer (a restarted server's): the packets a
+			// previous run wrote there are kept, behind a new section.
+			var err error
+			if appendTo, err = o.prepareAppend(name); err != nil {
+				if o.failed != nil {
+					o.failed(err)
+				}
+				return err
+			}
+		}
+		file, pollable, err := openOutputFile(name, appendTo)
 		if err != nil {
 			if o.failed != nil && !errors.Is(err, ErrNoReader) {
 				o.failed(err)
@@ -404,6 +440,110 @@ func (o *Writer) fileName(now time.Time) string {
 		name = fmt.Sprintf("%s%0*d", name, width, o.count)
 	}
 	return name
+}
+
+// resumeCount returns the -C counter of the file of the series at now that was written last,
+// by a previous Writer on the same path: the current file of a series of numbered files,
+// consecutive from 0 (or a -W ring), is the one modified last.
+func (o *Writer) resumeCount(now time.Time) int {
+	best, bestTime := 0, time.Time{}
+	for c := 0; o.cfg.MaxFiles == 0 || c < o.cfg.MaxFiles; c++ {
+		o.count = c
+		fi, err := os.Stat(o.fileName(now))
+		if err != nil {
+			break
+		}
+		if !fi.ModTime().Before(bestTime) {
+			best, bestTime = c, fi.ModTime()
+		}
+	}
+	return best
+}
+
+// ErrNotPcapng is returned when the output path names an existing file that is not pcapng:
+// the writer neither appends to it nor truncates it.
+var ErrNotPcapng = errors.New("pcapng: the output file exists and is not pcapng; move it away or change output.path")
+
+// prepareAppend says whether name is an existing pcapng file to append a new section to. An
+// incomplete last block (a crash in the middle of a write) is cut off first, so that readers
+// reach the new section, and reported through Options.Repaired. A FIFO, an absent or empty
+// file is written as it is; any other file is refused with ErrNotPcapng, naming it.
+func (o *Writer) prepareAppend(name string) (bool, error) {
+	fi, err := os.Stat(name)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
+		return false, nil
+	}
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	good, err := completeBlocks(f, fi.Size())
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", name, err)
+	}
+	if good < fi.Size() {
+		if err := f.Truncate(good); err != nil {
+			return false, fmt.Errorf("%s: cutting an incomplete last block: %w", name, err)
+		}
+		if o.repaired != nil {
+			o.repaired(name, fi.Size()-good)
+		}
+	}
+	return good > 0, nil
+}
+
+// blockSHB is the type of a section header block, the same in either byte order.
+const blockSHB = 0x0A0D0D0A
+
+// completeBlocks walks the blocks of a pcapng file of size bytes by their lengths
+// (draft-ietf-opsawg-pcapng section 3.1: type, total length, body, total length again) and
+// returns the end of the last complete one. Each section's byte order is read from its
+// header. It returns ErrNotPcapng unless the file starts with a section header block.
+func completeBlocks(r io.ReaderAt, size int64) (int64, error) {
+	var hdr [12]byte
+	var order binary.ByteOrder = binary.LittleEndian
+	var off int64
+	for off+12 <= size {
+		if _, err := r.ReadAt(hdr[:], off); err != nil {
+			return 0, err
+		}
+		if binary.LittleEndian.Uint32(hdr[0:]) == blockSHB {
+			switch binary.LittleEndian.Uint32(hdr[8:]) {
+			case 0x1A2B3C4D:
+				order = binary.LittleEndian
+			case 0x4D3C2B1A:
+				order = binary.BigEndian
+			default:
+				if off == 0 {
+					return 0, ErrNotPcapng
+				}
+				return off, nil // a garbled header: keep what comes before
+			}
+		} else if off == 0 {
+			return 0, ErrNotPcapng
+		}
+		n := int64(order.Uint32(hdr[4:]))
+		if n < 12 || n%4 != 0 || off+n > size {
+			return off, nil
+		}
+		var trailer [4]byte
+		if _, err := r.ReadAt(trailer[:], off+n-4); err != nil {
+			return 0, err
+		}
+		if int64(order.Uint32(trailer[:])) != n {
+			return off, nil
+		}
+		off += n
+	}
+	if off == 0 && size > 0 {
+		// Not even one whole block: a file that starts like pcapng is a cut header.
+		var magic [4]byte
+		if k, _ := r.ReadAt(magic[:], 0); k < 4 || binary.LittleEndian.Uint32(magic[:]) != blockSHB {
+			return 0, ErrNotPcapng
+		}
+	}
+	return off, nil
 }
 
 // remember records a created file and removes the oldest beyond MaxFiles. Without MaxFiles

@@ -523,12 +523,10 @@ func (s *Server) waitForReader(sc *serverConn, out *outputFile) bool {
 		out.mu.Lock()
 		noReader := errors.Is(out.w.Open(), pcapng.ErrNoReader)
 		if noReader != out.noReader {
-			out.noReader = noReader
+			s.setNoReader(out, noReader)
 			if noReader {
-				s.metrics.outputsWaiting.Inc()
 				s.log.Info("capture output has no reader: frames wait for one", "path", out.w.Path())
 			} else {
-				s.metrics.outputsWaiting.Dec()
 				s.log.Info("capture output has a reader", "path", out.w.Path())
 			}
 		}

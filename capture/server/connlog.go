@@ -33,6 +33,7 @@ const (
 	reasonConnection                       // the connection failed (reset, write error)
 	reasonOutput                           // writing the output failed
 	reasonTooManyInterfaces                // an interface beyond max-interfaces-per-agent
+	reasonOutputRepaired                   // an incomplete last block cut off an output file before appending
 	numReasons
 )
 
@@ -56,6 +57,7 @@ var reasonNames = [numReasons]string{
 	reasonConnection:         "connection-error",
 	reasonOutput:             "output",
 	reasonTooManyInterfaces:  "too-many-interfaces",
+	reasonOutputRepaired:     "output-repaired",
 }
 
 func (r reason) String() string { return reasonNames[r] }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"flowzero/capture/agent"
 	"flowzero/capture/internal/capturetest"
+	"flowzero/internal/health"
 	"flowzero/internal/testutil"
 )
 
@@ -46,7 +48,7 @@ func stopWithin(t *testing.T, s *Server) {
 func waitingForReader(s *Server) bool { return promtest.ToFloat64(s.metrics.outputsWaiting) == 1 }
 
 // TestFIFONoReader streams to a FIFO that nobody opens: the server waits for a reader
-// without writing or acknowledging anything, and stops promptly.
+// without writing or acknowledging anything, reports it in /healthz, and stops promptly.
 func TestFIFONoReader(t *testing.T) {
 	cfg := fifoServerConfig(t)
 	s := startServer(t, cfg)
@@ -54,6 +56,9 @@ func TestFIFONoReader(t *testing.T) {
 	acfg.DrainTimeout = 200 * time.Millisecond
 	a := startAgent(t, acfg)
 	testutil.WaitUntil(t, "the output to wait for a reader", func() bool { return waitingForReader(s) })
+	if r := s.Health(); r.Status != health.Degraded || !strings.Contains(r.Reason, "FIFO without a reader") {
+		t.Errorf("health while waiting for a reader: %+v", r)
+	}
 	stopWithin(t, s)
 	_ = a.Stop()
 	st, ss := a.Stats(), s.Stats("lonely")

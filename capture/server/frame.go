@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"log/slog"
 
 	"flowzero/capture/pcapng"
@@ -189,8 +190,16 @@ func (s *Server) addInterface(st *agentState, conn *connInterfaces, in wire.Inte
 	}
 	if !known {
 		// A write error is counted by the output; the interface keeps its id and the next
-		// file describes it.
-		id, _ = st.out.w.AddInterface(pin)
+		// file describes it. A name the output cannot describe (Record.Interface refuses
+		// them first) leaves the interface unmapped: its packets count as server drops.
+		var err error
+		id, err = st.out.w.AddInterface(pin)
+		if errors.Is(err, pcapng.ErrInterfaceName) {
+			s.connErrorLocal(&conn.refusedLog, reasonBadFrame, slog.LevelWarn,
+				"agent announced an interface whose name the output cannot hold: its packets are dropped",
+				"agent", st.name, "error", err)
+			return
+		}
 		st.interfaces++
 	}
 	st.out.setOwner(id, st)

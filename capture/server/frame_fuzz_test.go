@@ -6,6 +6,7 @@ import (
 
 	"flowzero/capture/internal/capturetest"
 	"flowzero/capture/wire"
+	"flowzero/internal/health"
 	"flowzero/internal/testutil"
 )
 
@@ -33,7 +34,7 @@ func FuzzFrameRecords(f *testing.F) {
 		cfg.Output.Path = "-"
 		cfg.MaxInterfacesPerAgent = 2
 		s := &Server{cfg: cfg, deps: testDeps(Dependencies{Stdout: io.Discard}), log: quiet, metrics: newServerMetrics(nil),
-			clock: testutil.Clock()}
+			clock: testutil.Clock(), health: health.NewState(testutil.Clock())}
 		s.shared = s.newOutputFile("")
 		st := &agentState{name: "fuzz", m: s.metrics.forAgent("fuzz"), out: s.shared}
 		var recs frameRecords

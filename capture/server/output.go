@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"flowzero/capture/pcapng"
+	"flowzero/internal/health"
 	"flowzero/internal/lograte"
 )
 
@@ -20,6 +21,7 @@ type outputFile struct {
 	owners   []*agentState
 	warn     *lograte.Limiter // one log line per outputWarnInterval; errors_total counts all
 	noReader bool             // a FIFO output waits for a reader (outputs_waiting counts it)
+	health   *health.State    // the server's
 }
 
 // outputWarnInterval spaces the logs of a failing output.
@@ -28,7 +30,7 @@ const outputWarnInterval = 10 * time.Second
 // newOutputFile returns the output of agent ("" for the shared one) wired to the server's
 // counters; called with s.mu held.
 func (s *Server) newOutputFile(agent string) *outputFile {
-	o := &outputFile{warn: lograte.New(1, outputWarnInterval)}
+	o := &outputFile{warn: lograte.New(1, outputWarnInterval), health: s.health}
 	opts := pcapng.Options{Agent: agent, Stdout: s.deps.Stdout, Clock: s.clock, Settled: o.settled}
 	if fs, ok := s.series[agent]; ok {
 		opts.Series = fs // the agent is back after idle-close
@@ -43,9 +45,16 @@ func (s *Server) newOutputFile(agent string) *outputFile {
 			default:
 			}
 		}
+		s.outputErrors.Add(1)
+		s.health.Event(fmt.Sprintf("writing the capture output failed: %v", err))
 		if ok, suppressed := o.warn.Allow(s.clock.Now()); ok {
 			s.log.Warn("writing capture output: buffered packets are dropped and counted", "agent", agent, "error", err, "suppressed", suppressed)
 		}
+	}
+	opts.Repaired = func(name string, cut int64) {
+		s.reasons[reasonOutputRepaired].count.Inc()
+		s.log.Warn("capture output ended in an incomplete block (the last run stopped in the middle of a write): cut it off before appending",
+			"path", name, "bytes-cut", cut)
 	}
 	o.w = pcapng.NewWriter(s.cfg.Output, opts)
 	return o
@@ -73,10 +82,30 @@ func (o *outputFile) setOwner(id int, st *agentState) {
 	o.owners[id] = st
 }
 
-// dropServer counts packets the server could not write; called with st.out.mu held.
+// dropServer counts packets the server could not write, and reports them in /healthz;
+// called with st.out.mu held.
 func (st *agentState) dropServer(n uint64) {
 	if n > 0 {
 		st.stats.DropServer += n
 		st.m.dropServer.Add(float64(n))
+		st.out.health.Event(fmt.Sprintf("%d packets of agent %s dropped by the server (malformed frame, unknown interface or failed write), %d since it connected first",
+			n, st.name, st.stats.DropServer))
+	}
+}
+
+// setNoReader records whether the output, a FIFO, waits for a reader, in outputs_waiting
+// and in /healthz; called with o.mu held.
+func (s *Server) setNoReader(o *outputFile, noReader bool) {
+	if noReader == o.noReader {
+		return
+	}
+	o.noReader = noReader
+	key := "no-reader " + o.w.Path()
+	if noReader {
+		s.metrics.outputsWaiting.Inc()
+		s.health.Set(key, fmt.Sprintf("capture output %s is a FIFO without a reader: agents' frames wait", o.w.Path()))
+	} else {
+		s.metrics.outputsWaiting.Dec()
+		s.health.Clear(key)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"flowzero/capture/internal/capturetest"
+	"flowzero/internal/health"
 	"flowzero/internal/lockedbuf"
 	"flowzero/internal/pcapfile"
 	"flowzero/internal/testutil"
@@ -252,4 +253,26 @@ func TestIdleCloseResumesRotation(t *testing.T) {
 		capturetest.Merge(got, capturetest.ReadPcapngFrom(t, bytes.NewReader(b)))
 	}
 	capturetest.Compare(t, got, capturetest.Repeat(want, 2))
+}
+
+// TestOutputFailureInHealth: an output that cannot be opened (its directory is missing) makes
+// the server degraded in /healthz and counts the failure and the packet it drops.
+func TestOutputFailureInHealth(t *testing.T) {
+	pkts := capturetest.EthernetFrames(t, 1)
+	cfg := testServerConfig(t)
+	cfg.Output.Path = filepath.Join(t.TempDir(), "missing", "capture.pcapng")
+	s := startServer(t, cfg)
+	defer s.Stop()
+	if r := s.Health(); r.Status != health.OK || r.Counters["output-errors"] != 0 {
+		t.Fatalf("health before any packet: %+v", r)
+	}
+	ra, _ := dialRaw(t, s.Addr().String(), "raw", 7)
+	ra.send(1, interfaceRecord(t, 0, "eth0"), packetRecord(pkts[0]))
+	ra.waitAck(1)
+	// The failed open is an event, then the packet it drops another: the reason is the last.
+	r := s.Health()
+	if r.Status != health.Degraded || !strings.Contains(r.Reason, "1 packets of agent raw dropped by the server") ||
+		r.Counters["output-errors"] == 0 || r.Counters["drops-server"] != 1 {
+		t.Fatalf("health after a failed open: %+v", r)
+	}
 }

@@ -110,6 +110,25 @@ func TestServerRestart(t *testing.T) {
 	}
 }
 
+// TestServerRestartSamePath restarts the server on the same configuration (a systemd restart,
+// an upgrade): the second run appends a section to output.path, and the packets both runs
+// acknowledged are all in the file.
+func TestServerRestartSamePath(t *testing.T) {
+	pkts := capturetest.EthernetFrames(t, 2)
+	cfg := testServerConfig(t)
+	for i := range 2 {
+		s := startServer(t, cfg)
+		ra, _ := dialRaw(t, s.Addr().String(), "raw", uint64(7+i))
+		ra.send(1, interfaceRecord(t, 0, "eth0"), packetRecord(pkts[i]))
+		ra.waitAck(1)
+		_ = ra.conn.Close()
+		if err := s.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	capturetest.Compare(t, capturetest.ReadPcapng(t, cfg.Output.Path), capturetest.Frames{"raw:eth0": pkts})
+}
+
 // agentHelperEnv makes the test binary run one agent (see TestMain) and print its stats.
 const agentHelperEnv = "FLOWZERO_CAPTURE_AGENT_HELPER"
 

@@ -17,6 +17,7 @@ import (
 
 	"flowzero/capture/pcapng"
 	"flowzero/internal/clock"
+	"flowzero/internal/health"
 )
 
 // Dependencies are what the server needs from its caller.
@@ -69,6 +70,11 @@ type Server struct {
 	active int // agents with a connection past the handshake: at most MaxAgents
 
 	shared *outputFile // single-file mode
+
+	// health is the server's state in /healthz: output failures and server drops as
+	// events, FIFO outputs waiting for a reader as conditions.
+	health       *health.State
+	outputErrors atomic.Uint64 // failed writes and opens of the outputs, for /healthz
 }
 
 // agentState is what the server keeps about an agent name across its connections.
@@ -122,6 +128,7 @@ func New(r prometheus.Registerer, cfg Configuration, deps Dependencies) (*Server
 		handshakeTimeout: handshakeTimeout,
 		agents:           map[string]*agentState{}, conns: map[*serverConn]struct{}{},
 		series: map[string]pcapng.Series{}, fatal: make(chan error, 1),
+		health: health.NewState(clk),
 	}
 	if f, ok := deps.Stdout.(*os.File); ok && cfg.Output.Path == "-" {
 		if p := pcapng.Pollable(f); p != f {
@@ -216,6 +223,38 @@ func (s *Server) Stats(agent string) AgentStats {
 	return stats
 }
 
+// Name names the server in /healthz.
+func (s *Server) Name() string { return "capture-server" }
+
+// Health implements health.Reporter: degraded while a FIFO output waits for a reader, and
+// for health.Hold after an output failed or the server dropped packets. Its counters add up
+// every agent the server knows now.
+func (s *Server) Health() health.Report {
+	r := s.health.Report()
+	var total AgentStats
+	s.mu.Lock()
+	names := make([]string, 0, len(s.agents))
+	for name := range s.agents {
+		names = append(names, name)
+	}
+	connected := s.active
+	s.mu.Unlock()
+	for _, name := range names {
+		st := s.Stats(name)
+		total.Packets += st.Packets
+		total.Bytes += st.Bytes
+		total.DropServer += st.DropServer
+		total.DropAgent += st.DropAgent
+		total.DropKernel += st.DropKernel
+	}
+	r.Counters = map[string]uint64{
+		"agents-connected": uint64(connected), "packets-written": total.Packets, "bytes-written": total.Bytes,
+		"drops-server": total.DropServer, "drops-agent": total.DropAgent, "drops-kernel": total.DropKernel,
+		"output-errors": s.outputErrors.Load(),
+	}
+	return r
+}
+
 // tickConsumers gives the packet consumers the time (flows time out).
 func (s *Server) tickConsumers(stop bool) {
 	if s.deps.Packets == nil {
@@ -289,11 +328,8 @@ func (s *Server) closeIdleAgents(now time.Time) {
 		st.out.mu.Lock()
 		s.mu.Lock()
 		if s.agents[st.name] == st && st.conn == nil { // it may have come back meanwhile
-			if st.out.noReader {
-				// Its frames no longer wait for a FIFO reader.
-				st.out.noReader = false
-				s.metrics.outputsWaiting.Dec()
-			}
+			// Its frames no longer wait for a FIFO reader.
+			s.setNoReader(st.out, false)
 			_ = st.out.w.Close()
 			s.series[st.name] = st.out.w.Series
 			delete(s.agents, st.name)

@@ -192,6 +192,8 @@ func (r Record) Packet(p *Packet) error {
 }
 
 // Interface decodes an interface announcement. The name is copied: announcements are rare.
+// A name that CheckInterfaceName refuses makes the record malformed: it would become a
+// pcapng if_name the writer cannot encode or a reader cannot show.
 func (r Record) Interface() (Interface, error) {
 	var i Interface
 	if r.Type != RecordInterface || len(r.Body) < 12 {
@@ -203,6 +205,9 @@ func (r Record) Interface() (Interface, error) {
 	i.SnapLength = binary.LittleEndian.Uint32(r.Body[8:])
 	if len(r.Body) < 12+n {
 		return i, ErrBadRecord
+	}
+	if err := CheckInterfaceName(r.Body[12 : 12+n]); err != nil {
+		return i, fmt.Errorf("%w: interface name: %v", ErrBadRecord, err)
 	}
 	i.Name = string(r.Body[12 : 12+n])
 	return i, nil

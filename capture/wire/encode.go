@@ -205,6 +205,9 @@ func AppendInterface(dst []byte, i *Interface) ([]byte, error) {
 	if len(i.Name) > MaxNameLen {
 		return dst, ErrTooLong
 	}
+	if err := CheckInterfaceName([]byte(i.Name)); err != nil {
+		return dst, err
+	}
 	dst = appendRecordHeader(dst, RecordInterface, 12+len(i.Name))
 	dst = binary.LittleEndian.AppendUint32(dst, i.Index)
 	dst = binary.LittleEndian.AppendUint16(dst, i.LinkType)

@@ -387,10 +387,43 @@ func TestCheckAgentName(t *testing.T) {
 			t.Errorf("%q refused: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", "a:b", "a/b", `a\b`, "a b", "{agent}", ".hidden", strings.Repeat("x", MaxNameLen+1)} {
+	for _, bad := range []string{"", "a:b", "a/b", `a\b`, "a b", "{agent}", ".hidden", strings.Repeat("x", MaxNameLen+1),
+		"y%Y", "x%D"} { // '%' would be a strftime conversion in per-agent file names
 		if err := CheckAgentName(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// TestInterfaceName: an interface record whose name is longer than MaxNameLen (the server's
+// "agent:iface" must fit a pcapng option's 16-bit length) or holds a control character is
+// malformed; the encoder refuses the same names and InterfaceName makes any name acceptable.
+func TestInterfaceName(t *testing.T) {
+	raw := func(name string) Record {
+		b := binary.LittleEndian.AppendUint32(nil, 3)
+		b = binary.LittleEndian.AppendUint16(b, 1)
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(name)))
+		b = binary.LittleEndian.AppendUint32(b, 65535)
+		return Record{Type: RecordInterface, Body: append(b, name...)}
+	}
+	for _, ok := range []string{"eth0", "", "enp0s31f6.100", strings.Repeat("x", MaxNameLen)} {
+		if i, err := raw(ok).Interface(); err != nil || i.Name != ok || i.Index != 3 {
+			t.Errorf("%q: %+v, %v", ok, i, err)
+		}
+	}
+	for _, bad := range []string{strings.Repeat("x", MaxNameLen+1), strings.Repeat("\x00", 65533), "eth\x000", "eth0\n", "a\x7f"} {
+		if _, err := raw(bad).Interface(); !errors.Is(err, ErrBadRecord) {
+			t.Errorf("%q (%d bytes): %v, want ErrBadRecord", bad[:min(len(bad), 8)], len(bad), err)
+		}
+		if _, err := AppendInterface(nil, &Interface{Name: bad}); err == nil {
+			t.Errorf("AppendInterface accepted %q", bad[:min(len(bad), 8)])
+		}
+		if fixed := InterfaceName(bad); CheckInterfaceName([]byte(fixed)) != nil {
+			t.Errorf("InterfaceName(%q) = %q, still refused", bad[:min(len(bad), 8)], fixed)
+		}
+	}
+	if got := InterfaceName("eth\x00\xff\n"); got != "eth?\xff?" {
+		t.Errorf("InterfaceName: %q", got)
 	}
 }
 

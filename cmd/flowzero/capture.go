@@ -22,6 +22,7 @@ import (
 	"flowzero/capture/agent"
 	"flowzero/capture/server"
 	"flowzero/internal/config"
+	"flowzero/internal/health"
 	"flowzero/internal/httpserver"
 )
 
@@ -123,9 +124,10 @@ func splitList(s string) []string {
 	return out
 }
 
-// serveMetrics exposes a registry on addr (nothing when addr is empty), with the project's
-// HTTP timeouts and guards.
-func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger, t httpserver.Timeouts) (func(), error) {
+// serveMetrics exposes a registry on addr as /metrics, and component's state as /healthz with
+// the collector's handler (nothing when addr is empty), with the project's HTTP timeouts and
+// guards.
+func serveMetrics(addr string, reg *prometheus.Registry, component health.Reporter, log *slog.Logger, t httpserver.Timeouts) (func(), error) {
 	if addr == "" {
 		return func() {}, nil
 	}
@@ -141,6 +143,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger, t htt
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /healthz", health.Handler(func() health.Overall { return health.Collect([]health.Reporter{component}) }))
 	srv := httpserver.New(ln, mux, t, badHost)
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("metrics", "address", ln.Addr().String())
@@ -161,7 +164,7 @@ func runCaptureAgent(args []string, stdout, stderr io.Writer) error {
 	loop := fs.Int("loop", 0, "replay the files this many times")
 	compress := fs.Bool("compress", false, "zstd-compress frames")
 	retryUnauthorized := fs.Bool("retry-unauthorized", false, "keep trying when the server refuses the token (default: stop with an error)")
-	metrics := fs.String("metrics", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9101)")
+	metrics := fs.String("metrics", "", "serve Prometheus metrics (/metrics) and the agent's state (/healthz) on this address (e.g. 127.0.0.1:9101)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -211,15 +214,15 @@ func runCaptureAgent(args []string, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	reg := prometheus.NewRegistry()
-	stopMetrics, err := serveMetrics(*metrics, reg, log, httpserver.DefaultTimeouts)
-	if err != nil {
-		return err
-	}
-	defer stopMetrics()
 	a, err := agent.New(reg, cfg, agent.Dependencies{Logger: log})
 	if err != nil {
 		return err
 	}
+	stopMetrics, err := serveMetrics(*metrics, reg, a, log, httpserver.DefaultTimeouts)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	if err := a.Start(); err != nil {
 		return err
 	}
@@ -248,7 +251,7 @@ func runCaptureServer(args []string, stdout, stderr io.Writer) error {
 	fs.Var(secondsOrDuration{&rotTime}, "G", "rotate after this many seconds (tcpdump -G 3600) or this Go duration (1h); strftime conversions in -w")
 	maxFiles := fs.Int("W", 0, "keep at most this many files (tcpdump -W)")
 	tokenFile := fs.String("token-file", "", "file holding the accepted shared token")
-	metrics := fs.String("metrics", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9102)")
+	metrics := fs.String("metrics", "", "serve Prometheus metrics (/metrics) and the server's state (/healthz) on this address (e.g. 127.0.0.1:9102)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -285,15 +288,15 @@ func runCaptureServer(args []string, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	reg := prometheus.NewRegistry()
-	stopMetrics, err := serveMetrics(*metrics, reg, log, httpserver.DefaultTimeouts)
-	if err != nil {
-		return err
-	}
-	defer stopMetrics()
 	s, err := server.New(reg, cfg, server.Dependencies{Stdout: stdout, Logger: log})
 	if err != nil {
 		return err
 	}
+	stopMetrics, err := serveMetrics(*metrics, reg, s, log, httpserver.DefaultTimeouts)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	if err := s.Start(); err != nil {
 		return err
 	}

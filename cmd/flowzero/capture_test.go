@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flowzero/capture/server"
+	"flowzero/internal/health"
 	"flowzero/internal/httpserver"
 	"flowzero/internal/httpserver/httpservertest"
 	"flowzero/internal/pcapfile"
@@ -159,13 +161,21 @@ func TestCaptureAgentServer(t *testing.T) {
 	}
 }
 
+// stubReporter is a component whose state a test sets.
+type stubReporter struct{ state *health.State }
+
+func (stubReporter) Name() string            { return "capture-server" }
+func (r stubReporter) Health() health.Report { return r.state.Report() }
+
 // TestServeMetricsGuards: the capture commands' metrics endpoint is built by
 // httpserver.New: a Host that is not loopback is refused and counted, and a slow body is cut
-// at the read timeout.
+// at the read timeout. It serves /healthz beside /metrics, as the collector does: 200 while
+// the component is ok, 503 with its reason while it is degraded.
 func TestServeMetricsGuards(t *testing.T) {
 	var logBuf bytes.Buffer
 	reg := prometheus.NewRegistry()
-	stop, err := serveMetrics("127.0.0.1:0", reg, slog.New(slog.NewTextHandler(&logBuf, nil)),
+	component := stubReporter{health.NewState(nil)}
+	stop, err := serveMetrics("127.0.0.1:0", reg, component, slog.New(slog.NewTextHandler(&logBuf, nil)),
 		httpserver.Timeouts{ReadHeader: time.Second, Read: 300 * time.Millisecond, Idle: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -193,6 +203,26 @@ func TestServeMetricsGuards(t *testing.T) {
 	}
 	if code, body := get("localhost:9101"); code != 200 || !strings.Contains(body, `flowzero_metrics_http_rejected_total{reason="host"} 1`) {
 		t.Errorf("Host localhost: status %d, want 200 and one refusal counted:\n%s", code, body)
+	}
+	healthz := func() (int, health.Overall) {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var o health.Overall
+		if err := json.NewDecoder(resp.Body).Decode(&o); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, o
+	}
+	if code, o := healthz(); code != 200 || o.Status != health.OK || o.Components["capture-server"].Status != health.OK {
+		t.Errorf("/healthz of an ok component: %d %+v", code, o)
+	}
+	component.state.Event("3 packets dropped")
+	if code, o := healthz(); code != http.StatusServiceUnavailable || o.Status != health.Degraded ||
+		!strings.HasPrefix(o.Components["capture-server"].Reason, "3 packets dropped") {
+		t.Errorf("/healthz of a degraded component: %d %+v", code, o)
 	}
 
 	// The handler reads no body: the server drains it after answering, until the read

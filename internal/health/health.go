@@ -13,7 +13,9 @@
 package health
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -175,4 +177,21 @@ func Collect(reporters []Reporter) Overall {
 		}
 	}
 	return o
+}
+
+// Handler answers /healthz with report's answer: 200 when every component is ok, 503 when
+// one is degraded, the Overall as indented JSON, never cached (docs/api.md). The collector
+// and the capture agent and server serve it alike.
+func Handler(report func() Overall) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		o := report()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if o.Status != OK {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(o)
+	}
 }
