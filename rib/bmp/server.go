@@ -270,12 +270,13 @@ func (s *Server) adoptRestored() {
 		if c == nil {
 			rs := p.Router.String()
 			c = &session{
-				srv: s, router: netip.AddrPortFrom(p.Router, 0), routerStr: rs, peers: make(map[peerKey]*peer),
+				srv: s, router: netip.AddrPortFrom(p.Router, 0), routerStr: rs,
+				peers: make(map[peerKey]*peer), negotiated: make(map[sessionKey]*negotiated),
 				metrics: &routerMetrics{peers: s.metrics.peers.WithLabelValues(rs), closed: s.metrics.closed.WithLabelValues(rs)},
 			}
 			byRouter[p.Router] = c
 		}
-		k := peerKey{typ: PeerTypeGlobal, rd: RD(p.Distinguisher), addr: p.Address, as: p.AS, postPolicy: p.PostPolicy}
+		k := peerKey{sessionKey: sessionKey{typ: PeerTypeGlobal, rd: RD(p.Distinguisher), addr: p.Address, as: p.AS}, postPolicy: p.PostPolicy}
 		if p.Distinguisher != 0 {
 			k.typ = PeerTypeRD
 		}
@@ -318,6 +319,40 @@ func (s *Server) adopt(tx *rib.Tx, c *session, id rib.PeerID) {
 	}
 }
 
+// peerDownStale removes what closed sessions of c's router still keep for the BGP session
+// sk: a router that reconnects reports the peers that went down while it was away, which its
+// new session never saw, and their routes must not wait for Keep.
+func (s *Server) peerDownStale(c *session, sk sessionKey) {
+	router := c.router.Addr()
+	s.mu.Lock()
+	var olds []*session
+	for old := range s.stale {
+		if old != c && old.router.Addr() == router {
+			olds = append(olds, old)
+		}
+	}
+	s.mu.Unlock()
+	for _, old := range olds {
+		old.peersMu.Lock()
+		ps := old.detachRIBPeerLocked(sk)
+		empty := len(old.peers) == 0
+		old.peersMu.Unlock()
+		if len(ps) == 0 {
+			continue
+		}
+		old.dropRoutes(ps, "down")
+		if empty {
+			// Nothing is left to expire.
+			s.mu.Lock()
+			if t := s.stale[old]; t != nil {
+				t.Stop()
+				delete(s.stale, old)
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
 // release forgets that c feeds id and reports whether it did.
 func (s *Server) release(c *session, id rib.PeerID) bool {
 	s.mu.Lock()
@@ -338,13 +373,15 @@ type session struct {
 	routerStr string
 	// metrics are the router's series, nil until its initiation message is accepted: any
 	// host reaching the port can connect, and only a BMP speaker gets its address in labels.
-	metrics   *routerMetrics
-	sysName   string
-	peers     map[peerKey]*peer
-	peersMu   sync.Mutex // guards peers against the stale timer after the session ended
-	update    updateDecoder
-	ph        PeerHeader
-	errLogged time.Time
+	metrics *routerMetrics
+	sysName string
+	peers   map[peerKey]*peer
+	// negotiated is the state of each BGP session the router monitors, shared by its views.
+	negotiated map[sessionKey]*negotiated
+	peersMu    sync.Mutex // guards peers and negotiated against the stale timer after the session ended
+	update     updateDecoder
+	ph         PeerHeader
+	errLogged  time.Time
 	// accepted is when the connection was accepted; initiated is set once its initiation
 	// message is, and evicted when max-sessions closed it for a newer connection before.
 	accepted  time.Time
@@ -355,12 +392,13 @@ type session struct {
 func newSession(s *Server, conn net.Conn, router netip.AddrPort) *session {
 	rs := router.Addr().String()
 	return &session{
-		srv:       s,
-		conn:      conn,
-		router:    router,
-		routerStr: rs,
-		peers:     make(map[peerKey]*peer),
-		accepted:  time.Now(),
+		srv:        s,
+		conn:       conn,
+		router:     router,
+		routerStr:  rs,
+		peers:      make(map[peerKey]*peer),
+		negotiated: make(map[sessionKey]*negotiated),
+		accepted:   time.Now(),
 	}
 }
 
