@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flowzero/internal/config"
+	"flowzero/internal/health"
 	"flowzero/internal/testdata"
 	"flowzero/rib"
 	"flowzero/rib/bgp"
@@ -365,6 +367,16 @@ func TestCorruptSnapshotStartsEmpty(t *testing.T) {
 	if v := gathered(t, reg, "flowzero_rib_snapshot_errors_total"); v != 1 {
 		t.Errorf("snapshot errors = %v, want 1", v)
 	}
+	// Degraded in /healthz until a snapshot saves (over the corrupt one).
+	if h := r.Health(); h.Status != health.Degraded || !strings.Contains(h.Reason, "snapshot not loaded") || h.Counters["snapshot-errors"] != 1 {
+		t.Errorf("health after the corrupt snapshot: %+v", h)
+	}
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if h := r.Health(); h.Status != health.OK || h.Counters["snapshot-saves"] != 1 {
+		t.Errorf("health after a snapshot saved: %+v", h)
+	}
 }
 
 // gathered returns the value of an unlabelled metric of reg.
@@ -406,9 +418,19 @@ func TestSaveSnapshotFileReplaces(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("directory holds %v, want the snapshot alone", entries)
 	}
-	// A directory that cannot be created (a file is in the way): the save fails, counted.
+	// A directory that cannot be created (a file is in the way): the save fails, and the
+	// RIB is degraded until the next save succeeds.
 	if err := r.SaveSnapshotFile(filepath.Join(file, "rib.snapshot")); err == nil {
 		t.Error("save under a file succeeded")
+	}
+	if h := r.Health(); h.Status != health.Degraded || !strings.Contains(h.Reason, "snapshot not saved") {
+		t.Errorf("health after a failed save: %+v", h)
+	}
+	if err := r.SaveSnapshotFile(file); err != nil {
+		t.Fatal(err)
+	}
+	if h := r.Health(); h.Status != health.OK {
+		t.Errorf("health after a save: %+v", h)
 	}
 }
 

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
 	"os"
 
 	"github.com/klauspost/compress/zstd"
 
 	"flowzero/internal/atomicfile"
+	"flowzero/internal/health"
 	"flowzero/rib/bgp"
 )
 
@@ -387,23 +389,56 @@ func resize[T any](s []T, n int) []T {
 // the previous snapshot or the new one whole, never a partial file.
 func (r *RIB) SaveSnapshotFile(path string) error {
 	if err := atomicfile.Write(path, r.WriteSnapshot); err != nil {
-		r.stats.snapshotErrors.Add(1)
+		r.snapshotFailed("not saved", err)
 		return err
 	}
 	r.stats.snapshotSaves.Add(1)
+	r.health.Clear("snapshot")
 	return nil
 }
 
-// LoadSnapshotFile reads a snapshot file into the table.
+// LoadSnapshotFile reads a snapshot file into the table. A missing file is returned as such
+// (fs.ErrNotExist) and is no failure: there is nothing to restore yet.
 func (r *RIB) LoadSnapshotFile(path string) error {
 	f, err := os.Open(path)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	defer f.Close()
-	if err := r.ReadSnapshot(f); err != nil {
-		r.stats.snapshotErrors.Add(1)
-		return fmt.Errorf("%s: %w", path, err)
+	if err == nil {
+		defer f.Close()
+		if err = r.ReadSnapshot(f); err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
 	}
+	if err != nil {
+		r.snapshotFailed("not loaded", err)
+		return err
+	}
+	r.health.Clear("snapshot")
 	return nil
+}
+
+// snapshotFailed counts a failed load or save; the RIB is degraded until the next success.
+func (r *RIB) snapshotFailed(what string, err error) {
+	r.stats.snapshotErrors.Add(1)
+	r.health.Set("snapshot", fmt.Sprintf("snapshot %s: %v", what, err))
+}
+
+// Name identifies the RIB in /healthz.
+func (r *RIB) Name() string { return "rib" }
+
+// Health implements health.Reporter: degraded while the last snapshot load or save failed
+// (a RIB that started empty for a corrupt snapshot, a snapshot that no longer saves), until
+// the next one succeeds.
+func (r *RIB) Health() health.Report {
+	rep := r.health.Report()
+	st := r.Stats()
+	rep.Counters = map[string]uint64{
+		"prefixes":        uint64(st.Prefixes4 + st.Prefixes6),
+		"routes":          uint64(st.Routes),
+		"peers":           uint64(st.Peers),
+		"snapshot-saves":  r.stats.snapshotSaves.Load(),
+		"snapshot-errors": r.stats.snapshotErrors.Load(),
+	}
+	return rep
 }

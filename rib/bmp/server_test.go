@@ -18,6 +18,7 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"flowzero/internal/health"
 	"flowzero/internal/lockedbuf"
 	"flowzero/internal/testutil"
 	"flowzero/rib"
@@ -455,6 +456,31 @@ func TestServer(t *testing.T) {
 		h.expectRIB(concat(routesPeer3, routesPeer7Unicast, routesPeer7EVPN, routesPeer7VPN))
 		if v := h.metric("flowzero_bmp_removed_peers_total", `reason="down"`); v != 1 {
 			t.Errorf("removed peers = %v, want 1", v)
+		}
+	})
+
+	t.Run("health", func(t *testing.T) {
+		// A router's session that ends is an event in /healthz; the server's own Stop is not.
+		h := newHarness(t, nil)
+		conn := h.dial()
+		h.send(conn, "bmp-init.pcap", "bmp-peers-up.pcap")
+		h.waitMessages(1 + 7)
+		if r := h.srv.Health(); r.Status != health.OK || r.Counters["sessions"] != 1 {
+			t.Errorf("health with a session up: %+v", r)
+		}
+		conn.Close()
+		h.waitFor("the session to close", func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
+		r := h.srv.Health()
+		if r.Status != health.Degraded || !strings.Contains(r.Reason, "BMP session of router 127.0.0.1") ||
+			!strings.Contains(r.Reason, "connection closed by the router") || r.Counters["sessions-lost"] != 1 {
+			t.Errorf("health after the session closed: %+v", r)
+		}
+		h2 := newHarness(t, nil)
+		h2.send(h2.dial(), "bmp-init.pcap")
+		h2.waitMessages(1)
+		h2.srv.Stop()
+		if r := h2.srv.Health(); r.Status != health.OK || r.Counters["sessions-lost"] != 0 {
+			t.Errorf("health after Stop: %+v", r)
 		}
 	})
 
