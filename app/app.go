@@ -316,6 +316,10 @@ func (a *App) Start() error {
 		// Degraded while a network source fails or the GeoIP files do not read.
 		cdeps.Health = append(cdeps.Health, a.networks)
 	}
+	if a.cfg.Routing.Used() && a.cfg.Mode != ModeInlet {
+		// Degraded while the RIB snapshot fails to load or save, and after a BMP session ended.
+		cdeps.Health = append(cdeps.Health, a.routing.HealthReporters()...)
+	}
 	a.splitCollector(&ccfg, &cdeps)
 	c, err := collector.New(ccfg, cdeps)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -239,5 +240,48 @@ func TestInletRefusesSummary(t *testing.T) {
 		t.Fatal("--summary accepted in mode inlet")
 	} else if !strings.HasPrefix(err.Error(), "--summary: mode inlet decodes no flows") {
 		t.Errorf("error %q", err)
+	}
+}
+
+// TestHealthzRouting: a corrupt RIB snapshot at start (the RIB starts empty) and a BMP router
+// whose session ends are both seen in /healthz, as the rib and bmp components.
+func TestHealthzRouting(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Routing.RIB.Snapshot = filepath.Join(t.TempDir(), "rib.snapshot")
+	if err := os.WriteFile(cfg.Routing.RIB.Snapshot, []byte("FZRIBSNP\x01 cut short"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Routing.BMP.Enabled = true
+	cfg.Routing.BMP.Listen = "127.0.0.1:0"
+	a, err := New(cfg, testDeps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	code, o := getHealthz(t, a)
+	if rib := o.Components["rib"]; code != http.StatusServiceUnavailable || rib.Status != health.Degraded ||
+		!strings.Contains(rib.Reason, "snapshot not loaded") || o.Components["bmp"].Status != health.OK {
+		t.Errorf("/healthz after a corrupt snapshot: %d %+v", code, o)
+	}
+	// A router sends its initiation message (RFC 7854 §4.3: version 3, length 6, type 4, no
+	// information TLV), then its connection drops.
+	conn, err := net.Dial("tcp", a.routing.BMPAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write([]byte{3, 0, 0, 0, 6, 4}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitUntil(t, "the BMP session up", func() bool { return a.routing.HealthReporters()[1].Health().Counters["sessions"] == 1 })
+	conn.Close()
+	testutil.WaitUntil(t, "/healthz to report the BMP session lost", func() bool {
+		_, o = getHealthz(t, a)
+		return o.Components["bmp"].Status == health.Degraded
+	})
+	if b := o.Components["bmp"]; !strings.Contains(b.Reason, "BMP session of router 127.0.0.1 lost") {
+		t.Errorf("bmp in /healthz: %+v", b)
 	}
 }

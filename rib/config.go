@@ -15,7 +15,9 @@ type Configuration struct {
 	// Peer is the address of the peer whose routes are preferred with selection "peer".
 	Peer string `yaml:"peer"`
 	// Snapshot is the file the table is saved to on Stop and every SnapshotInterval, and
-	// loaded from at Start ("" disables snapshots).
+	// loaded from at Start ("" disables snapshots). Saves replace it atomically; a truncated
+	// or corrupt one is refused whole at Start (the RIB starts empty), reported in /healthz
+	// until a snapshot saves again.
 	Snapshot string `yaml:"snapshot"`
 	// SnapshotInterval is the period of the background saves (0 saves only on Stop).
 	SnapshotInterval time.Duration `yaml:"snapshot-interval"`

@@ -62,6 +62,7 @@ import (
 
 	"github.com/gaissmai/bart"
 
+	"flowzero/internal/health"
 	"flowzero/rib/bgp"
 )
 
@@ -150,6 +151,8 @@ type RIB struct {
 	// component state (New/Start/Stop)
 	stop chan struct{}
 	wg   sync.WaitGroup
+	// health is degraded while the last snapshot load or save failed.
+	health *health.State
 }
 
 // NewTable returns an empty RIB with the given selection (Configuration.Peer is used for
@@ -159,6 +162,7 @@ func NewTable(cfg Configuration) *RIB {
 		paths:   new(bart.Table[[]path]),
 		peerIdx: make(map[PeerKey]PeerID),
 		cfg:     cfg,
+		health:  health.NewState(nil),
 	}
 	r.sel, _ = parseSelection(cfg.Selection)
 	if cfg.Peer != "" {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flowzero/internal/config"
+	"flowzero/internal/health"
 	"flowzero/internal/testdata"
 	"flowzero/rib"
 	"flowzero/rib/bgp"
@@ -281,6 +284,153 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		if err := r3.ReadSnapshot(bytes.NewReader(data[:cut])); err == nil {
 			t.Errorf("snapshot cut at %d accepted", cut)
 		}
+	}
+}
+
+// snapshotOf returns the snapshot of a table holding the first 20,000 records of the 2002 dump.
+func snapshotOf(t *testing.T) (*rib.RIB, []byte) {
+	t.Helper()
+	r := rib.NewTable(rib.DefaultConfiguration())
+	if _, err := mrt.LoadFile(r, testdata.Path(t, "rib", "ripe-bgpdump-bview.20020722.2337.gz"), mrt.Options{MaxRecords: 20000}); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := r.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return r, buf.Bytes()
+}
+
+// TestSnapshotCorruptLeavesTableUntouched checks that a snapshot cut short (a crash during a
+// copy, a full disk) or with a flipped bit (found only by zstd's content checksum at the end)
+// is refused whole: not one of its routes reaches the table.
+func TestSnapshotCorruptLeavesTableUntouched(t *testing.T) {
+	_, data := snapshotOf(t)
+	fresh := func() (*rib.RIB, rib.Stats) {
+		// A table already holding a route: it must keep exactly that.
+		r := rib.NewTable(rib.DefaultConfiguration())
+		r.Add(r.Peer(rib.PeerKey{Address: a("192.0.2.1")}, netip.Addr{}), p("203.0.113.0/24"), 0, attrs("192.0.2.1", 0, 65001))
+		return r, r.Stats()
+	}
+	for _, cut := range []int{len(data) / 4, len(data) / 2, len(data) * 3 / 4, len(data) - 3} {
+		r, before := fresh()
+		err := r.ReadSnapshot(bytes.NewReader(data[:cut]))
+		if err == nil {
+			t.Errorf("snapshot cut at %d of %d accepted", cut, len(data))
+		}
+		if st := r.Stats(); st != before {
+			t.Errorf("snapshot cut at %d (%v): table %+v, want %+v", cut, err, st, before)
+		}
+	}
+	refused := 0
+	for i := range 200 {
+		d := bytes.Clone(data)
+		pos := 20 + (len(d)-40)*i/200
+		d[pos] ^= 0x01
+		r, before := fresh()
+		err := r.ReadSnapshot(bytes.NewReader(d))
+		if err == nil {
+			continue
+		}
+		refused++
+		if st := r.Stats(); st != before {
+			t.Errorf("bit flipped at %d (%v): table %+v, want %+v", pos, err, st, before)
+		}
+	}
+	if refused < 190 {
+		t.Errorf("%d of 200 snapshots with a flipped bit refused", refused)
+	}
+}
+
+// TestCorruptSnapshotStartsEmpty checks what Start documents: a corrupt snapshot is counted
+// and the RIB starts empty.
+func TestCorruptSnapshotStartsEmpty(t *testing.T) {
+	_, data := snapshotOf(t)
+	file := filepath.Join(t.TempDir(), "rib.snapshot")
+	if err := os.WriteFile(file, data[:len(data)*3/4], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rib.DefaultConfiguration()
+	cfg.Snapshot = file
+	cfg.SnapshotInterval = 0
+	reg := prometheus.NewRegistry()
+	r, err := rib.New(reg, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Stats(); st.Routes != 0 || st.Peers != 0 || st.AttributeSets != 0 {
+		t.Errorf("RIB after a truncated snapshot: %+v, want empty", st)
+	}
+	if v := gathered(t, reg, "flowzero_rib_snapshot_errors_total"); v != 1 {
+		t.Errorf("snapshot errors = %v, want 1", v)
+	}
+	// Degraded in /healthz until a snapshot saves (over the corrupt one).
+	if h := r.Health(); h.Status != health.Degraded || !strings.Contains(h.Reason, "snapshot not loaded") || h.Counters["snapshot-errors"] != 1 {
+		t.Errorf("health after the corrupt snapshot: %+v", h)
+	}
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if h := r.Health(); h.Status != health.OK || h.Counters["snapshot-saves"] != 1 {
+		t.Errorf("health after a snapshot saved: %+v", h)
+	}
+}
+
+// gathered returns the value of an unlabelled metric of reg.
+func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			m := mf.GetMetric()[0]
+			return m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// TestSaveSnapshotFileReplaces checks that a save over an older snapshot leaves the new one
+// complete and nothing else in the directory, and that a failed save is counted.
+func TestSaveSnapshotFileReplaces(t *testing.T) {
+	r, _ := snapshotOf(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "rib.snapshot")
+	if err := os.WriteFile(file, []byte("an older snapshot"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SaveSnapshotFile(file); err != nil {
+		t.Fatal(err)
+	}
+	r2 := rib.NewTable(rib.DefaultConfiguration())
+	if err := r2.LoadSnapshotFile(file); err != nil {
+		t.Fatal(err)
+	}
+	if s1, s2 := r.Stats(), r2.Stats(); s1 != s2 {
+		t.Errorf("saved snapshot loads as %+v, want %+v", s2, s1)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("directory holds %v, want the snapshot alone", entries)
+	}
+	// A directory that cannot be created (a file is in the way): the save fails, and the
+	// RIB is degraded until the next save succeeds.
+	if err := r.SaveSnapshotFile(filepath.Join(file, "rib.snapshot")); err == nil {
+		t.Error("save under a file succeeded")
+	}
+	if h := r.Health(); h.Status != health.Degraded || !strings.Contains(h.Reason, "snapshot not saved") {
+		t.Errorf("health after a failed save: %+v", h)
+	}
+	if err := r.SaveSnapshotFile(file); err != nil {
+		t.Fatal(err)
+	}
+	if h := r.Health(); h.Status != health.OK {
+		t.Errorf("health after a save: %+v", h)
 	}
 }
 

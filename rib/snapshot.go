@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
 	"os"
-	"path/filepath"
 
 	"github.com/klauspost/compress/zstd"
 
+	"flowzero/internal/atomicfile"
+	"flowzero/internal/health"
 	"flowzero/rib/bgp"
 )
 
@@ -144,8 +146,9 @@ func (r *RIB) WriteSnapshot(w io.Writer) error {
 	return zw.Close()
 }
 
+// snapReader decodes the uncompressed snapshot, which is in memory whole.
 type snapReader struct {
-	r   *bufio.Reader
+	r   *bytes.Reader
 	err error
 }
 
@@ -202,8 +205,14 @@ func (s *snapReader) addr() netip.Addr {
 	}
 }
 
+// offset is the position of the reader in the uncompressed snapshot, for errors.
+func (s *snapReader) offset() int64 { return s.r.Size() - int64(s.r.Len()) }
+
 // ReadSnapshot adds the routes of a snapshot written by WriteSnapshot to the table (usually
 // empty, at start). Peers are matched by key, so routes land on the same peers as BMP's later.
+// The table is changed only by a whole snapshot: the stream is decompressed into memory (as
+// WriteSnapshot encodes it) and its zstd checksum verified, then decoded once to validate it
+// and once into one transaction. A truncated or corrupt snapshot leaves the table untouched.
 func (r *RIB) ReadSnapshot(rd io.Reader) error {
 	hdr := make([]byte, len(snapshotMagic)+1)
 	if _, err := io.ReadFull(rd, hdr); err != nil {
@@ -220,10 +229,31 @@ func (r *RIB) ReadSnapshot(rd io.Reader) error {
 		return err
 	}
 	defer zr.Close()
-	s := &snapReader{r: bufio.NewReaderSize(zr, 1<<16)}
+	// ReadAll reads to the end of the zstd stream, which checks its content checksum.
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		return fmt.Errorf("%w: after %d uncompressed bytes: %w", errSnapshot, len(raw), err)
+	}
+	if err := r.decodeSnapshot(raw, nil); err != nil {
+		return err
+	}
+	tx := r.Begin()
+	defer tx.Commit()
+	return r.decodeSnapshot(raw, tx)
+}
 
+// decodeSnapshot decodes an uncompressed snapshot into tx, or only validates it when tx is
+// nil.
+func (r *RIB) decodeSnapshot(raw []byte, tx *Tx) error {
+	s := &snapReader{r: bytes.NewReader(raw)}
+	fail := func(part string) error {
+		return fmt.Errorf("%w: %s at uncompressed byte %d: %w", errSnapshot, part, s.offset(), s.err)
+	}
 	const maxCount = 1 << 28
 	peers := make([]PeerID, s.count(1<<20))
+	if s.err != nil {
+		return fail("peers")
+	}
 	for i := range peers {
 		var k PeerKey
 		k.Router = s.addr()
@@ -233,67 +263,56 @@ func (r *RIB) ReadSnapshot(rd io.Reader) error {
 		k.PostPolicy = s.byte() != 0
 		bgpID := s.addr()
 		if s.err != nil {
-			return fmt.Errorf("%w: peers: %w", errSnapshot, s.err)
+			return fail("peers")
 		}
-		peers[i] = r.Peer(k, bgpID)
+		if tx != nil {
+			peers[i] = tx.Peer(k, bgpID)
+		}
 	}
 	nSets := s.count(maxCount)
-	sets := make([]bgp.Attributes, 0, min(nSets, 1<<20))
-	for range nSets {
-		var a bgp.Attributes
-		a.Origin = s.byte()
-		flags := s.byte()
-		a.HasLocalPref, a.HasMED = flags&1 != 0, flags&2 != 0
-		a.LocalPref = uint32(s.uvarint())
-		a.MED = uint32(s.uvarint())
-		a.ASPathLength = uint16(s.uvarint())
-		a.NextHop = s.addr()
-		if n := s.count(1 << 16); n > 0 {
-			a.ASPath = make([]uint32, n)
-			for i := range a.ASPath {
-				a.ASPath[i] = uint32(s.uvarint())
+	var ids []SetID
+	var scratch bgp.Attributes // the validation pass decodes every set into it
+	if tx != nil {
+		// The validation pass found nSets sets in raw: the slices below are bounded by its size.
+		ids = make([]SetID, 0, nSets)
+		held := make([]*AttrSet, 0, nSets)
+		// Each set is interned once and held until the end; paths refer to it by number.
+		defer func() {
+			for _, h := range held {
+				tx.Release(h)
+			}
+		}()
+		for range nSets {
+			var a bgp.Attributes
+			s.attributes(&a)
+			if s.err != nil {
+				return fail("attributes")
+			}
+			h := tx.InternOwned(&a)
+			held = append(held, h)
+			ids = append(ids, h.ID())
+		}
+	} else {
+		for range nSets {
+			s.attributes(&scratch)
+			if s.err != nil {
+				return fail("attributes")
 			}
 		}
-		if n := s.count(1 << 16); n > 0 {
-			a.Communities = make([]uint32, n)
-			for i := range a.Communities {
-				a.Communities[i] = uint32(s.uvarint())
-			}
-		}
-		if n := s.count(1 << 16); n > 0 {
-			a.LargeCommunities = make([]bgp.LargeCommunity, n)
-			for i := range a.LargeCommunities {
-				c := &a.LargeCommunities[i]
-				c.GlobalAdmin, c.LocalData1, c.LocalData2 = uint32(s.uvarint()), uint32(s.uvarint()), uint32(s.uvarint())
-			}
-		}
-		if s.err != nil {
-			return fmt.Errorf("%w: attributes: %w", errSnapshot, s.err)
-		}
-		sets = append(sets, a)
 	}
-	// Prefixes, in one transaction: readers see the whole table at once. Each set is interned
-	// once and held until the end; paths refer to it by number.
-	tx := r.Begin()
-	defer tx.Commit()
-	held := make([]*AttrSet, len(sets))
-	ids := make([]SetID, len(sets))
-	for i := range sets {
-		held[i] = tx.InternOwned(&sets[i])
-		ids[i] = held[i].ID()
+	if s.err != nil {
+		return fail("attributes")
 	}
-	defer func() {
-		for _, h := range held {
-			tx.Release(h)
-		}
-	}()
 	var paths []NewPath
 	for {
 		fam := s.byte()
 		if s.err != nil {
-			return fmt.Errorf("%w: prefixes: %w", errSnapshot, s.err)
+			return fail("prefixes")
 		}
 		if fam == 0 {
+			if s.r.Len() > 0 {
+				return fmt.Errorf("%w: %d bytes after the end of the prefixes", errSnapshot, s.r.Len())
+			}
 			return nil
 		}
 		bits := int(s.byte())
@@ -307,7 +326,7 @@ func (r *RIB) ReadSnapshot(rd io.Reader) error {
 			_, s.err = io.ReadFull(s.r, b[:(bits+7)/8])
 			a = netip.AddrFrom16(b)
 		default:
-			return fmt.Errorf("%w: prefix family %d length %d", errSnapshot, fam, bits)
+			return fmt.Errorf("%w: prefix family %d length %d at uncompressed byte %d", errSnapshot, fam, bits, s.offset())
 		}
 		p, _ := a.Prefix(bits)
 		np := s.count(1 << 20)
@@ -315,12 +334,17 @@ func (r *RIB) ReadSnapshot(rd io.Reader) error {
 		for range np {
 			peer, pathID, idx := s.uvarint(), uint32(s.uvarint()), s.uvarint()
 			if s.err != nil {
-				break
+				return fail("prefixes")
 			}
-			if peer >= uint64(len(peers)) || idx >= uint64(len(sets)) {
-				return fmt.Errorf("%w: path references peer %d or attribute set %d", errSnapshot, peer, idx)
+			if peer >= uint64(len(peers)) || idx >= uint64(nSets) {
+				return fmt.Errorf("%w: path references peer %d or attribute set %d at uncompressed byte %d", errSnapshot, peer, idx, s.offset())
 			}
-			paths = append(paths, NewPath{Peer: peers[peer], PathID: pathID, Set: ids[idx]})
+			if tx != nil {
+				paths = append(paths, NewPath{Peer: peers[peer], PathID: pathID, Set: ids[idx]})
+			}
+		}
+		if s.err != nil {
+			return fail("prefixes")
 		}
 		if len(paths) > 0 {
 			tx.AddPaths(p, paths)
@@ -328,39 +352,93 @@ func (r *RIB) ReadSnapshot(rd io.Reader) error {
 	}
 }
 
-// SaveSnapshotFile writes the snapshot to path atomically (a temporary file renamed over it).
+// attributes decodes one attribute set into a, reusing its slices.
+func (s *snapReader) attributes(a *bgp.Attributes) {
+	a.Origin = s.byte()
+	flags := s.byte()
+	a.HasLocalPref, a.HasMED = flags&1 != 0, flags&2 != 0
+	a.LocalPref = uint32(s.uvarint())
+	a.MED = uint32(s.uvarint())
+	a.ASPathLength = uint16(s.uvarint())
+	a.NextHop = s.addr()
+	a.ASPath = resize(a.ASPath, s.count(1<<16))
+	for i := range a.ASPath {
+		a.ASPath[i] = uint32(s.uvarint())
+	}
+	a.Communities = resize(a.Communities, s.count(1<<16))
+	for i := range a.Communities {
+		a.Communities[i] = uint32(s.uvarint())
+	}
+	a.LargeCommunities = resize(a.LargeCommunities, s.count(1<<16))
+	for i := range a.LargeCommunities {
+		c := &a.LargeCommunities[i]
+		c.GlobalAdmin, c.LocalData1, c.LocalData2 = uint32(s.uvarint()), uint32(s.uvarint()), uint32(s.uvarint())
+	}
+}
+
+// resize returns s with length n, reusing its array when large enough; a new one has exactly
+// n elements, since interned sets keep it.
+func resize[T any](s []T, n int) []T {
+	if n <= cap(s) {
+		return s[:n]
+	}
+	return make([]T, n)
+}
+
+// SaveSnapshotFile writes the snapshot to path atomically: a crash or a failed write leaves
+// the previous snapshot or the new one whole, never a partial file.
 func (r *RIB) SaveSnapshotFile(path string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		r.stats.snapshotErrors.Add(1)
-		return err
-	}
-	err = r.WriteSnapshot(tmp)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		r.stats.snapshotErrors.Add(1)
+	if err := atomicfile.Write(path, r.WriteSnapshot); err != nil {
+		r.snapshotFailed("not saved", err)
 		return err
 	}
 	r.stats.snapshotSaves.Add(1)
+	r.health.Clear("snapshot")
 	return nil
 }
 
-// LoadSnapshotFile reads a snapshot file into the table.
+// LoadSnapshotFile reads a snapshot file into the table. A missing file is returned as such
+// (fs.ErrNotExist) and is no failure: there is nothing to restore yet.
 func (r *RIB) LoadSnapshotFile(path string) error {
 	f, err := os.Open(path)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	defer f.Close()
-	if err := r.ReadSnapshot(f); err != nil {
-		r.stats.snapshotErrors.Add(1)
-		return fmt.Errorf("%s: %w", path, err)
+	if err == nil {
+		defer f.Close()
+		if err = r.ReadSnapshot(f); err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
 	}
+	if err != nil {
+		r.snapshotFailed("not loaded", err)
+		return err
+	}
+	r.health.Clear("snapshot")
 	return nil
+}
+
+// snapshotFailed counts a failed load or save; the RIB is degraded until the next success.
+func (r *RIB) snapshotFailed(what string, err error) {
+	r.stats.snapshotErrors.Add(1)
+	r.health.Set("snapshot", fmt.Sprintf("snapshot %s: %v", what, err))
+}
+
+// Name identifies the RIB in /healthz.
+func (r *RIB) Name() string { return "rib" }
+
+// Health implements health.Reporter: degraded while the last snapshot load or save failed
+// (a RIB that started empty for a corrupt snapshot, a snapshot that no longer saves), until
+// the next one succeeds.
+func (r *RIB) Health() health.Report {
+	rep := r.health.Report()
+	st := r.Stats()
+	rep.Counters = map[string]uint64{
+		"prefixes":        uint64(st.Prefixes4 + st.Prefixes6),
+		"routes":          uint64(st.Routes),
+		"peers":           uint64(st.Peers),
+		"snapshot-saves":  r.stats.snapshotSaves.Load(),
+		"snapshot-errors": r.stats.snapshotErrors.Load(),
+	}
+	return rep
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"flowzero/internal/health"
 	"flowzero/rib"
 	"flowzero/rib/bmp"
 	"flowzero/rib/mrt"
@@ -159,6 +160,16 @@ func (c *Component) Lookup(a netip.Addr) (rib.Route, bool) { return c.rib.Lookup
 
 // PeerAS implements Lookup.
 func (c *Component) PeerAS(id rib.PeerID) uint32 { return c.rib.PeerAS(id) }
+
+// HealthReporters are the parts /healthz asks for their state: the RIB (its snapshot loads
+// and saves) and, when enabled, the BMP listener (its routers' sessions).
+func (c *Component) HealthReporters() []health.Reporter {
+	rs := []health.Reporter{c.rib}
+	if c.bmp != nil {
+		rs = append(rs, c.bmp)
+	}
+	return rs
+}
 
 // RIB returns the routing table, for what needs more than Lookup (the HTTP lookup API, the
 // CLI, tests that add routes).

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
+	"flowzero/internal/atomicfile"
 	"flowzero/internal/config"
 	"flowzero/internal/health"
 	"flowzero/internal/testdata"
@@ -881,7 +882,7 @@ func TestSourceCacheWrite(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "cache")
 	for _, b := range []string{"first", "second"} {
-		if err := writeFileAtomic(p, []byte(b)); err != nil {
+		if err := atomicfile.WriteFile(p, []byte(b)); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := os.ReadFile(p); string(got) != b {

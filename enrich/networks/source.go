@@ -13,13 +13,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"flowzero/internal/atomicfile"
 	"flowzero/internal/health"
 	"flowzero/internal/lograte"
 )
@@ -207,7 +206,7 @@ func (s *source) apply(b []byte, save bool) error {
 // save writes the cached copy; while it cannot, the source is degraded in /healthz.
 // Enrichment goes on with the new data either way; a restart would use the older copy.
 func (s *source) save(b []byte) {
-	if err := writeFileAtomic(s.cfg.CacheFile, b); err != nil {
+	if err := atomicfile.WriteFile(s.cfg.CacheFile, b); err != nil {
 		s.unsaved = true
 		s.metrics.errors.Inc()
 		s.health.Set("cache "+s.name, fmt.Sprintf("network source %s: cannot write its cached copy: %v", s.name, err))
@@ -239,52 +238,6 @@ func (s *source) run(stop <-chan struct{}, done chan<- struct{}) {
 			}
 		}
 	}
-}
-
-// writeFileAtomic replaces path with b: the data is synced before the rename and the
-// directory after it, so that a crash leaves the old copy or the new one, never an empty or
-// partial file.
-func writeFileAtomic(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if e := tmp.Close(); err == nil {
-		err = e
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a rename in dir durable; a filesystem that cannot sync a directory
-// (EINVAL) is taken as having nothing to sync.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if e := d.Close(); err == nil {
-		err = e
-	}
-	if errors.Is(err, syscall.EINVAL) {
-		return nil
-	}
-	return err
 }
 
 // redacted is a URL for logs and errors (see redactURL).

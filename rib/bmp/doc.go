@@ -23,7 +23,9 @@
 //
 // Views: pre- and post-policy Adj-RIB-In (the L flag) are separate RIB peers and
 // Configuration.AdjRIBIn keeps either or both; Loc-RIB (RFC 9069) is kept; Adj-RIB-Out
-// (RFC 8671) is ignored.
+// (RFC 8671) is ignored. Both views belong to one BGP session, which the router reports with
+// a single peer up and peer down (L=0): the Add-Path families it negotiated parse the NLRI of
+// both views, and its peer down removes both.
 //
 // VPN routes follow Akvorado: with no RD filter every route is kept, VPN ones under their
 // route distinguisher; with Configuration.RDs only routes whose RD is listed are, where plain
@@ -46,7 +48,9 @@
 // copied into a buffer that grows as its bytes arrive, so a header announcing 1 MiB costs
 // nothing until the megabyte comes.
 //
-// Sessions that end: a peer down removes the peer's routes at once; a connection that drops
+// Sessions that end: a peer down removes the peer's routes at once, those a closed session of
+// the same router still keeps included (the router reports, once reconnected, the peers that
+// went down while it was away); a connection that drops
 // (or terminates) keeps its routes for Configuration.Keep (Akvorado's behaviour), so a BMP
 // flap does not empty the table. The RIB names peers by router address, not by TCP session:
 // when the router reconnects, the first route monitoring of a peer takes the RIB peer over

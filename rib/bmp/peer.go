@@ -8,22 +8,34 @@ import (
 	"flowzero/rib/bgp"
 )
 
-// peerKey identifies a monitored peer within one session (RFC 7854 §4.2 fields that tell
-// peers apart, plus the Adj-RIB-In view).
+// sessionKey identifies a monitored BGP session within one BMP session: the RFC 7854 §4.2
+// fields that tell peers apart. A router sends one peer up and one peer down per BGP session,
+// whichever Adj-RIB-In views it monitors.
+type sessionKey struct {
+	typ  PeerType
+	rd   RD
+	addr netip.Addr
+	as   uint32
+}
+
+// peerKey identifies one Adj-RIB-In view (pre- or post-policy) of a monitored BGP session.
 type peerKey struct {
-	typ        PeerType
-	rd         RD
-	addr       netip.Addr
-	as         uint32
+	sessionKey
 	postPolicy bool
 }
 
-// peer is the state of one monitored BGP peer.
+// negotiated is what a monitored BGP session agreed in its OPEN messages (RFC 7854 §4.10),
+// shared by both views of the session: post-policy routes are parsed as pre-policy ones.
+type negotiated struct {
+	addPath bgp.FamilySet
+}
+
+// peer is the state of one view of a monitored BGP peer.
 type peer struct {
 	key     peerKey
 	label   string
 	metrics peerMetrics
-	addPath bgp.FamilySet
+	bgp     *negotiated
 	// ribPeers are the RIB peers holding this peer's routes: one per route distinguisher,
 	// since the RIB keys a path by (peer, prefix, path ID) and VPN routes of several RDs may
 	// share a prefix. The first entry is the peer's own distinguisher.
@@ -37,10 +49,7 @@ type ribPeer struct {
 
 func keyOf(h *PeerHeader) peerKey {
 	return peerKey{
-		typ:        h.Type,
-		rd:         h.Distinguisher,
-		addr:       h.Address,
-		as:         h.AS,
+		sessionKey: sessionKey{typ: h.Type, rd: h.Distinguisher, addr: h.Address, as: h.AS},
 		postPolicy: h.Type != PeerTypeLocalRIB && h.PostPolicy(),
 	}
 }
@@ -84,11 +93,21 @@ func (c *session) getPeer(h *PeerHeader) *peer {
 }
 
 func (c *session) addPeerLocked(k peerKey) *peer {
-	p := &peer{key: k, label: c.peerLabel(k)}
+	p := &peer{key: k, label: c.peerLabel(k), bgp: c.negotiatedLocked(k.sessionKey)}
 	p.metrics = c.srv.metrics.forPeer(c.routerStr, p.label)
 	c.peers[k] = p
 	c.metrics.peers.Inc()
 	return p
+}
+
+// negotiatedLocked returns the negotiated state of a BGP session, empty until its peer up.
+func (c *session) negotiatedLocked(k sessionKey) *negotiated {
+	n := c.negotiated[k]
+	if n == nil {
+		n = new(negotiated)
+		c.negotiated[k] = n
+	}
+	return n
 }
 
 // ribPeer returns the RIB peer holding routes of p with distinguisher rd.
@@ -112,7 +131,7 @@ func (c *session) ribPeer(tx *rib.Tx, p *peer, rd RD) rib.PeerID {
 }
 
 // peerUp handles a peer up notification (RFC 7854 §4.10): the Add-Path families the session
-// negotiated decide how its NLRI are parsed.
+// negotiated decide how its NLRI are parsed, in both Adj-RIB-In views.
 func (c *session) peerUp(h *PeerHeader, body []byte) error {
 	pu, err := ParsePeerUp(body, h.Flags&PeerFlagV != 0)
 	if err != nil {
@@ -124,28 +143,55 @@ func (c *session) peerUp(h *PeerHeader, body []byte) error {
 	}
 	k := keyOf(h)
 	c.peersMu.Lock()
+	c.negotiatedLocked(k.sessionKey).addPath = ap
 	p := c.peers[k]
 	if p == nil {
 		p = c.addPeerLocked(k)
 	}
-	p.addPath = ap
 	c.peersMu.Unlock()
 	c.srv.log.Debug("BMP peer up", "router", c.router.String(), "peer", p.label, "as", h.AS)
 	return nil
 }
 
-// peerDown removes every route of the peer at once (RFC 7854 §4.9).
+// peerDown removes every route of the BGP session at once (RFC 7854 §4.9): both Adj-RIB-In
+// views, since the router sends a single peer down whatever the views it monitors, and what
+// closed sessions of the same router still keep for that peer.
 func (c *session) peerDown(h *PeerHeader) {
-	k := keyOf(h)
+	sk := keyOf(h).sessionKey
 	c.peersMu.Lock()
-	p := c.peers[k]
-	if p != nil {
-		c.forgetPeerLocked(k, p)
-	}
+	ps := c.detachLocked(sk)
 	c.peersMu.Unlock()
-	if p != nil {
-		c.dropRoutes([]*peer{p}, "down")
+	if len(ps) > 0 {
+		c.dropRoutes(ps, "down")
 	}
+	c.srv.peerDownStale(c, sk)
+}
+
+// detachLocked forgets both views of a BGP session and returns those there were.
+func (c *session) detachLocked(sk sessionKey) []*peer {
+	var ps []*peer
+	for _, post := range [2]bool{false, true} {
+		k := peerKey{sessionKey: sk, postPolicy: post}
+		if p := c.peers[k]; p != nil {
+			c.forgetPeerLocked(k, p)
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// detachRIBPeerLocked forgets the views whose routes the RIB holds under the same peer key
+// fields as sk (RD, address, AS) and returns them. A session restored from the snapshot
+// knows its peers by those fields only, not by the per-peer header's type.
+func (c *session) detachRIBPeerLocked(sk sessionKey) []*peer {
+	var ps []*peer
+	for k, p := range c.peers {
+		if k.rd == sk.rd && k.addr == sk.addr && k.as == sk.as {
+			c.forgetPeerLocked(k, p)
+			ps = append(ps, p)
+		}
+	}
+	return ps
 }
 
 // dropRoutes removes the routes of peers already detached from the session. It must not be
@@ -168,9 +214,12 @@ func (c *session) dropRoutes(ps []*peer, reason string) {
 }
 
 // forgetPeerLocked drops the peer's state and metrics series (its routes are handled by the
-// caller).
+// caller), and the BGP session's negotiated state with its last view.
 func (c *session) forgetPeerLocked(k peerKey, p *peer) {
 	delete(c.peers, k)
+	if c.peers[peerKey{sessionKey: k.sessionKey, postPolicy: !k.postPolicy}] == nil {
+		delete(c.negotiated, k.sessionKey)
+	}
 	c.metrics.peers.Dec()
 	for _, v := range []interface {
 		DeleteLabelValues(...string) bool
@@ -211,7 +260,7 @@ func (c *session) routeMonitoring(h *PeerHeader, body []byte) error {
 		opts.ASN = bgp.ASN2
 	}
 	p := c.getPeer(h)
-	opts.AddPath = p.addPath
+	opts.AddPath = p.bgp.addPath
 	d := &c.update
 	if err := d.upd.ParseMessage(body, opts); err != nil {
 		return err
@@ -286,7 +335,7 @@ func (c *session) applyMP(tx *rib.Tx, h *PeerHeader, p *peer, afi uint16, safi u
 	defer ap.done()
 	if rf, ok := bgp.FamilyOf(afi, safi); ok && rf != bgp.FamilyIPv4Multicast && rf != bgp.FamilyIPv6Multicast {
 		vpn := rf == bgp.FamilyIPv4VPN || rf == bgp.FamilyIPv6VPN
-		r := bgp.NewNLRIReader(nlri, rf, p.addPath.Has(rf))
+		r := bgp.NewNLRIReader(nlri, rf, p.bgp.addPath.Has(rf))
 		for pfx, ok := r.Next(); ok; pfx, ok = r.Next() {
 			rd := h.Distinguisher
 			if vpn {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"flowzero/internal/health"
 	"flowzero/internal/lograte"
 	"flowzero/rib"
 )
@@ -36,6 +37,10 @@ type Server struct {
 	wg       sync.WaitGroup
 
 	connLog *lograte.Keyed[string] // refused, timed-out and uninitiated connections, by reason
+
+	// health is degraded for health.Hold after a router's session was lost.
+	health *health.State
+	lost   atomic.Uint64 // router sessions lost since start
 }
 
 // New returns a BMP server writing routes to table. Metrics are registered on reg. The
@@ -60,6 +65,7 @@ func New(reg prometheus.Registerer, cfg Configuration, table *rib.RIB, logger *s
 		stale:   make(map[*session]*time.Timer),
 		owners:  make(map[rib.PeerID]*session),
 		connLog: lograte.NewKeyed[string](3, 30*time.Second, 8),
+		health:  health.NewState(nil),
 	}
 	if len(cfg.RDs) > 0 {
 		s.rds = make(map[RD]struct{}, len(cfg.RDs))
@@ -270,12 +276,13 @@ func (s *Server) adoptRestored() {
 		if c == nil {
 			rs := p.Router.String()
 			c = &session{
-				srv: s, router: netip.AddrPortFrom(p.Router, 0), routerStr: rs, peers: make(map[peerKey]*peer),
+				srv: s, router: netip.AddrPortFrom(p.Router, 0), routerStr: rs,
+				peers: make(map[peerKey]*peer), negotiated: make(map[sessionKey]*negotiated),
 				metrics: &routerMetrics{peers: s.metrics.peers.WithLabelValues(rs), closed: s.metrics.closed.WithLabelValues(rs)},
 			}
 			byRouter[p.Router] = c
 		}
-		k := peerKey{typ: PeerTypeGlobal, rd: RD(p.Distinguisher), addr: p.Address, as: p.AS, postPolicy: p.PostPolicy}
+		k := peerKey{sessionKey: sessionKey{typ: PeerTypeGlobal, rd: RD(p.Distinguisher), addr: p.Address, as: p.AS}, postPolicy: p.PostPolicy}
 		if p.Distinguisher != 0 {
 			k.typ = PeerTypeRD
 		}
@@ -318,6 +325,40 @@ func (s *Server) adopt(tx *rib.Tx, c *session, id rib.PeerID) {
 	}
 }
 
+// peerDownStale removes what closed sessions of c's router still keep for the BGP session
+// sk: a router that reconnects reports the peers that went down while it was away, which its
+// new session never saw, and their routes must not wait for Keep.
+func (s *Server) peerDownStale(c *session, sk sessionKey) {
+	router := c.router.Addr()
+	s.mu.Lock()
+	var olds []*session
+	for old := range s.stale {
+		if old != c && old.router.Addr() == router {
+			olds = append(olds, old)
+		}
+	}
+	s.mu.Unlock()
+	for _, old := range olds {
+		old.peersMu.Lock()
+		ps := old.detachRIBPeerLocked(sk)
+		empty := len(old.peers) == 0
+		old.peersMu.Unlock()
+		if len(ps) == 0 {
+			continue
+		}
+		old.dropRoutes(ps, "down")
+		if empty {
+			// Nothing is left to expire.
+			s.mu.Lock()
+			if t := s.stale[old]; t != nil {
+				t.Stop()
+				delete(s.stale, old)
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
 // release forgets that c feeds id and reports whether it did.
 func (s *Server) release(c *session, id rib.PeerID) bool {
 	s.mu.Lock()
@@ -338,13 +379,15 @@ type session struct {
 	routerStr string
 	// metrics are the router's series, nil until its initiation message is accepted: any
 	// host reaching the port can connect, and only a BMP speaker gets its address in labels.
-	metrics   *routerMetrics
-	sysName   string
-	peers     map[peerKey]*peer
-	peersMu   sync.Mutex // guards peers against the stale timer after the session ended
-	update    updateDecoder
-	ph        PeerHeader
-	errLogged time.Time
+	metrics *routerMetrics
+	sysName string
+	peers   map[peerKey]*peer
+	// negotiated is the state of each BGP session the router monitors, shared by its views.
+	negotiated map[sessionKey]*negotiated
+	peersMu    sync.Mutex // guards peers and negotiated against the stale timer after the session ended
+	update     updateDecoder
+	ph         PeerHeader
+	errLogged  time.Time
 	// accepted is when the connection was accepted; initiated is set once its initiation
 	// message is, and evicted when max-sessions closed it for a newer connection before.
 	accepted  time.Time
@@ -355,12 +398,13 @@ type session struct {
 func newSession(s *Server, conn net.Conn, router netip.AddrPort) *session {
 	rs := router.Addr().String()
 	return &session{
-		srv:       s,
-		conn:      conn,
-		router:    router,
-		routerStr: rs,
-		peers:     make(map[peerKey]*peer),
-		accepted:  time.Now(),
+		srv:        s,
+		conn:       conn,
+		router:     router,
+		routerStr:  rs,
+		peers:      make(map[peerKey]*peer),
+		negotiated: make(map[sessionKey]*negotiated),
+		accepted:   time.Now(),
 	}
 }
 
@@ -375,14 +419,52 @@ func (c *session) serve() {
 	}()
 	// One deadline for the whole initiation message, so trickling bytes does not extend it.
 	c.conn.SetReadDeadline(time.Now().Add(c.srv.cfg.InitiationTimeout))
-	c.run(&deadlineReader{conn: c.conn, idle: c.srv.cfg.IdleTimeout})
+	why := c.run(&deadlineReader{conn: c.conn, idle: c.srv.cfg.IdleTimeout})
 	if c.metrics != nil {
-		c.srv.log.Info("BMP session down", "router", c.router.String(), "sysname", c.sysName)
+		c.srv.log.Info("BMP session down", "router", c.router.String(), "sysname", c.sysName, "reason", why)
+		c.srv.sessionLost(c, why)
 	}
 }
 
-// run reads and applies messages from r until the stream ends, breaks or terminates.
-func (c *session) run(rd io.Reader) {
+// sessionLost records, unless the server is stopping, that a router's session ended: its
+// routes are now only kept for Keep, and the RIB no longer follows the router.
+func (s *Server) sessionLost(c *session, why string) {
+	s.mu.Lock()
+	stopping := s.stopping
+	s.mu.Unlock()
+	if stopping {
+		return
+	}
+	s.lost.Add(1)
+	name := c.router.Addr().String()
+	if c.sysName != "" {
+		name += " (" + c.sysName + ")"
+	}
+	s.health.Event(fmt.Sprintf("BMP session of router %s lost: %s; its routes are kept for %s", name, why, s.cfg.Keep))
+}
+
+// Name identifies the BMP listener in /healthz.
+func (s *Server) Name() string { return "bmp" }
+
+// Health implements health.Reporter: degraded for health.Hold after a router's session was
+// lost (closed, terminated, timed out or broken), whose routes then wait for its return.
+func (s *Server) Health() health.Report {
+	r := s.health.Report()
+	s.mu.Lock()
+	sessions := 0
+	for c := range s.conns {
+		if c.initiated.Load() {
+			sessions++
+		}
+	}
+	s.mu.Unlock()
+	r.Counters = map[string]uint64{"sessions": uint64(sessions), "sessions-lost": s.lost.Load()}
+	return r
+}
+
+// run reads and applies messages from r until the stream ends, breaks or terminates, and
+// says why it stopped.
+func (c *session) run(rd io.Reader) (why string) {
 	r := NewReader(rd)
 	first := true
 	for {
@@ -391,13 +473,13 @@ func (c *session) run(rd io.Reader) {
 		case err == nil:
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			c.timedOut(first)
-			return
+			return "nothing received within idle-timeout"
 		case first && c.evicted.Load():
 			c.uninitiated(c.srv.metrics.uninitiatedEvicted, "evicted", slog.LevelWarn,
 				"BMP connection closed before its initiation message: max-sessions reached, a newer connection took its place", nil)
 			return
 		case errors.Is(err, net.ErrClosed): // Stop
-			return
+			return "server stopping"
 		case first && errors.Is(err, io.EOF):
 			c.uninitiated(c.srv.metrics.uninitiatedClosed, "closed", slog.LevelInfo,
 				"BMP connection closed before its initiation message", nil)
@@ -407,10 +489,10 @@ func (c *session) run(rd io.Reader) {
 				"BMP connection broken before its initiation message", err)
 			return
 		case errors.Is(err, io.EOF):
-			return
+			return "connection closed by the router"
 		default:
 			c.fail("read", err)
-			return
+			return fmt.Sprintf("read error: %v", err)
 		}
 		if first {
 			// RFC 7854 §4.3: the initiation message is the first one a router sends.
@@ -436,7 +518,7 @@ func (c *session) run(rd io.Reader) {
 			first = false
 		}
 		if stop {
-			return
+			return "terminated by the router"
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"flowzero/internal/health"
 	"flowzero/internal/lockedbuf"
 	"flowzero/internal/testutil"
 	"flowzero/rib"
@@ -439,6 +440,50 @@ func TestServer(t *testing.T) {
 		h.expectRIB(concat(routesPeer7EVPN, routesL3VPN))
 	})
 
+	t.Run("peer-down-after-reconnect", func(t *testing.T) {
+		// The router reconnects and reports a peer that went down while it was away: the
+		// new session never saw that peer, the closed one still keeps its routes, and they
+		// go at once rather than after Keep.
+		h := newHarness(t, func(c *Configuration) { c.Keep = time.Hour })
+		conn := h.dial()
+		h.send(conn, "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-eor.pcap", "bmp-reach.pcap")
+		h.waitMessages(1 + 7 + 9 + 17)
+		conn.Close()
+		h.waitFor("the session to close", func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
+		h.send(h.dial(), "bmp-init.pcap", "bmp-peer-down.pcap")
+		h.waitMessages(1 + 7 + 9 + 17 + 1 + 2)
+		// The peer down is for 192.0.2.1; the other peers' routes are kept for Keep.
+		h.expectRIB(concat(routesPeer3, routesPeer7Unicast, routesPeer7EVPN, routesPeer7VPN))
+		if v := h.metric("flowzero_bmp_removed_peers_total", `reason="down"`); v != 1 {
+			t.Errorf("removed peers = %v, want 1", v)
+		}
+	})
+
+	t.Run("health", func(t *testing.T) {
+		// A router's session that ends is an event in /healthz; the server's own Stop is not.
+		h := newHarness(t, nil)
+		conn := h.dial()
+		h.send(conn, "bmp-init.pcap", "bmp-peers-up.pcap")
+		h.waitMessages(1 + 7)
+		if r := h.srv.Health(); r.Status != health.OK || r.Counters["sessions"] != 1 {
+			t.Errorf("health with a session up: %+v", r)
+		}
+		conn.Close()
+		h.waitFor("the session to close", func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
+		r := h.srv.Health()
+		if r.Status != health.Degraded || !strings.Contains(r.Reason, "BMP session of router 127.0.0.1") ||
+			!strings.Contains(r.Reason, "connection closed by the router") || r.Counters["sessions-lost"] != 1 {
+			t.Errorf("health after the session closed: %+v", r)
+		}
+		h2 := newHarness(t, nil)
+		h2.send(h2.dial(), "bmp-init.pcap")
+		h2.waitMessages(1)
+		h2.srv.Stop()
+		if r := h2.srv.Health(); r.Status != health.OK || r.Counters["sessions-lost"] != 0 {
+			t.Errorf("health after Stop: %+v", r)
+		}
+	})
+
 	t.Run("restored-routes", func(t *testing.T) {
 		// Routes in the table when the server starts (a RIB snapshot) are kept for Keep
 		// unless their router comes back.
@@ -739,19 +784,27 @@ func regMessages(reg *prometheus.Registry) float64 {
 	return sum
 }
 
+// withPostPolicy returns the messages of the captures with the L flag (post-policy) set on the
+// per-peer header of the messages of the given types.
+func withPostPolicy(t *testing.T, types []MessageType, files ...string) []byte {
+	t.Helper()
+	var out []byte
+	for _, f := range files {
+		for _, m := range readAll(t, captureStream(t, f)) {
+			h, _ := ParseCommonHeader(m)
+			if slices.Contains(types, h.Type) {
+				m[CommonHeaderLen+1] |= PeerFlagL
+			}
+			out = append(out, m...)
+		}
+	}
+	return out
+}
+
 // TestAdjRIBInView replays the captures (pre-policy) with the L flag set on every per-peer
 // header, as a router sending post-policy Adj-RIB-In would, and checks the view filter.
 func TestAdjRIBInView(t *testing.T) {
-	var post []byte
-	for _, f := range []string{"bmp-init.pcap", "bmp-peers-up.pcap", "bmp-reach.pcap"} {
-		for _, m := range readAll(t, captureStream(t, f)) {
-			h, _ := ParseCommonHeader(m)
-			if h.Type != MsgInitiation && h.Type != MsgTermination {
-				m[CommonHeaderLen+1] |= PeerFlagL
-			}
-			post = append(post, m...)
-		}
-	}
+	post := withPostPolicy(t, []MessageType{MsgPeerUp, MsgRouteMonitoring}, "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-reach.pcap")
 	pre := append(captureStream(t, "bmp-init.pcap"), append(captureStream(t, "bmp-peers-up.pcap"), captureStream(t, "bmp-reach.pcap")...)...)
 	for _, tc := range []struct {
 		view      string
@@ -779,5 +832,72 @@ func TestAdjRIBInView(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPostPolicyAddPath checks that post-policy route monitoring is parsed with the Add-Path
+// families the BGP session negotiated: routers send one peer up per session (L=0), whichever
+// views they monitor.
+func TestPostPolicyAddPath(t *testing.T) {
+	for _, post := range []bool{false, true} {
+		t.Run(fmt.Sprint("post-policy=", post), func(t *testing.T) {
+			c, table := newOfflineSession(t, nil)
+			var types []MessageType
+			if post {
+				types = []MessageType{MsgRouteMonitoring}
+			}
+			s := withPostPolicy(t, types, "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-reach-addpath.pcap")
+			c.run(bytes.NewReader(s))
+			(&harness{t: t, table: table}).expectRIB(routesAddPath)
+			for _, p := range table.Peers() {
+				if p.Routes > 0 && p.PostPolicy != post {
+					t.Errorf("peer %s holds routes with PostPolicy=%v", p.Address, p.PostPolicy)
+				}
+			}
+		})
+	}
+}
+
+// TestPeerDownBothViews checks that a peer down (L=0, one per BGP session) removes the
+// routes of both Adj-RIB-In views of the peer.
+func TestPeerDownBothViews(t *testing.T) {
+	c, table := newOfflineSession(t, nil) // adj-rib-in: any
+	var s []byte
+	s = append(s, captureStream(t, "bmp-init.pcap")...)
+	s = append(s, captureStream(t, "bmp-peers-up.pcap")...)
+	s = append(s, captureStream(t, "bmp-reach.pcap")...)
+	s = append(s, withPostPolicy(t, []MessageType{MsgRouteMonitoring}, "bmp-reach.pcap")...)
+	c.run(bytes.NewReader(s))
+	if got := table.Stats().Routes; got != 2*17 {
+		t.Fatalf("routes of both views: %d, want %d", got, 2*17)
+	}
+	views := len(c.peers)
+	down := netip.MustParseAddr("192.0.2.1")
+	negotiated := func() (n int) {
+		for k := range c.negotiated {
+			if k.addr == down {
+				n++
+			}
+		}
+		return n
+	}
+	if n := negotiated(); n != 1 {
+		t.Fatalf("negotiated states of %s before its peer down: %d, want 1 for both views", down, n)
+	}
+	s = append(captureStream(t, "bmp-init.pcap"), captureStream(t, "bmp-peer-down.pcap")...) // 192.0.2.1, L=0
+	c.run(bytes.NewReader(s))
+	if got := table.Stats().Routes; got != 2*(17-len(routesPeer1)) {
+		t.Errorf("routes after the peer down: %d, want %d", got, 2*(17-len(routesPeer1)))
+	}
+	for _, p := range table.Peers() {
+		if p.Address == down && p.Routes != 0 {
+			t.Errorf("after the peer down of %s: RIB peer (post-policy=%v) holds %d routes", down, p.PostPolicy, p.Routes)
+		}
+	}
+	if n := len(c.peers); n != views-2 {
+		t.Errorf("session peer views after the peer down: %d, want %d", n, views-2)
+	}
+	if n := negotiated(); n != 0 {
+		t.Errorf("negotiated state of %s kept after its peer down", down)
 	}
 }

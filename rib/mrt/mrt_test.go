@@ -93,6 +93,43 @@ func TestTableDumpV2Compressions(t *testing.T) {
 	}
 }
 
+// TestTruncatedCompressedFile checks that a compressed file cut off (a dump still being
+// written, a copy interrupted) ends the load with an error, as a plain file cut at the same
+// place does, even when the cut falls after a flush point (a record boundary of the
+// uncompressed data) or in the trailer, where only the decompressor sees it.
+func TestTruncatedCompressedFile(t *testing.T) {
+	plain := v2Stream(t)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	// PEER_INDEX_TABLE and the IPv4 record, flushed as a streaming writer does; then the
+	// IPv6 record, the last one.
+	first := len(plain) - (12 + len(v2Records[2].body)/2)
+	zw.Write(plain[:first])
+	zw.Flush()
+	flushed := gz.Len()
+	zw.Write(plain[first:])
+	zw.Close()
+	bz, _ := hex.DecodeString(v2Bzip2)
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"gzip cut after a flush (IPv6 record missing)", gz.Bytes()[:flushed]},
+		{"gzip cut in the trailer (CRC unchecked)", gz.Bytes()[:gz.Len()-4]},
+		{"bzip2 cut in the block", bz[:len(bz)/2]},
+		{"bzip2 cut in the trailer", bz[:len(bz)-4]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rib.NewTable(rib.DefaultConfiguration())
+			l := mrt.NewLoader(r, mrt.Options{})
+			err := l.Load(bytes.NewReader(tc.data))
+			if !errors.Is(err, io.ErrUnexpectedEOF) || !strings.Contains(err.Error(), "uncompressed bytes") {
+				t.Errorf("truncated file loaded with error %v (stats %+v), want io.ErrUnexpectedEOF and the offset", err, l.Stats)
+			}
+		})
+	}
+}
+
 // TestRIBAddPath turns the real IPv4 RIB record into its RFC 8050 Add-Path form with two
 // entries of the same peer (path IDs 1 and 2, different AS paths).
 func TestRIBAddPath(t *testing.T) {

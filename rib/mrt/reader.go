@@ -11,7 +11,9 @@
 // goroutine interns the new sets and applies the paths to the RIB, in one transaction. Other
 // records (TABLE_DUMP, BGP4MP) are applied in file order by Loader.Apply, which caches
 // attribute sets the same way. A corrupt record is skipped and counted; a broken framing or a
-// truncated file ends the load with the records before it applied.
+// truncated file ends the load with the records before it applied. A compressed file cut
+// anywhere, at a record boundary or in its trailer too, is truncated: the decompressor's error
+// ends the load, with the uncompressed byte offset.
 package mrt
 
 import (
@@ -198,6 +200,7 @@ func newReadahead(src io.Reader) *readahead {
 		ra.free <- make([]byte, readaheadChunk)
 	}
 	go func() {
+		var offset int64 // uncompressed bytes read so far
 		for {
 			var b []byte
 			select {
@@ -205,7 +208,7 @@ func newReadahead(src io.Reader) *readahead {
 			case <-ra.done:
 				return
 			}
-			n, err := io.ReadFull(src, b[:cap(b)])
+			n, err := fill(src, b[:cap(b)])
 			if n > 0 {
 				select {
 				case ra.full <- b[:n]:
@@ -213,9 +216,13 @@ func newReadahead(src io.Reader) *readahead {
 					return
 				}
 			}
+			offset += int64(n)
 			if err != nil {
-				if err == io.ErrUnexpectedEOF {
-					err = io.EOF
+				// Only the source's plain EOF ends the input (Reader.Next then tells a record
+				// boundary from a cut record); a decompressor's error, io.ErrUnexpectedEOF for
+				// a cut stream or trailer included, is the file's and must end the load.
+				if err != io.EOF {
+					err = fmt.Errorf("decompressing after %d uncompressed bytes: %w", offset, err)
 				}
 				ra.errc <- err
 				close(ra.full)
@@ -224,6 +231,20 @@ func newReadahead(src io.Reader) *readahead {
 		}
 	}()
 	return ra
+}
+
+// fill reads from src until b is full or src fails, returning src's error as is: unlike
+// io.ReadFull, a source's own io.ErrUnexpectedEOF stays distinct from its plain io.EOF.
+func fill(src io.Reader, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := src.Read(b[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 func (ra *readahead) Read(p []byte) (int, error) {
