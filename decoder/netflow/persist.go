@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"flowzero/internal/atomicfile"
 )
 
 // persistFormat names the templates file format (see the package documentation).
@@ -172,17 +174,24 @@ func (d *Decoder) SaveTemplates(path string) (err error) {
 	if err != nil {
 		return fmt.Errorf("netflow: saving templates: %w", err)
 	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("netflow: saving templates: %w", err)
+	// The data is synced before the rename and the directory after it, so that a crash
+	// leaves the old file or the new one. The directory must exist: it is not created.
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
 	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("netflow: saving templates: %w", err)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err == nil {
+		err = atomicfile.SyncDir(filepath.Dir(path))
+	} else {
 		os.Remove(tmp.Name())
+	}
+	if err != nil {
 		return fmt.Errorf("netflow: saving templates: %w", err)
 	}
 	return nil

@@ -7,9 +7,10 @@ import (
 	"io/fs"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
+
+	"flowzero/internal/atomicfile"
 )
 
 // persistFormat names the cache file format: a JSON object with the exporters' sysNames and
@@ -83,29 +84,8 @@ func (c *Cache) Save(path string) (err error) {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".snmp-cache-*")
-	if err != nil {
+	if err = atomicfile.WriteFile(path, data); err != nil {
 		return fmt.Errorf("snmp: saving the cache: %w", err)
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		// The data must be on disk before the rename makes it the cache file.
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("snmp: saving the cache: %w", err)
-	}
-	// The rename is durable once the directory is synced.
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }
