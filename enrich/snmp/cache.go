@@ -110,6 +110,8 @@ type exporter struct {
 	pending  map[uint32]struct{}
 	queued   bool // in Cache.ready
 	inFlight bool
+	// polling are the interfaces of the request in flight, which a miss does not queue again.
+	polling []uint32
 	// batch is how many interfaces a request asks about: max-batch-requests, halved each time
 	// the agent answers tooBig.
 	batch   int
@@ -350,6 +352,9 @@ func (c *Cache) queue(e *exporter, index uint32) {
 	if _, ok := e.pending[index]; ok {
 		return
 	}
+	if e.inFlight && (index == 0 || slices.Contains(e.polling, index)) {
+		return // the request in flight asks for it (every request asks for the sysName)
+	}
 	if c.pending >= c.cfg.QueueSize {
 		c.metrics.queueFull.Inc()
 		return
@@ -413,7 +418,7 @@ func (c *Cache) pollExporter(e *exporter) {
 		delete(e.pending, index)
 	}
 	c.pending -= before - len(e.pending)
-	e.inFlight = true
+	e.inFlight, e.polling = true, indexes
 	target, creds := e.target, e.creds
 	c.mu.Unlock()
 
@@ -422,7 +427,7 @@ func (c *Cache) pollExporter(e *exporter) {
 	e.metrics.seconds.Observe(time.Since(start).Seconds())
 
 	c.mu.Lock()
-	e.inFlight = false
+	e.inFlight, e.polling = false, nil
 	now := c.clock.Now()
 	var update Update
 	tooBig := errors.Is(err, errTooBig)

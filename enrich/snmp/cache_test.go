@@ -288,6 +288,28 @@ func TestBatches(t *testing.T) {
 	}
 }
 
+// Flows missing an interface whose poll is in flight do not queue it again: the agent is
+// asked once. Another interface missed meanwhile waits for the next request.
+func TestMissWhilePolledAskedOnce(t *testing.T) {
+	f := newFixture(t, nil)
+	f.agents.block = make(chan struct{})
+	f.c.Lookup(exporter1, 5)
+	testutil.WaitUntil(t, "the first poll", func() bool { return f.agents.requestCount() == 1 })
+	f.c.Lookup(exporter1, 5)
+	f.c.ExporterName(exporter1)
+	f.c.Lookup(exporter1, 6)
+	f.c.Lookup(exporter1, 5)
+	close(f.agents.block)
+	f.waitFor(t, exporter1, 5)
+	f.waitFor(t, exporter1, 6)
+	testutil.WaitUntil(t, "the polls to end", func() bool { return !f.inFlight(exporter1) })
+	f.agents.mu.Lock()
+	defer f.agents.mu.Unlock()
+	if want := [][]uint32{{5}, {6}}; fmt.Sprint(f.agents.requests) != fmt.Sprint(want) {
+		t.Errorf("requests %v, want %v", f.agents.requests, want)
+	}
+}
+
 // An agent answering tooBig gets the same interfaces in requests half as large, without its
 // breaker counting it, down to one interface per request, which then fails as any poll.
 func TestTooBigHalvesBatch(t *testing.T) {
