@@ -5,6 +5,8 @@
 #   make kafka-stop    stop it
 #   make kafka-integration  run every package's integration tests against a fresh cluster of
 #                      $(KAFKA_TEST_BROKERS) brokers (replication factor 3, min.insync.replicas 2)
+#   make kafka-suites  what make test runs: kafka-integration's and store-integration's tests
+#                      on one fresh cluster
 # Integration tests that need Kafka live in files tagged `//go:build integration` and get the
 # broker from flowzero/internal/kafkatest (FLOWZERO_KAFKA_BROKERS).
 KAFKA_PORT ?= 19092
@@ -45,6 +47,20 @@ INTEGRATION_PKGS = $(sort $(dir $(shell git ls-files --cached --others --exclude
 	| grep -v -e '^bench/' -e '^store/' | xargs grep -l '^//go:build.*integration' 2>/dev/null)))
 
 kafka-integration: kafka-fetch
-	$(if $(INTEGRATION_PKGS),$(call with-kafka,$(GO) test -race -count=1 -timeout 10m -tags 'integration' $(addprefix ./,$(INTEGRATION_PKGS))),@echo "kafka-integration: no integration-tagged tests")
+	$(call with-kafka,$(MAKE) --no-print-directory kafka-integration-tests)
 
-INTEGRATION_TARGETS += kafka-integration
+# kafka-integration-tests runs the tests against the brokers of FLOWZERO_KAFKA_BROKERS (a
+# with-kafka cluster, or one of your own).
+kafka-integration-tests:
+	$(if $(INTEGRATION_PKGS),$(GO) test -race -count=1 -timeout 10m -tags 'integration' $(addprefix ./,$(INTEGRATION_PKGS)),@echo "kafka-integration: no integration-tagged tests")
+
+# make test's integration phase runs every suite of KAFKA_SUITES (targets that take the
+# brokers from FLOWZERO_KAFKA_BROKERS) one after the other on one cluster, started once.
+KAFKA_SUITES += kafka-integration-tests
+KAFKA_SUITES_DEPS += kafka-fetch
+.PHONY: kafka-integration-tests kafka-suites
+kafka-suites:
+	@$(MAKE) --no-print-directory $(KAFKA_SUITES_DEPS)
+	$(call with-kafka,$(MAKE) --no-print-directory $(KAFKA_SUITES))
+
+INTEGRATION_TARGETS += kafka-suites

@@ -23,12 +23,22 @@ TEST_TAGS += chdb
 TEST_DEPS += chdb-fetch
 export CGO_LDFLAGS := $(CGO_LDFLAGS) -L$(CHDB_DIR) -Wl,-rpath,$(CHDB_DIR)
 
-store-integration: chdb-fetch kafka-fetch
-	$(call with-kafka,$(GO) test -race -count=1 -timeout 10m -tags 'integration chdb' -run 'Kafka' ./store/... && \
-	  $(GO) test -race -count=1 -timeout 10m -tags 'integration chdb' \
-	    -run '^(TestUnitsStoredOnce|TestSplitKillOutletStore|TestSplitServerStoredOnce)$$' ./outlet/ ./app/)
+# The store packages holding integration-tagged tests (the Kafka engine's).
+STORE_INTEGRATION_PKGS = $(sort $(dir $(shell git ls-files --cached --others --exclude-standard -- 'store/*_test.go' \
+	| xargs grep -l '^//go:build.*integration' 2>/dev/null)))
 
-INTEGRATION_TARGETS += store-integration
+store-integration: chdb-fetch kafka-fetch
+	$(call with-kafka,$(MAKE) --no-print-directory store-integration-tests)
+
+# store-integration-tests runs the tests against the brokers of FLOWZERO_KAFKA_BROKERS.
+store-integration-tests:
+	$(GO) test -race -count=1 -timeout 10m -tags 'integration chdb' -run 'Kafka' $(addprefix ./,$(STORE_INTEGRATION_PKGS)) && \
+	  $(GO) test -race -count=1 -timeout 10m -tags 'integration chdb' \
+	    -run '^(TestUnitsStoredOnce|TestSplitKillOutletStore|TestSplitServerStoredOnce)$$' ./outlet/ ./app/
+
+.PHONY: store-integration-tests
+KAFKA_SUITES += store-integration-tests
+KAFKA_SUITES_DEPS += chdb-fetch
 
 BENCH_COUNT ?= 5
 bench-store: chdb-fetch tools

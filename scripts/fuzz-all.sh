@@ -4,6 +4,7 @@
 # run and leaves the crasher in the package's testdata/fuzz folder, as go test -fuzz does.
 #   FUZZTIME  how long each target runs (default 3s, as make test runs it)
 #   FUZZTAGS  extra build tags
+#   FUZZJOBS  how many targets run at a time (default 2), sharing the cores between them
 # Each package's instrumented test binary is built once (go test -c -fuzz), in the background
 # while the previous package fuzzes, and runs each of its targets from the package's folder
 # with go test's corpus cache (GOCACHE/fuzz/<package>): a go test -fuzz per target would build
@@ -40,9 +41,53 @@ binary() { echo "$bindir/$(echo "$1" | tr / _).test"; }
 builder=$!
 trap 'kill $builder 2>/dev/null || true; wait; rm -rf "$bindir"' EXIT
 
+# fuzz_one DIR NAME BIN runs one target and prints its lines when it ends (targets run side
+# by side, so their lines are not interleaved); its exit status is the target's result.
+fuzz_one() {
+  local dir=$1 name=$2 bin=$3 out log attempt status=0
+  out="fuzz: ./$dir $name ($FUZZTIME)"
+  log=$(mktemp "${TMPDIR:-/tmp}/fuzz-$name.XXXXXX.log")
+  for attempt in 1 2; do
+    if (cd "$root/$dir" && "$bin" -test.run '^$' -test.fuzz "^${name}\$" -test.fuzztime "$FUZZTIME" \
+        -test.fuzzminimizetime 100x -test.parallel "$workers" -test.timeout 10m \
+        -test.fuzzcachedir "$fuzzcache/$module/$dir") >"$log" 2>&1; then
+      break
+    fi
+    if grep -q 'context deadline exceeded' "$log" && ! grep -qE 'Failing input written|panic:|_test.go:[0-9]+:' "$log"; then
+      if [ "$attempt" = 1 ]; then
+        out+=$'\n'"fuzz: $name stopped with the fuzztime deadline race (golang/go#75804), retrying"
+        continue
+      fi
+      out+=$'\n'"fuzz: $name hit the deadline race twice, no failing input: counted as a flake"
+      break
+    fi
+    out+=$'\n'"FAIL: fuzz ./$dir $name (whole log: $log)"$'\n'"$(tail -30 "$log")"
+    status=1
+    log= # kept for the whole story
+    break
+  done
+  [ -z "$log" ] || rm -f "$log"
+  echo "$out"
+  return $status
+}
+
+# FUZZJOBS targets run at a time, each with cores/FUZZJOBS workers (at least one): on 2
+# cores, two targets of one worker each.
+jobs=${FUZZJOBS:-2}
+workers=$(( $(nproc) / jobs )); [ "$workers" -ge 1 ] || workers=1
 fail=0
 count=0
+pids=()
 start=$SECONDS
+# reap waits for one running target (not the builder) and records its result.
+reap() {
+  local rc=0 done_pid=
+  wait -n -p done_pid "${pids[@]}" || rc=$?
+  local left=() p
+  for p in "${pids[@]}"; do [ "$p" = "$done_pid" ] || left+=("$p"); done
+  pids=("${left[@]}")
+  [ $rc = 0 ] || fail=1
+}
 for dir in $dirs; do
   names=$(cat "$dir"/*_test.go | grep -oE '^func (Fuzz[A-Za-z0-9_]*)\(' | sed -E 's/^func (Fuzz[A-Za-z0-9_]*)\(/\1/' | sort)
   bin=$(binary "$dir")
@@ -57,29 +102,11 @@ for dir in $dirs; do
   fi
   for name in $names; do
     count=$((count + 1))
-    echo "fuzz: ./$dir $name ($FUZZTIME)"
-    log=$(mktemp "${TMPDIR:-/tmp}/fuzz-$name.XXXXXX.log")
-    for attempt in 1 2; do
-      if (cd "$root/$dir" && "$bin" -test.run '^$' -test.fuzz "^${name}\$" -test.fuzztime "$FUZZTIME" \
-          -test.fuzzminimizetime 100x -test.parallel 2 -test.timeout 10m \
-          -test.fuzzcachedir "$fuzzcache/$module/$dir") >"$log" 2>&1; then
-        break
-      fi
-      if grep -q 'context deadline exceeded' "$log" && ! grep -qE 'Failing input written|panic:|_test.go:[0-9]+:' "$log"; then
-        if [ $attempt = 1 ]; then
-          echo "fuzz: $name stopped with the fuzztime deadline race (golang/go#75804), retrying"
-          continue
-        fi
-        echo "fuzz: $name hit the deadline race twice, no failing input: counted as a flake"
-        break
-      fi
-      echo "FAIL: fuzz ./$dir $name (whole log: $log)"; tail -30 "$log"
-      fail=1
-      log= # kept for the whole story
-      break
-    done
-    [ -z "$log" ] || rm -f "$log"
+    [ "${#pids[@]}" -lt "$jobs" ] || reap
+    fuzz_one "$dir" "$name" "$bin" &
+    pids+=($!)
   done
 done
+while [ "${#pids[@]}" -gt 0 ]; do reap; done
 echo "fuzz: $count targets run in $((SECONDS - start))s"
 exit $fail
