@@ -109,7 +109,7 @@ func TestServerSinkDeduplicatesInEngine(t *testing.T) {
 	}
 
 	// Two units of the demo's flows.
-	demoBatches, _ := storetest.DemoBatches(s)
+	demoBatches, _ := storetest.DemoBatchesOf(s, 20_000)
 	var units [2][]byte
 	n := 0
 	for _, batch := range demoBatches {

@@ -59,19 +59,29 @@ func DemoBatches(s *schema.Schema) (batches [][]byte, size int) {
 	return batches, size
 }
 
+// DemoBatchesOf is DemoBatches with n flows, for tests that need fewer than the benchmarks.
+func DemoBatchesOf(s *schema.Schema, n int) (batches [][]byte, size int) {
+	batches, size, _ = demoBatches(s, n)
+	return batches, size
+}
+
 // TimeField is where a demo flow's TimeReceived varint is: batch index and byte offset.
 type TimeField struct{ batch, off int32 }
 
 // DemoBatchesTimed is DemoBatches, also returning where each flow's TimeReceived is, so that
 // the batches can be sent again later in time (ShiftTimes).
 func DemoBatchesTimed(s *schema.Schema) (batches [][]byte, size int, times []TimeField) {
+	return demoBatches(s, BenchFlows)
+}
+
+func demoBatches(s *schema.Schema, n int) (batches [][]byte, size int, times []TimeField) {
 	g := demo.NewGenerator(1)
 	fm := s.NewFlowMessage()
 	exporters := []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2"), netip.MustParseAddr("192.0.2.3")}
 	names := []string{"edge1.par", "edge2.par", "core1.fra"}
 	start := time.Unix(int64(BaseTime), 0)
 	var cur []byte
-	for i := 0; i < BenchFlows; i++ {
+	for i := range n {
 		now := start.Add(time.Duration(i) * DemoEvery)
 		f := g.Next(now)
 		e := i % len(exporters)
