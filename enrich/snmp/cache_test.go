@@ -122,6 +122,21 @@ func newFixture(t *testing.T, edit func(*Configuration)) *fixture {
 	return f
 }
 
+// waitUpdates waits until the OnUpdate function has been told of updates for which done
+// returns true and returns them all: a poller stores an answer, then calls it after
+// releasing the cache's lock, so an answer in the cache does not mean its update was told.
+func (f *fixture) waitUpdates(t *testing.T, what string, done func([]Update) bool) []Update {
+	t.Helper()
+	var updates []Update
+	testutil.WaitUntil(t, what, func() bool {
+		f.mu.Lock()
+		updates = slices.Clone(f.updates)
+		f.mu.Unlock()
+		return done(updates)
+	})
+	return updates
+}
+
 func (f *fixture) waitFor(t *testing.T, exporter netip.Addr, index uint32) Answer {
 	t.Helper()
 	var a Answer
@@ -156,9 +171,7 @@ func TestLookup(t *testing.T) {
 	if a, ok := f.c.Lookup(netip.MustParseAddr("::ffff:192.0.2.1"), 3); !ok || a != want {
 		t.Errorf("hit: %+v, %v", a, ok)
 	}
-	f.mu.Lock()
-	updates := slices.Clone(f.updates)
-	f.mu.Unlock()
+	updates := f.waitUpdates(t, "the update", func(u []Update) bool { return len(u) > 0 })
 	if len(updates) != 1 || !updates[0].ExporterName || !slices.Equal(updates[0].Indexes, []uint32{3}) || updates[0].Exporter != exporter1 {
 		t.Errorf("updates: %+v", updates)
 	}
@@ -497,6 +510,14 @@ func TestRefreshAndExpiry(t *testing.T) {
 	f.c.Lookup(exporter1, 2)
 	f.waitFor(t, exporter1, 1)
 	f.waitFor(t, exporter1, 2)
+	// Interfaces 1 and 2 were asked in one request or two: wait for their updates.
+	before := len(f.waitUpdates(t, "the updates of interfaces 1 and 2", func(updates []Update) bool {
+		var indexes []uint32
+		for _, u := range updates {
+			indexes = append(indexes, u.Indexes...)
+		}
+		return slices.Contains(indexes, 1) && slices.Contains(indexes, 2)
+	}))
 	polls := f.agents.requestCount()
 	// The agent renames interface 1; nothing asks before cache-refresh.
 	f.agents.mu.Lock()
@@ -515,11 +536,9 @@ func TestRefreshAndExpiry(t *testing.T) {
 		a, _ := f.c.Lookup(exporter1, 1)
 		return a.Interface.Description == "Transit: Cogent"
 	})
-	f.mu.Lock()
-	last := f.updates[len(f.updates)-1]
-	f.mu.Unlock()
-	if !slices.Equal(last.Indexes, []uint32{1}) || last.ExporterName {
-		t.Errorf("update %+v, want interface 1 only", last)
+	updates := f.waitUpdates(t, "the refresh's update", func(u []Update) bool { return len(u) > before })
+	if refresh := updates[before:]; len(refresh) != 1 || !slices.Equal(refresh[0].Indexes, []uint32{1}) || refresh[0].ExporterName {
+		t.Errorf("updates %+v, want one of interface 1 only", refresh)
 	}
 	// Interface 2, unused for cache-duration, is forgotten; interface 1 stays.
 	f.clock.Advance(91 * time.Minute)
