@@ -47,6 +47,32 @@ func reusePortSocket(t *testing.T, addr string) (*net.UDPConn, uint64) {
 	return conn, ino
 }
 
+// TestEphemeralPortNotShared: a listener on port 0 gets a port that no other socket holds,
+// though the kernel gives a socket with SO_REUSEPORT binding port 0 a port that another such
+// socket of the same user holds now and then (the port-sharing check then refused to start
+// tests' collectors); the listener's sockets all take that port.
+func TestEphemeralPortNotShared(t *testing.T) {
+	held := map[int]bool{}
+	for range 1000 {
+		c, _ := reusePortSocket(t, "127.0.0.1:0")
+		defer c.Close()
+		held[c.LocalAddr().(*net.UDPAddr).Port] = true
+	}
+	for range 300 {
+		conns, _, err := openSockets("127.0.0.1:0", 2, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := conns[0].LocalAddr().(*net.UDPAddr).Port, conns[1].LocalAddr().(*net.UDPAddr).Port
+		for _, c := range conns {
+			c.Close()
+		}
+		if held[a] || a != b {
+			t.Fatalf("listener on port 0 bound to ports %d and %d; held by other sockets: %v, %v", a, b, held[a], held[b])
+		}
+	}
+}
+
 // healthz fetches /healthz and decodes it.
 func healthz(t *testing.T, c *Collector) (int, health.Overall) {
 	t.Helper()

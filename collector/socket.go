@@ -22,14 +22,20 @@ import (
 // The sockets take the family of addr's host (listenNetwork).
 func openSockets(addr string, n, rcvbuf int) ([]*net.UDPConn, int, error) {
 	network := listenNetwork(addr)
+	// The kernel may give a socket with SO_REUSEPORT that binds port 0 a port that another
+	// socket of the same user holds with SO_REUSEPORT (it could share it): the first socket
+	// binds port 0 without it, so that its port is free, and takes it once bound.
+	_, port, _ := net.SplitHostPort(addr)
+	reuseAfterBind := port == "0"
 	var granted int
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		err := c.Control(func(fd uintptr) {
 			s := int(fd)
-			if serr = unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); serr != nil {
-				serr = fmt.Errorf("SO_REUSEPORT: %w", serr)
-				return
+			if !reuseAfterBind {
+				if serr = setReusePort(s); serr != nil {
+					return
+				}
 			}
 			if serr = unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); serr != nil {
 				serr = fmt.Errorf("SO_RXQ_OVFL: %w", serr)
@@ -66,11 +72,38 @@ func openSockets(addr string, n, rcvbuf int) ([]*net.UDPConn, int, error) {
 		conn := pc.(*net.UDPConn)
 		conns = append(conns, conn)
 		if i == 0 {
+			if reuseAfterBind {
+				if err := rawControl(conn, setReusePort); err != nil {
+					conn.Close()
+					return nil, 0, fmt.Errorf("listen %s: %w", addr, err)
+				}
+				reuseAfterBind = false
+			}
 			// Join the port the first socket got (matters for port 0 in tests).
 			addr = conn.LocalAddr().String()
 		}
 	}
 	return conns, granted, nil
+}
+
+func setReusePort(fd int) error {
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+		return fmt.Errorf("SO_REUSEPORT: %w", err)
+	}
+	return nil
+}
+
+// rawControl runs fn on conn's file descriptor.
+func rawControl(conn *net.UDPConn, fn func(fd int) error) error {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
 }
 
 // listenNetwork is the network a listener's sockets are bound in: udp4 for an IPv4 host,
