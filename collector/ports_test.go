@@ -27,10 +27,16 @@ import (
 )
 
 // reusePortSocket binds a UDP socket with SO_REUSEPORT to addr, as a second collector (or
-// any program of the same user) would, and returns it with its inode.
+// any program of the same user) would, and returns it with its inode. On port 0 it takes
+// SO_REUSEPORT once bound, as openSockets does: a port that another socket of the process
+// holds would give the tests a socket they did not expect on it.
 func reusePortSocket(t *testing.T, addr string) (*net.UDPConn, uint64) {
 	t.Helper()
+	_, port, _ := net.SplitHostPort(addr)
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		if port == "0" {
+			return nil
+		}
 		var serr error
 		c.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1) })
 		return serr
@@ -40,6 +46,11 @@ func reusePortSocket(t *testing.T, addr string) (*net.UDPConn, uint64) {
 		t.Fatal(err)
 	}
 	conn := pc.(*net.UDPConn)
+	if port == "0" {
+		if err := rawControl(conn, setReusePort); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ino, err := socketInode(conn)
 	if err != nil {
 		t.Fatal(err)
