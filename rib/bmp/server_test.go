@@ -407,20 +407,32 @@ func TestServer(t *testing.T) {
 	})
 
 	t.Run("connection-down-keep", func(t *testing.T) {
-		h := newHarness(t, func(c *Configuration) { c.Keep = 300 * time.Millisecond })
-		conn := h.dial()
-		h.send(conn, "bmp-init.pcap", "bmp-l3vpn.pcap")
-		h.waitMessages(1 + 5)
-		conn.Close()
-		h.waitFor("the session to close", func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
-		// Kept during the grace period...
-		h.expectRIB(routesL3VPN)
-		// ...then removed.
-		h.waitFor("the kept routes to expire", func() bool { return h.metric("flowzero_bmp_removed_peers_total", `reason="stale"`) == 1 })
-		h.expectRIB(nil)
-		if v := h.metric("flowzero_bmp_peers"); v != 0 {
-			t.Errorf("peers = %v, want 0", v)
-		}
+		// Keep runs on the bubble's clock: on the machine's, a test slower than Keep between
+		// the session's end and its check of the routes found them gone.
+		synctest.Test(t, func(t *testing.T) {
+			const keep = 300 * time.Millisecond
+			h, conn := newPipeHarness(t, func(c *Configuration) { c.Keep = keep })
+			h.send(conn, "bmp-init.pcap", "bmp-l3vpn.pcap")
+			conn.Close()
+			synctest.Wait()
+			if v := h.metric("flowzero_bmp_closed_connections_total"); v != 1 {
+				t.Fatalf("closed sessions = %v, want 1", v)
+			}
+			// Kept during the grace period...
+			time.Sleep(keep - time.Millisecond)
+			synctest.Wait()
+			h.expectRIB(routesL3VPN)
+			// ...then removed.
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+			if v := h.metric("flowzero_bmp_removed_peers_total", `reason="stale"`); v != 1 {
+				t.Errorf("peers removed as stale = %v, want 1", v)
+			}
+			h.expectRIB(nil)
+			if v := h.metric("flowzero_bmp_peers"); v != 0 {
+				t.Errorf("peers = %v, want 0", v)
+			}
+		})
 	})
 
 	t.Run("reconnect-takes-over", func(t *testing.T) {
@@ -486,47 +498,54 @@ func TestServer(t *testing.T) {
 
 	t.Run("restored-routes", func(t *testing.T) {
 		// Routes in the table when the server starts (a RIB snapshot) are kept for Keep
-		// unless their router comes back.
+		// unless their router comes back. Keep runs on the bubble's clock, as in
+		// connection-down-keep; the server adopts the routes as Start does before it accepts
+		// (a bubble cannot hold a listening socket).
 		for _, reconnect := range []bool{false, true} {
 			t.Run(fmt.Sprint("reconnect=", reconnect), func(t *testing.T) {
-				h := newHarness(t, nil)
-				h.send(h.dial(), "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-reach.pcap")
-				h.waitMessages(1 + 7 + 17)
-				h.srv.Stop()
-				cfg := DefaultConfiguration()
-				cfg.Listen = "127.0.0.1:0"
-				cfg.Keep = 300 * time.Millisecond
-				reg := prometheus.NewRegistry()
-				srv, err := New(reg, cfg, h.table, slog.New(slog.NewTextHandler(io.Discard, nil)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := srv.Start(); err != nil {
-					t.Fatal(err)
-				}
-				defer srv.Stop()
-				all := concat(routesPeer3, routesPeer7Unicast, routesPeer7EVPN, routesPeer7VPN, routesPeer1)
-				h.expectRIB(all)
-				if !reconnect {
-					h.waitFor("the restored routes to expire", func() bool { return h.table.Stats().Routes == 0 })
-					h.expectRIB(nil)
-					return
-				}
-				conn, err := net.Dial("tcp", srv.Addr().String())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer conn.Close()
-				h.send(conn, "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-reach.pcap")
-				h.waitFor("the router's messages", func() bool { return regMessages(reg) >= 1+7+17 })
-				// The new session took every restored peer over, so nothing is left to expire
-				// when Keep ends: the routes stay.
-				h.waitFor("the restored routes to be taken over", func() bool {
+				synctest.Test(t, func(t *testing.T) {
+					h, conn := newPipeHarness(t, nil)
+					h.send(conn, "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-reach.pcap")
+					synctest.Wait()
+					h.srv.Stop()
+					const keep = 300 * time.Millisecond
+					cfg := DefaultConfiguration()
+					cfg.Keep = keep
+					reg := prometheus.NewRegistry()
+					srv, err := New(reg, cfg, h.table, slog.New(slog.NewTextHandler(io.Discard, nil)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer srv.Stop()
+					srv.adoptRestored()
+					all := concat(routesPeer3, routesPeer7Unicast, routesPeer7EVPN, routesPeer7VPN, routesPeer1)
+					h.expectRIB(all)
+					if !reconnect {
+						time.Sleep(keep)
+						synctest.Wait()
+						h.expectRIB(nil)
+						return
+					}
+					router, server := net.Pipe()
+					defer router.Close()
+					srv.serveConn(server, netip.MustParseAddrPort("192.0.2.100:40001"))
+					h.send(router, "bmp-init.pcap", "bmp-peers-up.pcap", "bmp-reach.pcap")
+					synctest.Wait()
+					if n := regMessages(reg); n != 1+7+17 {
+						t.Fatalf("%v messages handled, want %d", n, 1+7+17)
+					}
+					// The new session took every restored peer over, so nothing is left to
+					// expire when Keep ends: the routes stay.
 					srv.mu.Lock()
-					defer srv.mu.Unlock()
-					return len(srv.stale) == 0
+					stale := len(srv.stale)
+					srv.mu.Unlock()
+					if stale != 0 {
+						t.Errorf("%d restored sessions not taken over", stale)
+					}
+					time.Sleep(keep)
+					synctest.Wait()
+					h.expectRIB(all)
 				})
-				h.expectRIB(all)
 			})
 		}
 	})
