@@ -282,10 +282,19 @@ func TestLoadGivesUpWhenNothingComes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tp.Stop()
-	tp.loadIdle = 300 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
+	// The first fetch (connection, metadata, offsets) may take longer than a short wait on a
+	// loaded machine: the wait is made short once the records came, from apply, which load
+	// calls.
+	tp.loadIdle = testutil.WaitTimeout
+	applied := 0
+	ctx, cancel := context.WithTimeout(context.Background(), 2*testutil.WaitTimeout)
 	defer cancel()
-	loaded, err := tp.load(ctx, map[int32]int64{0: 10}, func(netflow.StateRecord) error { return nil })
+	loaded, err := tp.load(ctx, map[int32]int64{0: 10}, func(netflow.StateRecord) error {
+		if applied++; applied == 2 {
+			tp.loadIdle = 300 * time.Millisecond
+		}
+		return nil
+	})
 	if err != nil || loaded != 2 || promtest.ToFloat64(tp.m.loadTimeouts) != 1 {
 		t.Errorf("load: %d records, error %v, %v load timeouts; want 2, none, 1", loaded, err, promtest.ToFloat64(tp.m.loadTimeouts))
 	}
