@@ -54,8 +54,8 @@ func newHarness(t *testing.T, tweak func(*Configuration)) *harness {
 }
 
 // newPipeHarness is newHarness for a testing/synctest bubble: the server does not listen, and
-// one router session runs over an in-memory pipe, so that timers and deadlines follow the
-// bubble's clock. It returns the router's end of the pipe.
+// router sessions run over in-memory pipes (pipe), so that timers and deadlines follow the
+// bubble's clock. It returns the end of a first router's pipe.
 func newPipeHarness(t *testing.T, tweak func(*Configuration)) (*harness, net.Conn) {
 	t.Helper()
 	cfg := DefaultConfiguration()
@@ -68,13 +68,18 @@ func newPipeHarness(t *testing.T, tweak func(*Configuration)) (*harness, net.Con
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { h.srv.Stop() })
+	return h, h.pipe("192.0.2.100:40000")
+}
+
+// pipe starts a session of the router at addr over an in-memory pipe and returns the
+// router's end.
+func (h *harness) pipe(addr string) net.Conn {
+	h.t.Helper()
 	router, server := net.Pipe()
-	h.srv.serveConn(server, netip.MustParseAddrPort("192.0.2.100:40000"))
-	t.Cleanup(func() {
-		router.Close()
-		h.srv.Stop()
-	})
-	return h, router
+	h.srv.serveConn(server, netip.MustParseAddrPort(addr))
+	h.t.Cleanup(func() { router.Close() })
+	return router
 }
 
 func (h *harness) dial() net.Conn {
@@ -696,41 +701,50 @@ func TestServer(t *testing.T) {
 
 // TestUninitiatedConnections checks that connections ending before their initiation message
 // are counted without their address: any host reaching the port would otherwise leave series
-// behind, while a router's session still gets its own.
+// behind, while a router's session still gets its own. It runs on a testing/synctest bubble's
+// clock: on the machine's, a test slower than the initiation timeout between opening a
+// connection and closing it or writing to it had it end as timed out.
 func TestUninitiatedConnections(t *testing.T) {
-	h := newHarness(t, func(c *Configuration) { c.InitiationTimeout = 200 * time.Millisecond })
-	h.dial().Close()
-	broken := h.dial()
-	broken.Write(captureStream(t, "bmp-init.pcap")[:CommonHeaderLen+2])
-	broken.Close()
-	h.send(h.dial(), "bmp-reach.pcap")
-	h.dial() // sends nothing
-	h.waitFor("the uninitiated connections to end", func() bool {
-		return h.metric("flowzero_bmp_uninitiated_connections_total") == 3 &&
-			h.metric("flowzero_bmp_session_timeouts_total", `phase="initiation"`) == 1
-	})
-	for _, reason := range []string{"closed", "broken", "not-initiation"} {
-		if v := h.metric("flowzero_bmp_uninitiated_connections_total", `reason="`+reason+`"`); v != 1 {
-			t.Errorf("uninitiated connections, %s: %v, want 1", reason, v)
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = 200 * time.Millisecond
+		h, closed := newPipeHarness(t, func(c *Configuration) { c.InitiationTimeout = timeout })
+		closed.Close()
+		broken := h.pipe("127.0.0.1:40001")
+		broken.Write(captureStream(t, "bmp-init.pcap")[:CommonHeaderLen+2])
+		broken.Close()
+		h.pipe("127.0.0.1:40002").Write(captureStream(t, "bmp-reach.pcap")) // fails once the server hangs up
+		h.pipe("127.0.0.1:40003")                                           // sends nothing
+		synctest.Wait()
+		if v := h.metric("flowzero_bmp_uninitiated_connections_total"); v != 3 {
+			t.Errorf("uninitiated connections before the timeout: %v, want 3", v)
 		}
-	}
-	perRouter := []string{
-		"flowzero_bmp_opened_connections_total", "flowzero_bmp_closed_connections_total",
-		"flowzero_bmp_received_messages_total", "flowzero_bmp_errors_total", "flowzero_bmp_peers",
-	}
-	if n, err := promtest.GatherAndCount(h.reg, perRouter...); err != nil || n != 0 {
-		t.Errorf("per-router series after uninitiated connections: %d (%v), want 0", n, err)
-	}
-	if n := h.series("127.0.0.1"); n != 0 {
-		t.Errorf("%d series name the address of uninitiated connections", n)
-	}
-	if logs := h.logs.String(); strings.Contains(logs, `"BMP session up"`) || strings.Contains(logs, `"BMP session down"`) {
-		t.Errorf("uninitiated connections logged as sessions:\n%s", logs)
-	}
+		time.Sleep(timeout)
+		synctest.Wait()
+		if v := h.metric("flowzero_bmp_session_timeouts_total", `phase="initiation"`); v != 1 {
+			t.Errorf("initiation timeouts: %v, want 1", v)
+		}
+		for _, reason := range []string{"closed", "broken", "not-initiation"} {
+			if v := h.metric("flowzero_bmp_uninitiated_connections_total", `reason="`+reason+`"`); v != 1 {
+				t.Errorf("uninitiated connections, %s: %v, want 1", reason, v)
+			}
+		}
+		perRouter := []string{
+			"flowzero_bmp_opened_connections_total", "flowzero_bmp_closed_connections_total",
+			"flowzero_bmp_received_messages_total", "flowzero_bmp_errors_total", "flowzero_bmp_peers",
+		}
+		if n, err := promtest.GatherAndCount(h.reg, perRouter...); err != nil || n != 0 {
+			t.Errorf("per-router series after uninitiated connections: %d (%v), want 0", n, err)
+		}
+		if n := h.series("127.0.0.1") + h.series("192.0.2.100"); n != 0 {
+			t.Errorf("%d series name the address of uninitiated connections", n)
+		}
+		if logs := h.logs.String(); strings.Contains(logs, `"BMP session up"`) || strings.Contains(logs, `"BMP session down"`) {
+			t.Errorf("uninitiated connections logged as sessions:\n%s", logs)
+		}
 
-	h.send(h.dial(), "bmp-init.pcap", "bmp-l3vpn.pcap", "bmp-terminate.pcap")
-	h.waitFor("the session to close", func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
-	want := `
+		h.send(h.pipe("127.0.0.1:40004"), "bmp-init.pcap", "bmp-l3vpn.pcap", "bmp-terminate.pcap")
+		synctest.Wait()
+		want := `
 # HELP flowzero_bmp_opened_connections_total BMP sessions opened: connections whose initiation message was accepted.
 # TYPE flowzero_bmp_opened_connections_total counter
 flowzero_bmp_opened_connections_total{router="127.0.0.1"} 1
@@ -738,25 +752,26 @@ flowzero_bmp_opened_connections_total{router="127.0.0.1"} 1
 # TYPE flowzero_bmp_closed_connections_total counter
 flowzero_bmp_closed_connections_total{router="127.0.0.1"} 1
 `
-	if err := promtest.GatherAndCompare(h.reg, strings.NewReader(want),
-		"flowzero_bmp_opened_connections_total", "flowzero_bmp_closed_connections_total"); err != nil {
-		t.Error(err)
-	}
-	if v := h.metric("flowzero_bmp_received_messages_total", `router="127.0.0.1"`); v != 1+5+1 {
-		t.Errorf("messages = %v, want 7", v)
-	}
-	if v := h.metric("flowzero_bmp_received_messages_total", `router="127.0.0.1"`, `type="initiation"`); v != 1 {
-		t.Errorf("initiation messages = %v, want 1", v)
-	}
-	if v := h.metric("flowzero_bmp_peers", `router="127.0.0.1"`); v != 1 {
-		t.Errorf("peers = %v, want 1", v)
-	}
-	h.expectRIB(routesL3VPN)
-	for _, line := range []string{`msg="BMP session up" component=bmp router=127.0.0.1:`, `msg="BMP session down" component=bmp router=127.0.0.1:`} {
-		if !strings.Contains(h.logs.String(), line) {
-			t.Errorf("log lacks %s", line)
+		if err := promtest.GatherAndCompare(h.reg, strings.NewReader(want),
+			"flowzero_bmp_opened_connections_total", "flowzero_bmp_closed_connections_total"); err != nil {
+			t.Error(err)
 		}
-	}
+		if v := h.metric("flowzero_bmp_received_messages_total", `router="127.0.0.1"`); v != 1+5+1 {
+			t.Errorf("messages = %v, want 7", v)
+		}
+		if v := h.metric("flowzero_bmp_received_messages_total", `router="127.0.0.1"`, `type="initiation"`); v != 1 {
+			t.Errorf("initiation messages = %v, want 1", v)
+		}
+		if v := h.metric("flowzero_bmp_peers", `router="127.0.0.1"`); v != 1 {
+			t.Errorf("peers = %v, want 1", v)
+		}
+		h.expectRIB(routesL3VPN)
+		for _, line := range []string{`msg="BMP session up" component=bmp router=127.0.0.1:`, `msg="BMP session down" component=bmp router=127.0.0.1:`} {
+			if !strings.Contains(h.logs.String(), line) {
+				t.Errorf("log lacks %s", line)
+			}
+		}
+	})
 }
 
 // series counts the gathered series having a label value containing s.
