@@ -686,16 +686,31 @@ func TestServer(t *testing.T) {
 	})
 
 	t.Run("idle-timeout", func(t *testing.T) {
-		h := newHarness(t, func(c *Configuration) { c.IdleTimeout = 300 * time.Millisecond })
-		conn := h.dial()
-		h.send(conn, "bmp-init.pcap", "bmp-l3vpn.pcap")
-		h.waitMessages(1 + 5)
-		h.waitFor("the session to close", func() bool { return h.metric("flowzero_bmp_closed_connections_total") == 1 })
-		if v := h.metric("flowzero_bmp_session_timeouts_total", `phase="idle"`); v != 1 {
-			t.Errorf("idle timeouts = %v, want 1", v)
-		}
-		// Its routes are kept like those of any session that dropped.
-		h.expectRIB(routesL3VPN)
+		// On the bubble's clock: on the machine's, a test slower than the idle timeout
+		// between two captures' messages had the session end before the second.
+		synctest.Test(t, func(t *testing.T) {
+			const idle = 300 * time.Millisecond
+			h, conn := newPipeHarness(t, func(c *Configuration) { c.IdleTimeout = idle })
+			h.send(conn, "bmp-init.pcap", "bmp-l3vpn.pcap")
+			time.Sleep(idle - time.Millisecond)
+			synctest.Wait()
+			if v := h.metric("flowzero_bmp_closed_connections_total"); v != 0 {
+				t.Errorf("closed sessions before the idle timeout = %v, want 0", v)
+			}
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+			if v := h.metric("flowzero_bmp_received_messages_total"); v != 1+5 {
+				t.Errorf("messages = %v, want 6", v)
+			}
+			if v := h.metric("flowzero_bmp_closed_connections_total"); v != 1 {
+				t.Errorf("closed sessions = %v, want 1", v)
+			}
+			if v := h.metric("flowzero_bmp_session_timeouts_total", `phase="idle"`); v != 1 {
+				t.Errorf("idle timeouts = %v, want 1", v)
+			}
+			// Its routes are kept like those of any session that dropped.
+			h.expectRIB(routesL3VPN)
+		})
 	})
 }
 
