@@ -175,9 +175,18 @@ func TestAbusiveClients(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			// Only the timeout a case waits for is short: a client slower than it before its
+			// next write would end as timed out instead of as its case.
 			cfg := testServerConfig(t)
-			cfg.IdleTimeout = 300 * time.Millisecond
-			s, logs, _ := startLoggedServer(t, cfg, 300*time.Millisecond)
+			cfg.IdleTimeout = testutil.WaitTimeout
+			handshake := testutil.WaitTimeout
+			switch tc.reason {
+			case "handshake-timeout":
+				handshake = 300 * time.Millisecond
+			case "idle-timeout":
+				cfg.IdleTimeout = 300 * time.Millisecond
+			}
+			s, logs, _ := startLoggedServer(t, cfg, handshake)
 			var wg sync.WaitGroup
 			for range n {
 				wg.Go(func() {
