@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"flowzero/internal/httpserver/httpservertest"
+	flowtest "flowzero/internal/testutil"
 )
 
 // serve runs New on a loopback listener until the test ends and returns its address.
@@ -89,8 +90,10 @@ func TestIdleConnectionIsClosed(t *testing.T) {
 	}
 }
 
-// TestLongHandlerAnswers: a handler that runs longer than every timeout (a CPU profile)
-// keeps its request context and delivers its answer.
+// TestLongHandlerAnswers: a handler that runs longer than the read and idle timeouts (a CPU
+// profile) keeps its request context and delivers its answer. The header's timeout, which
+// ends before the handler starts, is long: a client slower than a short one to send its
+// request would have had its connection closed.
 func TestLongHandlerAnswers(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -100,7 +103,7 @@ func TestLongHandlerAnswers(t *testing.T) {
 		case <-time.After(5 * timeout):
 			io.WriteString(w, "profile")
 		}
-	}), Timeouts{ReadHeader: timeout, Read: timeout, Idle: timeout}, nil)
+	}), Timeouts{ReadHeader: flowtest.WaitTimeout, Read: timeout, Idle: timeout}, nil)
 	resp, err := http.Get("http://" + addr + "/")
 	if err != nil {
 		t.Fatal(err)
