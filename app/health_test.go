@@ -253,13 +253,7 @@ func TestHealthzRouting(t *testing.T) {
 	}
 	cfg.Routing.BMP.Enabled = true
 	cfg.Routing.BMP.Listen = "127.0.0.1:0"
-	a, err := New(cfg, testDeps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
+	a := startApp(t, cfg)
 	defer a.Stop()
 	code, o := getHealthz(t, a)
 	if rib := o.Components["rib"]; code != http.StatusServiceUnavailable || rib.Status != health.Degraded ||
@@ -284,4 +278,17 @@ func TestHealthzRouting(t *testing.T) {
 	if b := o.Components["bmp"]; !strings.Contains(b.Reason, "BMP session of router 127.0.0.1 lost") {
 		t.Errorf("bmp in /healthz: %+v", b)
 	}
+}
+
+// startApp makes and starts an App of cfg with the tests' dependencies.
+func startApp(t *testing.T, cfg Configuration) *App {
+	t.Helper()
+	a, err := New(cfg, testDeps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

@@ -143,17 +143,6 @@ func waitDecoded(t *testing.T, what string, outlets []*App, sent int64) {
 	}
 }
 
-func startApp(t *testing.T, cfg Configuration) *App {
-	a, err := New(cfg, testDeps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
 // flowID is a flow's identity in a split collector: its datagram record's partition and
 // offset, and its index among the datagram's flows.
 type flowID struct {
